@@ -1,0 +1,158 @@
+// Package params holds the downloader's runtime parameters: the knobs an
+// operator retunes live (delays, limits, robots policy) without a redeploy.
+//
+// It defines their names, defaults, bounds and string forms (Parse, Format),
+// and a Cache that re-reads them through a Loader with a short TTL and keeps
+// the last good values when the source fails or holds a bad value. It imports
+// no AWS code: the SSM Parameter Store loader lives in shared/ssmparams, so
+// the rules here are tested without any emulator.
+package params
+
+import "time"
+
+// QueueMode selects what one politeness queue covers: requests to one queue
+// are spaced by FetchDelay and never run in parallel.
+type QueueMode string
+
+// The queue modes (StormCrawler's fetcher.queue.mode byHost and byDomain).
+const (
+	// QueueByHost gives every host name its own queue: a.example.com and
+	// b.example.com are paced independently.
+	QueueByHost QueueMode = "host"
+	// QueueByDomain shares one queue among the hosts of one registered
+	// domain, for sites that serve many subdomains from the same machines.
+	QueueByDomain QueueMode = "domain"
+)
+
+// Params are the runtime parameters in force for one run of a function.
+// A zero Params is not valid: start from Defaults, Parse or a Cache.
+type Params struct {
+	// CheckHostPeriod is how often a host with queued URLs is checked
+	// (YT Flow's CheckHostPeriod); above 1s so timers cannot spin.
+	CheckHostPeriod time.Duration
+	// PersistLimit caps the URLs kept per host; the oldest are evicted and
+	// reported as dropped (YT Flow's PersistLimit).
+	PersistLimit int
+	// FetchDelay is the pause between two requests to one queue.
+	FetchDelay time.Duration
+	// FetchTimeout bounds one request, headers and body included.
+	FetchTimeout time.Duration
+	// MaxBodyBytes caps the body kept per result; longer bodies are truncated.
+	MaxBodyBytes int64
+	// MaxConcurrentHosts caps the hosts one check invocation fetches from at
+	// the same time (one request per host at a time in any case).
+	MaxConcurrentHosts int
+	// UserAgent is sent with every request, robots.txt included, and is the
+	// agent name matched against robots.txt groups.
+	UserAgent string
+	// RespectRobots makes the fetcher obey robots.txt rules and Crawl-delay.
+	RespectRobots bool
+	// RobotsTTL is how long a fetched robots.txt is trusted.
+	RobotsTTL time.Duration
+	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured; a host
+	// asking for more gets its URLs denied instead of stalling the queue.
+	MaxCrawlDelay time.Duration
+	// MaxBackoff caps the exponential back-off after repeated errors (and
+	// the wait taken from Retry-After) for one host.
+	MaxBackoff time.Duration
+	// MaxAttempts is how many times one URL is tried before its error is final.
+	MaxAttempts int
+	// FollowCrossHostRedirects enqueues a redirect to another host on that
+	// host's queue; when false it is reported as a redirect result only.
+	FollowCrossHostRedirects bool
+	// RandomizeDelay spreads FetchDelay over 0.5x..1.5x (as Scrapy does) so
+	// request times do not form a fingerprintable beat.
+	RandomizeDelay bool
+	// QueueMode selects whether politeness is per host or per domain.
+	QueueMode QueueMode
+}
+
+// The parameter names: the keys of Parse and Format, and the last part of
+// the SSM parameter names under the stage path (for example
+// /urldownloader/dev/CheckHostPeriod). They are spelt like the Go fields so
+// an operator can map one to the other without a table.
+const (
+	NameCheckHostPeriod          = "CheckHostPeriod"
+	NamePersistLimit             = "PersistLimit"
+	NameFetchDelay               = "FetchDelay"
+	NameFetchTimeout             = "FetchTimeout"
+	NameMaxBodyBytes             = "MaxBodyBytes"
+	NameMaxConcurrentHosts       = "MaxConcurrentHosts"
+	NameUserAgent                = "UserAgent"
+	NameRespectRobots            = "RespectRobots"
+	NameRobotsTTL                = "RobotsTTL"
+	NameMaxCrawlDelay            = "MaxCrawlDelay"
+	NameMaxBackoff               = "MaxBackoff"
+	NameMaxAttempts              = "MaxAttempts"
+	NameFollowCrossHostRedirects = "FollowCrossHostRedirects"
+	NameRandomizeDelay           = "RandomizeDelay"
+	NameQueueMode                = "QueueMode"
+)
+
+// DefaultUserAgent names the project and where to read about it, so a site
+// operator who sees it in a log can find out who is calling.
+const DefaultUserAgent = "urldownloader/1.0 (+https://github.com/urldownloader/urldownloader)"
+
+// Defaults returns the parameters used when none is set: the values of the
+// reference systems (YT Flow, StormCrawler, Scrapy), chosen to be polite.
+func Defaults() Params {
+	return Params{
+		CheckHostPeriod:          5 * time.Second,
+		PersistLimit:             1000,
+		FetchDelay:               time.Second,
+		FetchTimeout:             10 * time.Second,
+		MaxBodyBytes:             200 << 10,
+		MaxConcurrentHosts:       256,
+		UserAgent:                DefaultUserAgent,
+		RespectRobots:            true,
+		RobotsTTL:                6 * time.Hour,
+		MaxCrawlDelay:            30 * time.Second,
+		MaxBackoff:               10 * time.Minute,
+		MaxAttempts:              3,
+		FollowCrossHostRedirects: true,
+		RandomizeDelay:           false,
+		QueueMode:                QueueByHost,
+	}
+}
+
+// Names lists every parameter name in a fixed order, the order of the Params
+// fields, so seeding, docs and error lists come out the same every time.
+func Names() []string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	return names
+}
+
+// Format returns the canonical string form of every parameter, which Parse
+// reads back to the same Params: durations in their largest exact unit
+// ("5s", "10m", "6h", "1500ms"), numbers in decimal, bools as true/false.
+func (p Params) Format() map[string]string {
+	out := make(map[string]string, len(fields))
+	for _, f := range fields {
+		out[f.name] = f.format(&p)
+	}
+	return out
+}
+
+// Validate reports every field out of its bounds and every broken rule
+// between fields, in one *InvalidError; nil means p is safe to run with.
+// Params from Defaults, Parse and Cache.Get always pass.
+func (p Params) Validate() error {
+	var bad []FieldError
+	for _, f := range fields {
+		if err := f.check(&p); err != nil {
+			bad = append(bad, FieldError{Name: f.name, Value: f.format(&p), Reason: err.Error()})
+		}
+	}
+	for _, r := range rules {
+		if err := r.check(&p); err != nil {
+			bad = append(bad, r.fieldError(&p, err))
+		}
+	}
+	if len(bad) > 0 {
+		return &InvalidError{Fields: bad}
+	}
+	return nil
+}
