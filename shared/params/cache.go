@@ -132,12 +132,13 @@ func (c *Cache) refresh(ctx context.Context, base Params) Params {
 	maps.Copy(full, raw)
 	p, err := Parse(full, base)
 	if err != nil {
-		var inv *InvalidError
-		attrs := []any{slog.String("error", err.Error())}
-		if errors.As(err, &inv) {
-			attrs = append(attrs, slog.Any("invalid", inv.Fields))
+		// The fields as a JSON list, one object per bad value, rather than
+		// the one-line error text, so a log query can pick out a name.
+		attr := slog.String("error", err.Error())
+		if inv := (*InvalidError)(nil); errors.As(err, &inv) {
+			attr = slog.Any("invalid", inv.Fields)
 		}
-		c.log.ErrorContext(ctx, "invalid parameters ignored; their values in force kept", attrs...)
+		c.log.ErrorContext(ctx, "invalid parameters ignored; their values in force kept", attr)
 	}
 	if changed := diff(base, p); len(changed) > 0 {
 		c.log.InfoContext(ctx, "parameters changed", slog.Any("changed", changed))
