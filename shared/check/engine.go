@@ -1,0 +1,277 @@
+// Package check is the check function's domain: one invocation owns some
+// virtual shards (by lease), finds their due hosts, and works each host
+// politely: one request at a time, the next starting no sooner than the
+// host's delay after the previous response ended, also across invocations.
+// Results are published before the processed URLs leave the store, so a crash
+// means a re-fetch, never a loss.
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// Fetcher performs one GET (see package fetch).
+type Fetcher interface {
+	Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error)
+}
+
+// Clock is the engine's time source; tests may speed it up.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx is done.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx is done.
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+const (
+	// headBatch is how many URLs a host worker takes per round: its results
+	// go out as one SQS batch and its progress as one store write.
+	headBatch = 10
+	// leaseTTL is how long a shard lease lives without renewal. It is longer
+	// than any host delay (MaxCrawlDelay caps them), so a successor that
+	// takes over a crashed holder's shard cannot fetch sooner than the delay.
+	leaseTTL = 45 * time.Second
+	// renewEvery renews held leases well before they expire.
+	renewEvery = 10 * time.Second
+	// idleTTL keeps an idle host's politeness state (last fetch) this long.
+	idleTTL = 24 * time.Hour
+	// commitMargin is the time kept after the last fetch for publishing and
+	// committing before the run ends.
+	commitMargin = 2 * time.Second
+)
+
+// Engine runs check invocations.
+type Engine struct {
+	Store     hostqueue.Store
+	Publisher hostqueue.Publisher
+	// Fetcher returns the fetcher for the parameters in force (its user
+	// agent, timeout and body cap follow live parameter changes).
+	Fetcher func(params.Params) Fetcher
+	Params  func(ctx context.Context) params.Params
+	Clock   Clock
+	Log     *slog.Logger
+	// KeyOf maps a host to its queue key (domain mode); nil means the host.
+	KeyOf func(host string) string
+}
+
+// RunRequest describes one invocation.
+type RunRequest struct {
+	Shard, ShardCount int
+	// Owner identifies the invocation in leases (the request id).
+	Owner string
+	// Until is when the run stops starting requests; in-flight work is then
+	// published and committed.
+	Until time.Time
+	// LeaseWait is how long to keep trying for a shard whose lease another
+	// invocation holds (a predecessor finishing its in-flight requests).
+	LeaseWait time.Duration
+	// Tick is how often due hosts are looked up; zero means 1s.
+	Tick time.Duration
+}
+
+// Summary reports what a run did.
+type Summary struct {
+	Shard         int                   `json:"shard"`
+	VirtualShards []int                 `json:"virtualShards"`
+	Leased        []int                 `json:"leased"`
+	Hosts         int                   `json:"hosts"`
+	Requests      int64                 `json:"requests"`
+	Results       map[result.Status]int `json:"results"`
+	Errors        int64                 `json:"errors"`
+}
+
+type run struct {
+	e       *Engine
+	req     RunRequest
+	mu      sync.Mutex
+	active  map[string]bool
+	held    map[int]bool
+	hosts   int
+	results map[result.Status]int
+	reqs    atomic.Int64
+	errs    atomic.Int64
+	wg      sync.WaitGroup
+}
+
+// Run performs one invocation of a shard's check. It returns when Until has
+// passed and every host worker has committed.
+func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
+	if req.ShardCount < 1 || req.ShardCount > hostqueue.VirtualShards || req.Shard < 0 || req.Shard >= req.ShardCount {
+		return Summary{}, fmt.Errorf("shard %d of %d: shard must be in [0, shardCount) and shardCount in [1, %d]", req.Shard, req.ShardCount, hostqueue.VirtualShards)
+	}
+	if req.Tick <= 0 {
+		req.Tick = time.Second
+	}
+	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]bool{}, results: map[result.Status]int{}}
+	owned := hostqueue.OwnedShards(req.Shard, req.ShardCount)
+	start := e.Clock.Now()
+	var lastRenew time.Time
+	var leased []int
+	for {
+		now := e.Clock.Now()
+		if !now.Before(req.Until) || ctx.Err() != nil {
+			break
+		}
+		if now.Sub(lastRenew) >= renewEvery || r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
+			r.renew(ctx, owned, now)
+			if r.heldCount() == len(owned) || now.Sub(start) >= req.LeaseWait {
+				lastRenew = now
+			}
+		}
+		p := e.Params(ctx)
+		for _, v := range owned {
+			if r.holding(v) {
+				leased = appendOnce(leased, v)
+				r.dispatch(ctx, v, p, now)
+			}
+		}
+		tick := min(req.Tick, p.CheckHostPeriod/2)
+		if r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
+			tick = min(tick, 250*time.Millisecond)
+		}
+		if err := e.Clock.Sleep(ctx, min(tick, req.Until.Sub(now))); err != nil {
+			break
+		}
+	}
+	r.wg.Wait()
+	for _, v := range owned {
+		if r.holding(v) {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if err := e.Store.ReleaseShard(rctx, v, req.Owner); err != nil {
+				e.Log.WarnContext(ctx, "release shard lease", "vshard", v, "error", err)
+			}
+			cancel()
+		}
+	}
+	return Summary{
+		Shard: req.Shard, VirtualShards: owned, Leased: leased, Hosts: r.hosts,
+		Requests: r.reqs.Load(), Results: r.results, Errors: r.errs.Load(),
+	}, nil
+}
+
+func appendOnce(s []int, v int) []int {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func (r *run) heldCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ok := range r.held {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *run) holding(v int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held[v]
+}
+
+// renew takes or renews the lease of every owned virtual shard. A lease that
+// cannot be renewed is given up at once: its hosts' workers stop before
+// their next request.
+func (r *run) renew(ctx context.Context, owned []int, now time.Time) {
+	for _, v := range owned {
+		ok, err := r.e.Store.AcquireShard(ctx, v, r.req.Owner, now.Add(leaseTTL), now)
+		if err != nil {
+			r.errs.Add(1)
+			r.e.Log.ErrorContext(ctx, "lease shard", "vshard", v, "error", err)
+			// Keep working under a live lease only if it was renewed
+			// recently enough; the store error says nothing about it.
+			ok = false
+		}
+		r.mu.Lock()
+		r.held[v] = ok
+		r.mu.Unlock()
+	}
+}
+
+// dispatch starts a worker for every due host of vshard not already active.
+func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Time) {
+	r.mu.Lock()
+	free := p.MaxConcurrentHosts - len(r.active)
+	r.mu.Unlock()
+	if free <= 0 {
+		return
+	}
+	keys, err := r.e.Store.DueHosts(ctx, v, now, free+len(r.active))
+	if err != nil {
+		r.errs.Add(1)
+		r.e.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
+		return
+	}
+	for _, key := range keys {
+		r.mu.Lock()
+		if r.active[key] || len(r.active) >= p.MaxConcurrentHosts {
+			r.mu.Unlock()
+			continue
+		}
+		r.active[key] = true
+		r.hosts++
+		r.mu.Unlock()
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer func() {
+				r.mu.Lock()
+				delete(r.active, key)
+				r.mu.Unlock()
+			}()
+			w := &worker{run: r, key: key, vshard: v, p: p}
+			if err := w.work(ctx); err != nil {
+				r.errs.Add(1)
+				r.e.Log.ErrorContext(ctx, "work host", "host", key, "error", err)
+			}
+		}()
+	}
+}
+
+func (r *run) count(results []result.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, res := range results {
+		r.results[res.Status]++
+	}
+}
+
+var errStop = errors.New("stop")

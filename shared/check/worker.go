@@ -1,0 +1,292 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// maxRedirects is how many same-host redirect hops one URL may take.
+const maxRedirects = 5
+
+// maxRetryAfter caps a server's Retry-After, so one odd header cannot park a
+// host for weeks; MaxBackoff caps it further when larger.
+const maxRetryAfter = 24 * time.Hour
+
+// worker works one host for one run.
+type worker struct {
+	*run
+	key    string
+	vshard int
+	p      params.Params
+	f      Fetcher
+
+	lastFetch  time.Time
+	pauseUntil time.Time
+	errors     int
+	attempts   map[string]int
+}
+
+// outcome of processing one entry.
+type outcome int
+
+const (
+	outDone  outcome = iota // a terminal result was produced
+	outRetry                // the entry stays queued; the host pauses
+	outStop                 // the run must stop working this host now
+)
+
+func (w *worker) work(ctx context.Context) error {
+	e := w.e
+	h, err := e.Store.Load(ctx, w.key, headBatch)
+	if errors.Is(err, hostqueue.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	w.f = e.Fetcher(w.p)
+	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
+	w.attempts = map[string]int{}
+	for id, n := range h.Attempts {
+		w.attempts[id] = n
+	}
+	for {
+		var results []result.Result
+		var done []string
+		stop := false
+		for _, ent := range h.Head {
+			res, out := w.process(ctx, ent)
+			if out == outDone {
+				results = append(results, res)
+				done = append(done, ent.ID)
+				continue
+			}
+			stop = out == outStop
+			break
+		}
+		if len(results) > 0 {
+			if err := e.Publisher.Publish(ctx, results); err != nil {
+				// Unsent results must stay queued: they will be fetched
+				// again. Politeness state is still committed below.
+				e.Log.ErrorContext(ctx, "publish results", "host", w.key, "count", len(results), "error", err)
+				w.errs.Add(1)
+				results, done, stop = nil, nil, true
+			}
+			w.count(results)
+		}
+		release := stop || len(h.Head) == 0
+		c := hostqueue.Commit{
+			Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
+			Attempts: w.attempts, Release: release, NextDue: w.nextDue(), Want: headBatch, IdleTTL: idleTTL,
+		}
+		// The commit must land even when the run's context is ending: the
+		// results are already out.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		h, err = e.Store.Commit(cctx, w.key, c)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("commit %d done urls: %w", len(done), err)
+		}
+		if release {
+			return nil
+		}
+	}
+}
+
+// nextDue is when the host should be checked again after this run.
+func (w *worker) nextDue() time.Time {
+	due := hostqueue.NextHostCheck(w.e.Clock.Now(), w.key, w.p.CheckHostPeriod)
+	if w.pauseUntil.After(due) {
+		due = w.pauseUntil
+	}
+	return due
+}
+
+// delay is the pause between two requests to this host.
+func (w *worker) delay() time.Duration {
+	d := w.p.FetchDelay
+	if w.p.RandomizeDelay && d > 0 {
+		d = time.Duration(float64(d) * (0.5 + rand.Float64()))
+	}
+	return d
+}
+
+// pace waits until the host may be requested again. It returns false when
+// the request could not finish before the run ends, or the shard's lease is
+// gone.
+func (w *worker) pace(ctx context.Context) bool {
+	now := w.e.Clock.Now()
+	start := now
+	if next := w.lastFetch.Add(w.delay()); next.After(start) {
+		start = next
+	}
+	if w.pauseUntil.After(start) {
+		start = w.pauseUntil
+	}
+	if start.Add(w.p.FetchTimeout + commitMargin).After(w.req.Until) {
+		return false
+	}
+	if err := w.e.Clock.Sleep(ctx, start.Sub(now)); err != nil {
+		return false
+	}
+	return w.holding(w.vshard)
+}
+
+// process takes one entry to a terminal result, or decides it must wait.
+func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Result, outcome) {
+	target := ent.URL
+	seen := map[string]bool{target: true}
+	for hop := 0; ; hop++ {
+		if !w.pace(ctx) {
+			return result.Result{}, outStop
+		}
+		req := fetch.Request{URL: target}
+		if hop == 0 {
+			req.ETag, req.LastModified = ent.ETag, ent.LastModified
+		}
+		resp, err := w.f.Fetch(ctx, req)
+		w.lastFetch = w.e.Clock.Now()
+		w.reqs.Add(1)
+		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.lastFetch.UTC()}
+		if err != nil {
+			switch {
+			case fetch.KindOf(err) == fetch.KindCanceled:
+				return res, outStop
+			case fetch.KindOf(err) == fetch.KindDenied:
+				res.Status, res.Error = result.StatusDenied, err.Error()
+				return res, outDone
+			case fetch.IsTransient(err):
+				return w.failed(ent, res, 0, err.Error(), nil)
+			default:
+				w.errors = 0
+				res.Status, res.Error = result.StatusFetchError, err.Error()
+				res.Attempts = w.attempts[ent.ID] + 1
+				return res, outDone
+			}
+		}
+		res.HTTPStatus, res.ContentType = resp.HTTPStatus, resp.ContentType
+		res.ETag, res.LastModified = resp.ETag, resp.LastModified
+		code := resp.HTTPStatus
+		switch {
+		case code >= 200 && code < 300:
+			w.errors = 0
+			res.Status = result.StatusFetched
+			res.SetBody(resp.Body)
+			res.Truncated = resp.Truncated
+			res.Attempts = w.attempts[ent.ID] + 1
+			return res, outDone
+		case code == http.StatusNotModified:
+			w.errors = 0
+			res.Status = result.StatusNotModified
+			res.Attempts = w.attempts[ent.ID] + 1
+			return res, outDone
+		case code >= 300 && code < 400 && code != http.StatusNotModified:
+			w.errors = 0
+			next, ok, r := w.redirect(ctx, ent, res, resp, seen, hop)
+			if !ok {
+				return r, outDone
+			}
+			target = next
+			seen[next] = true
+		case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == http.StatusRequestTimeout || code >= 500:
+			return w.failed(ent, res, code, fmt.Sprintf("server answered %d", code), resp)
+		default:
+			w.errors = 0
+			res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("server answered %d", code)
+			res.Attempts = w.attempts[ent.ID] + 1
+			return res, outDone
+		}
+	}
+}
+
+// failed handles a transient failure: the host backs off (or pauses as the
+// server's Retry-After says) and the entry is retried until MaxAttempts.
+func (w *worker) failed(ent hostqueue.Entry, res result.Result, code int, msg string, resp *fetch.Response) (result.Result, outcome) {
+	w.attempts[ent.ID]++
+	n := w.attempts[ent.ID]
+	now := w.e.Clock.Now()
+	if resp != nil && resp.RetryAfterSet && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {
+		wait := min(resp.RetryAfter, max(w.p.MaxBackoff, maxRetryAfter))
+		w.pauseUntil = now.Add(wait)
+	} else {
+		w.errors++
+		back := w.p.FetchDelay << min(w.errors, 30)
+		if back <= 0 || back > w.p.MaxBackoff {
+			back = w.p.MaxBackoff
+		}
+		w.pauseUntil = now.Add(back)
+	}
+	if n >= w.p.MaxAttempts {
+		delete(w.attempts, ent.ID)
+		res.Status, res.Error, res.Attempts = result.StatusFetchError, msg, n
+		return res, outDone
+	}
+	return res, outRetry
+}
+
+// redirect decides a 3xx: a same-host hop is followed (paced like any
+// request); a hop to another host ends this URL as "redirect" and queues the
+// target on its own host, where that host's delay and robots apply.
+func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.Result, resp *fetch.Response, seen map[string]bool, hop int) (string, bool, result.Result) {
+	if resp.Location == "" {
+		res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("server answered %d without a usable Location", resp.HTTPStatus)
+		return "", false, res
+	}
+	u, err := urlmsg.Normalize(resp.Location)
+	if err != nil {
+		res.Status, res.Location = result.StatusFetchError, resp.Location
+		res.Error = fmt.Sprintf("redirect to an unacceptable url: %v", err)
+		return "", false, res
+	}
+	loc := u.String()
+	res.Location = loc
+	if seen[loc] {
+		res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("redirect loop at %s", loc)
+		return "", false, res
+	}
+	if hop+1 > maxRedirects {
+		res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("more than %d redirects", maxRedirects)
+		return "", false, res
+	}
+	if u.Host == hostOf(ent.URL) {
+		return loc, true, res
+	}
+	res.Status = result.StatusRedirect
+	if w.p.FollowCrossHostRedirects {
+		key := u.Host
+		if w.e.KeyOf != nil {
+			key = w.e.KeyOf(u.Host)
+		}
+		_, err := w.e.Store.Append(ctx, hostqueue.AppendRequest{
+			Key:     key,
+			Entries: []hostqueue.Entry{{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc}},
+			Limit:   w.p.PersistLimit,
+			Due:     hostqueue.NextHostCheck(w.e.Clock.Now(), key, w.p.CheckHostPeriod),
+			OnEvict: func(ctx context.Context, ev []hostqueue.Entry) error {
+				return w.e.Publisher.Publish(ctx, hostqueue.Dropped(key, ev, w.e.Clock.Now(), w.p.PersistLimit))
+			},
+		})
+		if err != nil {
+			res.Error = fmt.Sprintf("redirect target not queued: %v", err)
+		}
+	}
+	return "", false, res
+}
+
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Host
+	}
+	return ""
+}

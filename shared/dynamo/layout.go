@@ -1,0 +1,111 @@
+package dynamo
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// The table layout. One table, three kinds of item, all under pk/sk:
+//
+//	host  pk "h#<key>", sk "h"       politeness state, the queue's inline tail,
+//	                                 the ordered list of its chunks
+//	chunk pk "h#<key>", sk "c#<id>"  an immutable run of queued entries
+//	lease pk "s#<vshard>", sk "l"    which check invocation owns a virtual shard
+//
+// Why this shape: DynamoDB bills a write on the whole item, so the host item
+// is kept under ~1 KB and rewritten cheaply, while bulk URLs sit in chunks that
+// are written once and deleted once (never rewritten as the queue drains: the
+// host item records how far into the first chunk the queue has advanced).
+// A host is in the sparse GSI due-index (vs, due) only while it has work.
+const (
+	hostPrefix  = "h#"
+	shardPrefix = "s#"
+	hostSK      = "h"
+	chunkPrefix = "c#"
+	leaseSK     = "l"
+
+	// DueIndex is the GSI on (vs, due), KEYS_ONLY.
+	DueIndex = "due-index"
+
+	// inlineBudget is the estimated size of the inline tail above which it is
+	// spilled into a chunk: it keeps the host item within one write unit.
+	inlineBudget = 700
+	// maxChunkBytes keeps chunks well under DynamoDB's 400 KB item limit.
+	maxChunkBytes = 64 << 10
+)
+
+type hostItem struct {
+	PK  string            `dynamodbav:"pk"`
+	SK  string            `dynamodbav:"sk"`
+	VS  int               `dynamodbav:"vs"`
+	Due int64             `dynamodbav:"due,omitempty"`
+	V   int64             `dynamodbav:"v"`
+	LF  int64             `dynamodbav:"lf,omitempty"`
+	PU  int64             `dynamodbav:"pu,omitempty"`
+	ER  int               `dynamodbav:"er,omitempty"`
+	Q   []hostqueue.Entry `dynamodbav:"q,omitempty"`
+	C   []chunkRef        `dynamodbav:"c,omitempty"`
+	CO  int               `dynamodbav:"co,omitempty"`
+	AT  map[string]int    `dynamodbav:"at,omitempty"`
+	TTL int64             `dynamodbav:"ttl,omitempty"`
+}
+
+type chunkRef struct {
+	ID string `dynamodbav:"i"`
+	N  int    `dynamodbav:"n"`
+}
+
+type chunkItem struct {
+	PK string            `dynamodbav:"pk"`
+	SK string            `dynamodbav:"sk"`
+	Q  []hostqueue.Entry `dynamodbav:"q"`
+}
+
+type leaseItem struct {
+	PK    string `dynamodbav:"pk"`
+	SK    string `dynamodbav:"sk"`
+	Owner string `dynamodbav:"o"`
+	Until int64  `dynamodbav:"u"`
+}
+
+func hostPK(key string) string { return hostPrefix + key }
+func shardPK(v int) string     { return shardPrefix + strconv.Itoa(v) }
+
+func keyOfPK(pk string) (string, bool) {
+	return strings.CutPrefix(pk, hostPrefix)
+}
+
+// pending counts the entries queued in a host item.
+func (h *hostItem) pending() int {
+	n := len(h.Q)
+	for _, c := range h.C {
+		n += c.N
+	}
+	if len(h.C) > 0 {
+		n -= h.CO
+	}
+	return n
+}
+
+// entrySize estimates an entry's stored size in bytes, the way DynamoDB
+// counts it (names plus values plus a little per-map overhead).
+func entrySize(e hostqueue.Entry) int {
+	n := 8 + len(e.ID) + len(e.URL)
+	if e.ETag != "" {
+		n += 1 + len(e.ETag)
+	}
+	if e.LastModified != "" {
+		n += 1 + len(e.LastModified)
+	}
+	return n
+}
+
+func entriesSize(es []hostqueue.Entry) int {
+	n := 0
+	for _, e := range es {
+		n += entrySize(e)
+	}
+	return n
+}

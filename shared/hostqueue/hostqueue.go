@@ -1,0 +1,133 @@
+// Package hostqueue is the domain of the downloader: per-host bounded URL
+// queues, their eviction policy, when a host is due, and the Store that keeps
+// them. It imports no AWS package; the DynamoDB layout lives in package
+// dynamo.
+package hostqueue
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// Entry is one queued URL.
+type Entry struct {
+	ID           string `dynamodbav:"i"`
+	URL          string `dynamodbav:"u"`
+	ETag         string `dynamodbav:"e,omitempty"`
+	LastModified string `dynamodbav:"m,omitempty"`
+}
+
+// Host is the stored state of one queue key (a host, or a registrable domain
+// in domain queue mode), as the check engine sees it.
+type Host struct {
+	Key          string
+	VirtualShard int
+	// Pending counts the queued entries; Head holds the first of them, as many
+	// as the caller asked for (fewer when the queue is shorter).
+	Pending int
+	Head    []Entry
+	// Due is when the host is next checked; zero when it is out of the due
+	// index (an empty queue).
+	Due time.Time
+	// LastFetch is when the last response to this host ended; requests start
+	// no sooner than LastFetch plus the host's delay, across invocations.
+	LastFetch time.Time
+	// PauseUntil holds the host back (Retry-After, back-off) until then.
+	PauseUntil time.Time
+	// Errors counts consecutive failed requests, for exponential back-off.
+	Errors int
+	// Attempts counts failed attempts of the entries that have some.
+	Attempts map[string]int
+	// Robots is the cached robots.txt of the host, nil until fetched.
+	Robots *Robots
+}
+
+// Robots is a host's robots.txt as last fetched.
+type Robots struct {
+	Status    int       `dynamodbav:"s"`
+	Body      []byte    `dynamodbav:"b,omitempty"`
+	FetchedAt time.Time `dynamodbav:"t"`
+}
+
+// AppendRequest adds URLs to one host's queue.
+type AppendRequest struct {
+	Key     string
+	Entries []Entry
+	// Limit is PersistLimit: after the append the queue holds at most Limit
+	// entries, the oldest evicted first.
+	Limit int
+	// Due is the check time to set when the host is not due yet.
+	Due time.Time
+	// OnEvict is called with the entries the append is about to evict, before
+	// the write that removes them, so they can be reported first: if it
+	// fails, nothing is written. On a retried write it is called again with
+	// only the entries not reported yet.
+	OnEvict func(ctx context.Context, evicted []Entry) error
+}
+
+// AppendResult says what an append did.
+type AppendResult struct {
+	Appended int
+	Evicted  int
+	Pending  int
+}
+
+// Commit records progress on a host by the shard's lease holder.
+type Commit struct {
+	// Done are the IDs of entries finished (their results are sent); they are
+	// removed from the head of the queue. IDs no longer queued are ignored.
+	Done []string
+	LastFetch  time.Time
+	PauseUntil time.Time
+	Errors     int
+	// Attempts replaces the per-entry failed-attempt counters (only entries
+	// still queued are kept).
+	Attempts map[string]int
+	// Robots replaces the cached robots.txt when non-nil.
+	Robots *Robots
+	// Release ends the holder's work on the host: the host leaves the due
+	// index when its queue is empty, else it is due again at NextDue.
+	Release bool
+	NextDue time.Time
+	// Want is how many head entries to return in the new state.
+	Want int
+	// IdleTTL is how long an idle host's state (last fetch, robots) is kept.
+	IdleTTL time.Duration
+}
+
+// Store keeps host queues. Implementations must make Append and Commit safe
+// against each other and against concurrent callers on the same key (no
+// entry lost, none duplicated by the store itself).
+type Store interface {
+	// Append adds entries to a host's queue, creating the host if needed.
+	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
+	// Load returns a host's state with up to want head entries; ErrNotFound
+	// when the host has no state.
+	Load(ctx context.Context, key string, want int) (*Host, error)
+	// Commit applies progress and returns the new state.
+	Commit(ctx context.Context, key string, c Commit) (*Host, error)
+	// DueHosts lists the keys in a virtual shard due at or before now.
+	DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error)
+	// AcquireShard takes or renews the lease on a virtual shard until the
+	// given time; it returns false when another owner holds a live lease.
+	AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error)
+	// ReleaseShard gives the lease back early so the next invocation starts
+	// at once.
+	ReleaseShard(ctx context.Context, vshard int, owner string) error
+}
+
+// Publisher sends results to the output queue. Publish returns only when
+// every result is sent, or an error naming how many were not.
+type Publisher interface {
+	Publish(ctx context.Context, results []result.Result) error
+}
+
+// ErrNotFound is returned by Store.Load for a key with no state.
+var ErrNotFound = errors.New("host not found")
+
+// ErrConflict is returned when a conditional write kept losing to concurrent
+// writers after the store's retries; the caller may retry later.
+var ErrConflict = errors.New("conflicting concurrent update")

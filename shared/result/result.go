@@ -1,0 +1,53 @@
+// Package result defines the message the downloader sends to the output queue:
+// exactly one terminal result per accepted URL (at least once, deduplicated by ID).
+package result
+
+import "time"
+
+// Status is the terminal outcome of one accepted URL.
+type Status string
+
+// The statuses a result can carry. Consumers switch on them; they are part of
+// the public message format and never change meaning.
+const (
+	// StatusFetched: the server answered 2xx and the body is in Data.
+	StatusFetched Status = "fetched"
+	// StatusFetchError: non-2xx, timeout, connection or DNS error after the
+	// last attempt; Error says which.
+	StatusFetchError Status = "fetch_error"
+	// StatusDenied: refused by policy (robots.txt, address guard, crawl delay
+	// too long); Error names the rule.
+	StatusDenied Status = "denied"
+	// StatusDropped: evicted from the host's queue by PersistLimit before it
+	// was fetched.
+	StatusDropped Status = "dropped"
+	// StatusRedirect: the server redirected to another host; Location holds
+	// the target, which is enqueued on its own host's queue.
+	StatusRedirect Status = "redirect"
+	// StatusNotModified: a conditional GET answered 304.
+	StatusNotModified Status = "not_modified"
+)
+
+// EncodingBase64 marks Data as base64 (the body was not valid UTF-8 text).
+const EncodingBase64 = "base64"
+
+// Result is one output message. Field names are the JSON contract.
+type Result struct {
+	ID           string    `json:"id"`
+	Host         string    `json:"host"`
+	URL          string    `json:"url"`
+	Status       Status    `json:"status"`
+	HTTPStatus   int       `json:"httpStatus,omitempty"`
+	ContentType  string    `json:"contentType,omitempty"`
+	Data         string    `json:"data,omitempty"`
+	Encoding     string    `json:"encoding,omitempty"`
+	Bytes        int64     `json:"bytes"`
+	SHA256       string    `json:"sha256,omitempty"`
+	Truncated    bool      `json:"truncated,omitempty"`
+	FetchedAt    time.Time `json:"fetchedAt"`
+	Attempts     int       `json:"attempts,omitempty"`
+	Location     string    `json:"location,omitempty"`
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"lastModified,omitempty"`
+	Error        string    `json:"error,omitempty"`
+}

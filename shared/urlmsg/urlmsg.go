@@ -1,0 +1,289 @@
+// Package urlmsg parses, validates and normalises the input messages that
+// carry URLs into the downloader, from SQS records and from POST /urls.
+//
+// A payload is one JSON object {"host": "...", "url": "..."} or an array of
+// them; each item is judged on its own so a bad item never fails its
+// neighbours.
+package urlmsg
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+)
+
+// MaxURLLength is the longest URL accepted, in bytes after normalisation.
+const MaxURLLength = 2048
+
+// MaxItems is the most URLs one payload may carry; a larger array is rejected
+// whole, because a producer that sends it is misbehaving and splitting it is
+// its job.
+const MaxItems = 1000
+
+// MaxPayloadBytes is the largest payload accepted (the SQS message limit).
+const MaxPayloadBytes = 1 << 20
+
+// Input is one item as a producer sends it.
+type Input struct {
+	Host         string `json:"host"`
+	URL          string `json:"url"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"lastModified,omitempty"`
+}
+
+// Message is a validated, normalised URL ready to be queued.
+type Message struct {
+	// ID is stable for this accepted URL: derived from the source record id
+	// and the item's position, so a redelivered record yields the same IDs.
+	ID           string
+	Host         string // normalised host[:port], the politeness key
+	URL          string // normalised URL
+	ETag         string
+	LastModified string
+}
+
+// ErrInvalid is wrapped by every validation error, so callers can tell bad
+// input (never retried) from internal failures (retried).
+var ErrInvalid = errors.New("invalid input")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// ItemError is the verdict on one item of a payload.
+type ItemError struct {
+	Index int    `json:"index"`
+	URL   string `json:"url,omitempty"`
+	Error string `json:"error"`
+}
+
+// Parse decodes a payload (object or array) and validates every item.
+// sourceID identifies the record (SQS message id, API request id) and seeds
+// the IDs. A payload-level problem (not JSON, too large) returns an error;
+// item-level problems come back as ItemErrors beside the good messages.
+func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
+	if len(payload) > MaxPayloadBytes {
+		return nil, nil, invalid("payload is %d bytes, the limit is %d", len(payload), MaxPayloadBytes)
+	}
+	if !utf8.Valid(payload) {
+		return nil, nil, invalid("payload is not valid UTF-8")
+	}
+	trimmed := bytes.TrimSpace(payload)
+	if len(trimmed) == 0 {
+		return nil, nil, invalid("payload is empty")
+	}
+	var raws []json.RawMessage
+	if trimmed[0] == '[' {
+		if err := json.Unmarshal(trimmed, &raws); err != nil {
+			return nil, nil, invalid("payload is not a JSON array of objects: %v", err)
+		}
+		if len(raws) == 0 {
+			return nil, nil, invalid("payload is an empty array")
+		}
+		if len(raws) > MaxItems {
+			return nil, nil, invalid("payload has %d items, the limit is %d", len(raws), MaxItems)
+		}
+	} else {
+		raws = []json.RawMessage{trimmed}
+	}
+	var msgs []Message
+	var bad []ItemError
+	for i, raw := range raws {
+		in, err := decodeItem(raw)
+		if err == nil {
+			var m Message
+			m, err = Validate(in)
+			if err == nil {
+				m.ID = MakeID(sourceID, i, m.URL)
+				msgs = append(msgs, m)
+				continue
+			}
+		}
+		bad = append(bad, ItemError{Index: i, URL: clip(in.URL, 200), Error: err.Error()})
+	}
+	return msgs, bad, nil
+}
+
+// decodeItem accepts an object, or a bare JSON string holding a URL.
+func decodeItem(raw json.RawMessage) (Input, error) {
+	var in Input
+	t := bytes.TrimSpace(raw)
+	if len(t) > 0 && t[0] == '"' {
+		if err := json.Unmarshal(t, &in.URL); err != nil {
+			return in, invalid("item is not a JSON string: %v", err)
+		}
+		return in, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, invalid("item is not an object {\"host\", \"url\"}: %v", err)
+	}
+	return in, nil
+}
+
+// Validate checks one input and returns it normalised (without an ID).
+func Validate(in Input) (Message, error) {
+	if in.URL == "" {
+		return Message{}, invalid("url is empty")
+	}
+	u, err := Normalize(in.URL)
+	if err != nil {
+		return Message{}, err
+	}
+	host := u.Host
+	if in.Host != "" {
+		want, err := normalizeHostPort(in.Host, u.Scheme)
+		if err != nil {
+			return Message{}, invalid("host %q: %v", clip(in.Host, 100), err)
+		}
+		if want != host {
+			return Message{}, invalid("host %q does not match the url's host %q", clip(in.Host, 100), host)
+		}
+	}
+	if len(in.ETag) > 512 || len(in.LastModified) > 128 {
+		return Message{}, invalid("etag or lastModified is too long")
+	}
+	if hasControl(in.ETag) || hasControl(in.LastModified) {
+		return Message{}, invalid("etag or lastModified has control characters")
+	}
+	return Message{Host: host, URL: u.String(), ETag: in.ETag, LastModified: in.LastModified}, nil
+}
+
+// Normalize parses a URL and returns its canonical form: http or https only,
+// lowercase scheme and host, IDN hosts as punycode, default port and fragment
+// removed, no user-info, at most MaxURLLength bytes.
+func Normalize(raw string) (*url.URL, error) {
+	if len(raw) > MaxURLLength {
+		return nil, invalid("url is %d bytes, the limit is %d", len(raw), MaxURLLength)
+	}
+	if hasControl(raw) || strings.ContainsAny(raw, " \t") {
+		return nil, invalid("url %q has spaces or control characters", clip(raw, 100))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, invalid("url %q does not parse: %v", clip(raw, 100), unwrapURLError(err))
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, invalid("url %q: scheme must be http or https", clip(raw, 100))
+	}
+	if u.Opaque != "" {
+		return nil, invalid("url %q is not hierarchical (want scheme://host/path)", clip(raw, 100))
+	}
+	if u.User != nil {
+		return nil, invalid("url %q carries user-info, which is not accepted (credentials must not travel in URLs)", clip(redactUser(u), 100))
+	}
+	host, err := normalizeHostPort(u.Host, u.Scheme)
+	if err != nil {
+		return nil, invalid("url %q: %v", clip(raw, 100), err)
+	}
+	u.Host = host
+	u.Fragment = ""
+	u.RawFragment = ""
+	if u.Path == "" {
+		u.Path = "/"
+		u.RawPath = ""
+	}
+	if s := u.String(); len(s) > MaxURLLength {
+		return nil, invalid("normalised url is %d bytes, the limit is %d", len(s), MaxURLLength)
+	}
+	return u, nil
+}
+
+// normalizeHostPort lowercases the host, turns IDN into punycode, keeps IPv6
+// literals bracketed and drops the scheme's default port.
+func normalizeHostPort(hostport, scheme string) (string, error) {
+	if hostport == "" {
+		return "", errors.New("host is empty")
+	}
+	host, port := hostport, ""
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		host, port = h, p
+	} else if strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]") {
+		host = hostport[1 : len(hostport)-1]
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("port %q is not a number from 1 to 65535", port)
+		}
+		if (scheme == "http" && n == 80) || (scheme == "https" && n == 443) {
+			port = ""
+		} else {
+			port = strconv.Itoa(n)
+		}
+	}
+	if host == "" {
+		return "", errors.New("host is empty")
+	}
+	if ip := net.ParseIP(strings.TrimSuffix(host, ".")); ip != nil && strings.Contains(host, ":") {
+		host = "[" + ip.String() + "]"
+	} else if strings.Contains(host, ":") || strings.Contains(host, "%") {
+		return "", fmt.Errorf("host %q is not a valid name or address", host)
+	} else {
+		h, err := idna.Lookup.ToASCII(strings.TrimSuffix(host, "."))
+		if err != nil {
+			return "", fmt.Errorf("host %q is not a valid name: %v", host, err)
+		}
+		host = strings.ToLower(h)
+		if host == "" {
+			return "", errors.New("host is empty")
+		}
+	}
+	if port != "" {
+		return host + ":" + port, nil
+	}
+	return host, nil
+}
+
+// MakeID derives the stable result id of an accepted URL.
+func MakeID(sourceID string, index int, normURL string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%d\n%s", sourceID, index, normURL)
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func redactUser(u *url.URL) string {
+	c := *u
+	c.User = url.User("REDACTED")
+	return c.String()
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
