@@ -1,0 +1,253 @@
+// Package fetch performs exactly one HTTP GET for the downloader and reports
+// precisely what happened. It is safe to point at URLs submitted by anyone:
+// it connects only to public addresses on allowed ports (checked at dial
+// time), never follows redirects, never uses a proxy, bounds the whole
+// request by a timeout and keeps at most MaxBodyBytes of the decoded body.
+//
+// Scheduling, per-host delays, retries and redirect following belong to the
+// caller (the check engine); Fetch gives it the facts to decide: the status,
+// Retry-After, the absolute Location, and a typed *Error with a Kind.
+package fetch
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// Defaults applied by New to zero-valued Options fields.
+const (
+	// DefaultTimeout matches StormCrawler's http.timeout: long enough for a
+	// slow page, short enough that one host cannot stall a check run.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxBodyBytes matches Colly's MaxBodySize (10 MiB).
+	DefaultMaxBodyBytes int64 = 10 << 20
+	// DefaultUserAgent is sent when Options.UserAgent is empty, so a site's
+	// operator always sees who we are instead of Go's generic client name.
+	DefaultUserAgent = "urldownloader/1.0"
+)
+
+// maxHeaderBytes caps the response header block: a server that sends
+// megabytes of headers is refused as a protocol error instead of buffered.
+const maxHeaderBytes = 256 << 10
+
+// Options configures a Fetcher. The zero value is usable: New fills in the
+// defaults above and allows ports 80 and 443 on public addresses only.
+type Options struct {
+	// UserAgent is sent on every request; its product token (up to the
+	// first '/') is also what robots.txt groups are matched against.
+	UserAgent string
+	// Timeout bounds the whole request: connect, TLS, headers and body.
+	Timeout time.Duration
+	// MaxBodyBytes caps the decoded body kept; more is cut and Truncated set.
+	MaxBodyBytes int64
+	// AllowPrivate lifts the address and port guard. Local testing only:
+	// in production it lets submitted URLs reach the VPC and the metadata
+	// endpoint.
+	AllowPrivate bool
+	// AllowedPorts are the destination ports allowed; default {80, 443}.
+	AllowedPorts []int
+}
+
+// Request is one GET. ETag and LastModified, when set, make it conditional
+// (If-None-Match / If-Modified-Since) so an unchanged page costs a 304.
+type Request struct {
+	URL          string
+	ETag         string
+	LastModified string
+}
+
+// Response is what the server answered, whatever the status: 3xx, 4xx and
+// 5xx are responses, not errors, so the caller can apply its own policy.
+type Response struct {
+	HTTPStatus  int
+	ContentType string
+	// Body is the decoded body (gzip and deflate are undone), at most
+	// MaxBodyBytes long.
+	Body []byte
+	// Truncated is set when the decoded body was longer than MaxBodyBytes.
+	Truncated bool
+	// ETag and LastModified are the validators to send back next time.
+	ETag         string
+	LastModified string
+	// Location is the Location header resolved against the request URL, or
+	// empty when absent or unparseable (the raw value stays in Header).
+	Location string
+	// RetryAfter is the Retry-After header as a wait from now (the injected
+	// clock); a date in the past gives 0. RetryAfterSet tells "Retry-After:
+	// 0" apart from no or an invalid header.
+	RetryAfter    time.Duration
+	RetryAfterSet bool
+	// Header holds all response headers as received.
+	Header http.Header
+}
+
+// Fetcher performs GETs over one shared transport, so connections to a host
+// are kept alive between the requests a check run makes to it. It is safe for
+// concurrent use.
+type Fetcher struct {
+	opts      Options
+	now       func() time.Time
+	transport *http.Transport
+	client    *http.Client
+}
+
+// New returns a Fetcher. now is the clock Retry-After dates are measured
+// against; nil means time.Now.
+func New(opts Options, now func() time.Time) *Fetcher {
+	if opts.UserAgent == "" {
+		opts.UserAgent = DefaultUserAgent
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if len(opts.AllowedPorts) == 0 {
+		opts.AllowedPorts = defaultPorts
+	}
+	// The guard closes over its own copy: a caller reusing the slice must
+	// not be able to widen the policy afterwards.
+	opts.AllowedPorts = slices.Clone(opts.AllowedPorts)
+	if now == nil {
+		now = time.Now
+	}
+
+	dialer := &net.Dialer{
+		KeepAlive: 30 * time.Second,
+		// The guard runs on the resolved address of every connection, so no
+		// host name, redirect target or DNS answer can lead past it.
+		Control: dialControl(opts),
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
+	transport := &http.Transport{
+		// No proxy, deliberately, even if HTTP_PROXY is set: through a
+		// proxy we would dial the proxy's address, the guard would check
+		// that instead of the target's, and the proxy would reach private
+		// networks on our behalf.
+		Proxy:       nil,
+		DialContext: dialer.DialContext,
+		Protocols:   protocols,
+		TLSClientConfig: &tls.Config{
+			MinVersion: tls.VersionTLS12,
+		},
+		TLSHandshakeTimeout: opts.Timeout,
+		// Compression is negotiated and undone by us, so MaxBodyBytes caps
+		// the decoded size; the transport's transparent gzip would hide
+		// how much a small compressed body expands to.
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+		MaxIdleConns:           100,
+		// One request at a time per host is the politeness rule, so a
+		// couple of idle connections per host is all that gets reused.
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	client := &http.Client{
+		Transport: transport,
+		// The caller follows redirects itself, through its per-host queues
+		// and robots checks; we hand back the 3xx with Location.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Fetcher{opts: opts, now: now, transport: transport, client: client}
+}
+
+// CloseIdleConnections closes kept-alive connections, for example before a
+// Lambda invocation returns and the environment may be frozen.
+func (f *Fetcher) CloseIdleConnections() { f.transport.CloseIdleConnections() }
+
+// Fetch performs one GET of req.URL. It returns a *Response for any HTTP
+// answer (including 3xx, 4xx and 5xx), or a nil Response and an *Error whose
+// Kind says why no answer was received. The whole call, body included, is
+// bounded by Options.Timeout and by ctx.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return nil, &Error{Kind: KindBadURL, Op: "parse url", URL: req.URL, Err: err}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		// Refused before any connection: file:, gopher: or ftp: would let a
+		// submitted URL reach things no web page should.
+		return nil, &Error{Kind: KindDenied, Op: "check scheme", URL: req.URL,
+			Err: fmt.Errorf("scheme %q is not allowed (only http and https)", u.Scheme)}
+	}
+	if u.Hostname() == "" {
+		return nil, &Error{Kind: KindBadURL, Op: "parse url", URL: req.URL, Err: errors.New("no host")}
+	}
+	// The fragment is never sent; dropping it keeps Location resolution
+	// and error messages about what was actually requested.
+	u.Fragment, u.RawFragment = "", ""
+
+	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, &Error{Kind: KindBadURL, Op: "build request", URL: req.URL, Err: err}
+	}
+	hreq.Header.Set("User-Agent", f.opts.UserAgent)
+	hreq.Header.Set("Accept", "*/*")
+	hreq.Header.Set("Accept-Encoding", "gzip, deflate")
+	if req.ETag != "" {
+		hreq.Header.Set("If-None-Match", req.ETag)
+	}
+	if req.LastModified != "" {
+		hreq.Header.Set("If-Modified-Since", req.LastModified)
+	}
+
+	resp, err := f.client.Do(hreq)
+	if err != nil {
+		return nil, f.wrap(ctx, "request", req.URL, err)
+	}
+	// Closing without draining on truncation drops the connection instead
+	// of downloading the rest: the right trade for an oversized body.
+	defer resp.Body.Close()
+
+	body, truncated, err := readBody(resp, f.opts.MaxBodyBytes)
+	if err != nil {
+		return nil, f.wrap(ctx, "read body", req.URL, err)
+	}
+
+	out := &Response{
+		HTTPStatus:   resp.StatusCode,
+		ContentType:  resp.Header.Get("Content-Type"),
+		Body:         body,
+		Truncated:    truncated,
+		ETag:         resp.Header.Get("ETag"),
+		LastModified: resp.Header.Get("Last-Modified"),
+		Header:       resp.Header,
+	}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		if lu, err := hreq.URL.Parse(loc); err == nil {
+			out.Location = lu.String()
+		}
+	}
+	out.RetryAfter, out.RetryAfterSet = parseRetryAfter(resp.Header.Get("Retry-After"), f.now())
+	return out, nil
+}
+
+// wrap turns a transport or body error into an *Error. The *url.Error layer
+// is dropped because our Error already names the URL; a guard refusal from
+// the dial hook keeps its own message, which names the address and the rule.
+func (f *Fetcher) wrap(ctx context.Context, op, rawURL string, err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
+	}
+	if fe, ok := errors.AsType[*Error](err); ok && fe.Kind == KindDenied {
+		return &Error{Kind: KindDenied, Op: "dial", URL: rawURL, Err: fe.Err}
+	}
+	kind := classify(err)
+	if kind == KindTimeout && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no complete answer within %s: %w", f.opts.Timeout, err)
+	}
+	return &Error{Kind: kind, Op: op, URL: rawURL, Err: err}
+}

@@ -1,0 +1,112 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// TestHTTP2 checks that the custom dialer did not switch HTTP/2 off. The
+// test server's certificate is trusted by reaching into the transport: the
+// public API deliberately has no way to weaken TLS verification.
+func TestHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "HTTP/%d", r.ProtoMajor)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	f := New(Options{AllowPrivate: true}, nil)
+	f.transport.TLSClientConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	resp, err := f.Fetch(context.Background(), Request{URL: srv.URL + "/"})
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if got := string(resp.Body); got != "HTTP/2" {
+		t.Errorf("server saw %s, want HTTP/2", got)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		value   string
+		want    time.Duration
+		wantSet bool
+	}{
+		{"absent", "", 0, false},
+		{"seconds", "120", 120 * time.Second, true},
+		{"zero", "0", 0, true},
+		{"padded", " 30 ", 30 * time.Second, true},
+		{"IMF-fixdate", "Sat, 01 Mar 2025 12:01:30 GMT", 90 * time.Second, true},
+		{"RFC 850 date", "Saturday, 01-Mar-25 12:00:10 GMT", 10 * time.Second, true},
+		{"asctime date", "Sat Mar  1 12:00:05 2025", 5 * time.Second, true},
+		{"date in the past", "Sat, 01 Mar 2025 11:00:00 GMT", 0, true},
+		{"negative", "-5", 0, false},
+		{"fractional", "1.5", 0, false},
+		{"words", "tomorrow", 0, false},
+		{"huge seconds", "99999999999999999999", time.Duration(math.MaxInt64), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, set := parseRetryAfter(tc.value, now)
+			if got != tc.want || set != tc.wantSet {
+				t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.value, got, set, tc.want, tc.wantSet)
+			}
+		})
+	}
+}
+
+// TestClassify covers errors that loopback servers cannot produce, such as
+// DNS failures (tests never query a real resolver).
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		kind      Kind
+		transient bool
+	}{
+		{"nil", nil, KindOther, false},
+		{"no such host", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}, KindDNS, false},
+		{"temporary DNS failure", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "server misbehaving", Name: "x", IsTemporary: true}}, KindDNS, true},
+		{"DNS timeout", &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}, KindTimeout, true},
+		{"deadline", fmt.Errorf("read: %w", context.DeadlineExceeded), KindTimeout, true},
+		{"canceled", fmt.Errorf("read: %w", context.Canceled), KindCanceled, false},
+		{"unexpected EOF", io.ErrUnexpectedEOF, KindConnection, true},
+		{"dial failure", &net.OpError{Op: "dial", Err: errors.New("no buffer space")}, KindConnection, true},
+		{"TLS alert from server", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, KindTLS, false},
+		{"local TLS failure", fmt.Errorf("wrapped: %w", errors.New("tls: no supported versions")), KindTLS, false},
+		{"untyped net/http complaint", errors.New(`malformed HTTP response "x"`), KindProtocol, false},
+		{"guard denial", &Error{Kind: KindDenied, Op: "check address", Err: errors.New("no")}, KindDenied, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KindOf(tc.err); got != tc.kind {
+				t.Errorf("KindOf = %v, want %v", got, tc.kind)
+			}
+			if got := IsTransient(tc.err); got != tc.transient {
+				t.Errorf("IsTransient = %v, want %v", got, tc.transient)
+			}
+		})
+	}
+}
+
+func TestKindString(t *testing.T) {
+	for k := KindOther; k <= KindCanceled; k++ {
+		if s := k.String(); s == "" || s == "unknown" {
+			t.Errorf("Kind(%d) has no name", k)
+		}
+	}
+	if s := Kind(99).String(); s != "unknown" {
+		t.Errorf("Kind(99) = %q", s)
+	}
+}
