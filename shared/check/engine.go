@@ -81,8 +81,6 @@ type Engine struct {
 	Params  func(ctx context.Context) params.Params
 	Clock   Clock
 	Log     *slog.Logger
-	// KeyOf maps a host to its queue key (domain mode); nil means the host.
-	KeyOf func(host string) string
 }
 
 // RunRequest describes one invocation.

@@ -264,10 +264,7 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 	}
 	res.Status = result.StatusRedirect
 	if w.p.FollowCrossHostRedirects {
-		key := u.Host
-		if w.e.KeyOf != nil {
-			key = w.e.KeyOf(u.Host)
-		}
+		key := hostqueue.QueueKey(u.Host, w.p.QueueMode == params.QueueByDomain)
 		_, err := w.e.Store.Append(ctx, hostqueue.AppendRequest{
 			Key:     key,
 			Entries: []hostqueue.Entry{{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc}},

@@ -79,7 +79,7 @@ type AppendResult struct {
 type Commit struct {
 	// Done are the IDs of entries finished (their results are sent); they are
 	// removed from the head of the queue. IDs no longer queued are ignored.
-	Done []string
+	Done       []string
 	LastFetch  time.Time
 	PauseUntil time.Time
 	Errors     int

@@ -16,9 +16,6 @@ type Ingester struct {
 	Store     Store
 	Publisher Publisher
 	Now       func() time.Time
-	// KeyOf maps a normalised host to its queue key (the host itself, or its
-	// registrable domain in domain mode). Nil means the host.
-	KeyOf func(host string) string
 	// Concurrency bounds parallel host writes; zero means 16.
 	Concurrency int
 }
@@ -27,13 +24,8 @@ type Ingester struct {
 type IngestParams struct {
 	PersistLimit    int
 	CheckHostPeriod time.Duration
-}
-
-// HostFailure reports a host whose append failed; every message for that
-// host must be retried by the caller.
-type HostFailure struct {
-	Key string
-	Err error
+	// ByDomain queues URLs per registrable domain instead of per host.
+	ByDomain bool
 }
 
 // IngestResult says what happened to a batch.
@@ -56,10 +48,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 	groups := map[string]*group{}
 	var order []string
 	for i, m := range msgs {
-		key := m.Host
-		if in.KeyOf != nil {
-			key = in.KeyOf(m.Host)
-		}
+		key := QueueKey(m.Host, p.ByDomain)
 		g := groups[key]
 		if g == nil {
 			g = &group{key: key}

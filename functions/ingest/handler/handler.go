@@ -1,0 +1,186 @@
+// Package handler translates the ingest function's events (SQS batches and
+// API Gateway POST /urls) into one domain call: validate, group by host,
+// append to the hosts' queues.
+package handler
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// Ingester is the domain service the handler calls.
+type Ingester interface {
+	Ingest(ctx context.Context, p hostqueue.IngestParams, msgs []urlmsg.Message) hostqueue.IngestResult
+}
+
+var _ Ingester = (*hostqueue.Ingester)(nil)
+
+// Handler serves both event sources with one code path.
+type Handler struct {
+	Ingester Ingester
+	Params   func(ctx context.Context) params.Params
+	Log      *slog.Logger
+}
+
+// Handle accepts any event and dispatches on its shape, because one function
+// is wired to both the SQS queue and the API.
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+		HTTPMethod string `json:"httpMethod"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("ingest: event is not JSON: %w", err)
+	}
+	switch {
+	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs":
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("ingest: decode SQS event: %w", err)
+		}
+		return h.HandleSQS(ctx, ev)
+	case probe.HTTPMethod != "":
+		var ev events.APIGatewayProxyRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("ingest: decode API Gateway event: %w", err)
+		}
+		return h.HandleAPI(ctx, ev)
+	default:
+		return nil, errors.New("ingest: unknown event: want an SQS batch or an API Gateway request")
+	}
+}
+
+// HandleSQS queues a batch. A record is all or nothing: if any item in it is
+// invalid, none is queued and the record is reported failed, so after the
+// queue's maxReceiveCount it lands whole in the dead-letter queue for
+// inspection. Records whose hosts could not be written are reported failed
+// and retried by SQS; the rest of the batch proceeds.
+func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var msgs []urlmsg.Message
+	var owner []int // record index of each message
+	failed := map[int]bool{}
+	for i, rec := range ev.Records {
+		ms, bad, err := urlmsg.Parse(rec.MessageId, []byte(rec.Body))
+		if err == nil && len(bad) > 0 {
+			err = fmt.Errorf("%d of %d items invalid, first: item %d: %s", len(bad), len(bad)+len(ms), bad[0].Index, bad[0].Error)
+		}
+		if err != nil {
+			failed[i] = true
+			h.Log.ErrorContext(ctx, "reject record", "messageId", rec.MessageId, "receiveCount", rec.Attributes["ApproximateReceiveCount"], "error", err)
+			continue
+		}
+		for _, m := range ms {
+			msgs = append(msgs, m)
+			owner = append(owner, i)
+		}
+	}
+	if len(msgs) > 0 {
+		res := h.Ingester.Ingest(ctx, ingestParams(h.Params(ctx)), msgs)
+		logged := map[string]bool{}
+		for mi, err := range res.Failed {
+			failed[owner[mi]] = true
+			if !logged[err.Error()] {
+				logged[err.Error()] = true
+				h.Log.ErrorContext(ctx, "queue urls", "messageId", ev.Records[owner[mi]].MessageId, "error", err)
+			}
+		}
+		h.Log.InfoContext(ctx, "ingested", "records", len(ev.Records), "urls", len(msgs), "appended", res.Appended, "evicted", res.Evicted, "failedRecords", len(failed), "requestId", requestID(ctx))
+	}
+	var out events.SQSEventResponse
+	for i, rec := range ev.Records {
+		if failed[i] {
+			out.BatchItemFailures = append(out.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return out, nil
+}
+
+// APIResponse is the body of POST /urls answers.
+type APIResponse struct {
+	Accepted int                `json:"accepted"`
+	IDs      []string           `json:"ids,omitempty"`
+	Errors   []urlmsg.ItemError `json:"errors,omitempty"`
+	Message  string             `json:"message,omitempty"`
+}
+
+// HandleAPI serves POST /urls: 202 with the accepted count and per-item
+// errors; 400 for a body that is not JSON; 413 above the size limit; 503
+// when some valid items could not be queued (they are listed, retry them).
+func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	if ev.HTTPMethod != http.MethodPost {
+		return reply(http.StatusMethodNotAllowed, APIResponse{Message: "use POST with a JSON object or array of {\"host\", \"url\"}"}), nil
+	}
+	body := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(ev.Body)
+		if err != nil {
+			return reply(http.StatusBadRequest, APIResponse{Message: "body is not valid base64"}), nil
+		}
+		body = b
+	}
+	id := ev.RequestContext.RequestID
+	if id == "" {
+		id = requestID(ctx)
+	}
+	msgs, bad, err := urlmsg.Parse("api/"+id, body)
+	if err != nil {
+		code := http.StatusBadRequest
+		if len(body) > urlmsg.MaxPayloadBytes {
+			code = http.StatusRequestEntityTooLarge
+		}
+		return reply(code, APIResponse{Message: strings.TrimPrefix(err.Error(), urlmsg.ErrInvalid.Error()+": ")}), nil
+	}
+	resp := APIResponse{Errors: bad}
+	code := http.StatusAccepted
+	if len(msgs) > 0 {
+		res := h.Ingester.Ingest(ctx, ingestParams(h.Params(ctx)), msgs)
+		for i, m := range msgs {
+			if err, ok := res.Failed[i]; ok {
+				code = http.StatusServiceUnavailable
+				resp.Errors = append(resp.Errors, urlmsg.ItemError{Index: -1, URL: m.URL, Error: "not queued, retry: " + err.Error()})
+				continue
+			}
+			resp.Accepted++
+			resp.IDs = append(resp.IDs, m.ID)
+		}
+		if code != http.StatusAccepted {
+			h.Log.ErrorContext(ctx, "queue urls from api", "failed", len(res.Failed), "requestId", id)
+		}
+	}
+	return reply(code, resp), nil
+}
+
+func ingestParams(p params.Params) hostqueue.IngestParams {
+	return hostqueue.IngestParams{PersistLimit: p.PersistLimit, CheckHostPeriod: p.CheckHostPeriod, ByDomain: p.QueueMode == params.QueueByDomain}
+}
+
+func reply(code int, body APIResponse) events.APIGatewayProxyResponse {
+	b, _ := json.Marshal(body)
+	return events.APIGatewayProxyResponse{
+		StatusCode: code,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(b),
+	}
+}
+
+func requestID(ctx context.Context) string {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return lc.AwsRequestID
+	}
+	return ""
+}

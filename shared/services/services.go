@@ -1,0 +1,117 @@
+// Package services builds the downloader's domain services on AWS clients:
+// the one place where DynamoDB, SQS, SSM and HTTP are plugged into the
+// domain. The functions' main.go and the local runner both call it, so the
+// local runner drives exactly what is deployed.
+package services
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/config"
+	"github.com/urldownloader/urldownloader/shared/dynamo"
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/sqsout"
+	"github.com/urldownloader/urldownloader/shared/ssmparams"
+)
+
+// Options adjust the services for tests and the local runner.
+type Options struct {
+	// ParamTTL is how long parameters are cached; zero means 30s.
+	ParamTTL time.Duration
+	// Clock defaults to the wall clock.
+	Clock check.Clock
+	Log   *slog.Logger
+	// DynamoOptions and SQSOptions are applied to the SDK clients (the local
+	// runner's fault injection adds middleware here).
+	DynamoOptions []func(*dynamodb.Options)
+	SQSOptions    []func(*sqs.Options)
+}
+
+// Services are the wired domain services of one function instance.
+type Services struct {
+	Config    config.Config
+	Store     *dynamo.Store
+	Publisher *sqsout.Publisher
+	Params    *params.Cache
+	Ingester  *hostqueue.Ingester
+	Engine    *check.Engine
+}
+
+// New wires the services. It makes no network call.
+func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
+	clock := opts.Clock
+	if clock == nil {
+		clock = check.RealClock{}
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ttl := opts.ParamTTL
+	if ttl <= 0 {
+		ttl = 30 * time.Second
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, opts.DynamoOptions...)
+	sq := sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
+	sm := ssm.NewFromConfig(awsCfg)
+
+	store := dynamo.New(ddb, cfg.TableName, clock.Now)
+	pub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
+	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
+	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, now: clock.Now}
+	return &Services{
+		Config:    cfg,
+		Store:     store,
+		Publisher: pub,
+		Params:    cache,
+		Ingester:  &hostqueue.Ingester{Store: store, Publisher: pub, Now: clock.Now},
+		Engine: &check.Engine{
+			Store: store, Publisher: pub, Fetcher: fetchers.get,
+			Params: cache.Get, Clock: clock, Log: log,
+		},
+	}
+}
+
+// fetcherCache keeps one fetcher (and so one pool of kept-alive connections)
+// for as long as the parameters that shape it do not change.
+type fetcherCache struct {
+	allowPrivate bool
+	now          func() time.Time
+
+	mu  sync.Mutex
+	key fetch.Options
+	f   *fetch.Fetcher
+}
+
+func (c *fetcherCache) get(p params.Params) check.Fetcher {
+	opts := fetch.Options{
+		UserAgent:    p.UserAgent,
+		Timeout:      p.FetchTimeout,
+		MaxBodyBytes: p.MaxBodyBytes,
+		AllowPrivate: c.allowPrivate,
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f == nil || !sameOptions(c.key, opts) {
+		if c.f != nil {
+			c.f.CloseIdleConnections()
+		}
+		c.f, c.key = fetch.New(opts, c.now), opts
+	}
+	return c.f
+}
+
+func sameOptions(a, b fetch.Options) bool {
+	return a.UserAgent == b.UserAgent && a.Timeout == b.Timeout && a.MaxBodyBytes == b.MaxBodyBytes &&
+		a.AllowPrivate == b.AllowPrivate
+}
