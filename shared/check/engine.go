@@ -91,6 +91,10 @@ type RunRequest struct {
 	// Until is when the run stops starting requests; in-flight work is then
 	// published and committed.
 	Until time.Time
+	// Deadline is when the invocation is killed: a request starts only if
+	// it can time out and be committed before then. Zero means Until plus
+	// the fetch timeout and a margin.
+	Deadline time.Time
 	// LeaseWait is how long to keep trying for a shard whose lease another
 	// invocation holds (a predecessor finishing its in-flight requests).
 	LeaseWait time.Duration

@@ -134,7 +134,10 @@ func (w *worker) pace(ctx context.Context) bool {
 	if w.pauseUntil.After(start) {
 		start = w.pauseUntil
 	}
-	if start.Add(w.p.FetchTimeout + commitMargin).After(w.req.Until) {
+	if !start.Before(w.req.Until) {
+		return false
+	}
+	if !w.req.Deadline.IsZero() && start.Add(w.p.FetchTimeout+commitMargin).After(w.req.Deadline) {
 		return false
 	}
 	if err := w.e.Clock.Sleep(ctx, start.Sub(now)); err != nil {

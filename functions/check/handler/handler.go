@@ -53,8 +53,12 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (check.Summary, error) {
 	}
 	now := h.Now()
 	until := now.Add(h.Run)
-	if dl, ok := ctx.Deadline(); ok && dl.Add(-DeadlineMargin).Before(until) {
-		until = dl.Add(-DeadlineMargin)
+	var deadline time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		deadline = dl.Add(-DeadlineMargin / 3)
+		if dl.Add(-DeadlineMargin).Before(until) {
+			until = dl.Add(-DeadlineMargin)
+		}
 	}
 	owner := ""
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
@@ -66,7 +70,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (check.Summary, error) {
 		owner = "local-" + hex.EncodeToString(b[:])
 	}
 	sum, err := h.Runner.Run(ctx, check.RunRequest{
-		Shard: *ev.Shard, ShardCount: h.ShardCount, Owner: owner, Until: until, LeaseWait: leaseWait,
+		Shard: *ev.Shard, ShardCount: h.ShardCount, Owner: owner, Until: until, Deadline: deadline, LeaseWait: leaseWait,
 	})
 	if err != nil {
 		return sum, fmt.Errorf("check shard %d: %w", *ev.Shard, err)
