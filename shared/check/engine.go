@@ -81,6 +81,8 @@ type Engine struct {
 	Params  func(ctx context.Context) params.Params
 	Clock   Clock
 	Log     *slog.Logger
+
+	robots robotsCache
 }
 
 // RunRequest describes one invocation.

@@ -35,6 +35,8 @@ type worker struct {
 	pauseUntil time.Time
 	errors     int
 	attempts   map[string]int
+	// crawlDelay is the largest robots.txt Crawl-delay seen for this queue.
+	crawlDelay time.Duration
 }
 
 // outcome of processing one entry.
@@ -115,7 +117,7 @@ func (w *worker) nextDue() time.Time {
 
 // delay is the pause between two requests to this host.
 func (w *worker) delay() time.Duration {
-	d := w.p.FetchDelay
+	d := max(w.p.FetchDelay, w.crawlDelay)
 	if w.p.RandomizeDelay && d > 0 {
 		d = time.Duration(float64(d) * (0.5 + rand.Float64()))
 	}
@@ -151,6 +153,19 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 	target := ent.URL
 	seen := map[string]bool{target: true}
 	for hop := 0; ; hop++ {
+		if w.p.RespectRobots {
+			pol, out := w.policyFor(ctx, target)
+			if out != outDone {
+				return result.Result{}, out
+			}
+			if why := w.robotsVerdict(pol, target); why != "" {
+				return result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, Status: result.StatusDenied,
+					Error: why, FetchedAt: w.e.Clock.Now().UTC(), Location: locationIf(hop > 0, target)}, outDone
+			}
+			if pol != nil && pol.rules != nil {
+				w.crawlDelay = max(w.crawlDelay, pol.rules.CrawlDelay(w.p.UserAgent))
+			}
+		}
 		if !w.pace(ctx) {
 			return result.Result{}, outStop
 		}
@@ -224,11 +239,7 @@ func (w *worker) failed(ent hostqueue.Entry, res result.Result, code int, msg st
 		w.pauseUntil = now.Add(wait)
 	} else {
 		w.errors++
-		back := w.p.FetchDelay << min(w.errors, 30)
-		if back <= 0 || back > w.p.MaxBackoff {
-			back = w.p.MaxBackoff
-		}
-		w.pauseUntil = now.Add(back)
+		w.pauseUntil = now.Add(w.backoff())
 	}
 	if n >= w.p.MaxAttempts {
 		delete(w.attempts, ent.ID)
@@ -287,6 +298,13 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 func hostOf(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
 		return u.Host
+	}
+	return ""
+}
+
+func locationIf(ok bool, loc string) string {
+	if ok {
+		return loc
 	}
 	return ""
 }

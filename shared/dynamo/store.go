@@ -275,7 +275,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
-		Key:                       key(shardPK(vshard), leaseSK),
+		Key: itemKey(shardPK(vshard), leaseSK),
 		ConditionExpression:       aws.String("o = :o"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: owner}},
 	})
@@ -406,7 +406,7 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 func (s *Store) getHost(ctx context.Context, pk string) (*hostItem, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
-		Key:            key(pk, hostSK),
+		Key:            itemKey(pk, hostSK),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -458,7 +458,7 @@ func (s *Store) chunk(ctx context.Context, pk, id string) ([]hostqueue.Entry, er
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
-		Key:            key(pk, chunkPrefix+id),
+		Key:            itemKey(pk, chunkPrefix+id),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -490,7 +490,7 @@ func (s *Store) cacheChunk(pk, id string, q []hostqueue.Entry) {
 
 func (s *Store) deleteChunks(ctx context.Context, pk string, sks []string) error {
 	for _, sk := range sks {
-		if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk, sk)}); err != nil {
+		if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: itemKey(pk, sk)}); err != nil {
 			return fmt.Errorf("delete chunk %s of %s: %w", sk, pk, err)
 		}
 		s.mu.Lock()
@@ -508,7 +508,7 @@ func (s *Store) deleteChunksQuietly(pk string, sks []string) {
 	_ = s.deleteChunks(ctx, pk, sks)
 }
 
-func key(pk, sk string) map[string]types.AttributeValue {
+func itemKey(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: pk},
 		"sk": &types.AttributeValueMemberS{Value: sk},

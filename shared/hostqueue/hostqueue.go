@@ -41,15 +41,13 @@ type Host struct {
 	Errors int
 	// Attempts counts failed attempts of the entries that have some.
 	Attempts map[string]int
-	// Robots is the cached robots.txt of the host, nil until fetched.
-	Robots *Robots
 }
 
-// Robots is a host's robots.txt as last fetched.
+// Robots is a robots.txt as last fetched: the final status and body.
 type Robots struct {
-	Status    int       `dynamodbav:"s"`
-	Body      []byte    `dynamodbav:"b,omitempty"`
-	FetchedAt time.Time `dynamodbav:"t"`
+	Status    int
+	Body      []byte
+	FetchedAt time.Time
 }
 
 // AppendRequest adds URLs to one host's queue.
@@ -86,8 +84,6 @@ type Commit struct {
 	// Attempts replaces the per-entry failed-attempt counters (only entries
 	// still queued are kept).
 	Attempts map[string]int
-	// Robots replaces the cached robots.txt when non-nil.
-	Robots *Robots
 	// Release ends the holder's work on the host: the host leaves the due
 	// index when its queue is empty, else it is due again at NextDue.
 	Release bool
@@ -117,6 +113,11 @@ type Store interface {
 	// ReleaseShard gives the lease back early so the next invocation starts
 	// at once.
 	ReleaseShard(ctx context.Context, vshard int, owner string) error
+	// Robots returns the stored robots.txt of origin (scheme://host[:port])
+	// kept under queue key; nil when none is stored.
+	Robots(ctx context.Context, key, origin string) (*Robots, error)
+	// PutRobots stores a robots.txt of origin under queue key.
+	PutRobots(ctx context.Context, key, origin string, r Robots) error
 }
 
 // Publisher sends results to the output queue. Publish returns only when

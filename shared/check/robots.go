@@ -1,0 +1,157 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/robots"
+)
+
+// robotsCache keeps parsed robots.txt for the life of a function instance,
+// so a warm invocation does not re-read them from the store.
+type robotsCache struct {
+	mu sync.Mutex
+	m  map[string]*policy
+}
+
+// policy is what robots.txt says for one origin.
+type policy struct {
+	rules     *robots.Rules
+	fetchedAt time.Time
+}
+
+func (c *robotsCache) get(origin string) *policy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[origin]
+}
+
+func (c *robotsCache) put(origin string, p *policy) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) > 10000 {
+		c.m = map[string]*policy{}
+	}
+	c.m[origin] = p
+}
+
+func originOf(u *url.URL) string { return u.Scheme + "://" + u.Host }
+
+// policyFor returns the robots policy of the URL's origin, fetching
+// robots.txt when it is not known or older than RobotsTTL. outRetry means
+// robots.txt is unavailable (5xx, 429, timeout): the host is paused and
+// nothing is fetched from it; outStop means the run must stop.
+func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return &policy{}, outDone
+	}
+	origin := originOf(u)
+	now := w.e.Clock.Now()
+	if p := w.e.robots.get(origin); p != nil && now.Sub(p.fetchedAt) < w.p.RobotsTTL {
+		return p, outDone
+	}
+	stored, err := w.e.Store.Robots(ctx, w.key, origin)
+	if err != nil {
+		w.e.Log.WarnContext(ctx, "read stored robots.txt", "origin", origin, "error", err)
+	}
+	if stored != nil && now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
+		if rules, err := robots.Parse(stored.Status, stored.Body); err == nil {
+			p := &policy{rules: rules, fetchedAt: stored.FetchedAt}
+			w.e.robots.put(origin, p)
+			return p, outDone
+		}
+	}
+	rb, out := w.fetchRobots(ctx, origin)
+	if out != outDone {
+		return nil, out
+	}
+	rules, err := robots.Parse(rb.Status, rb.Body)
+	if errors.Is(err, robots.ErrUnavailable) {
+		w.deferHost()
+		return nil, outRetry
+	}
+	if err != nil {
+		rules, _ = robots.Parse(http.StatusNotFound, nil)
+	}
+	p := &policy{rules: rules, fetchedAt: rb.FetchedAt}
+	w.e.robots.put(origin, p)
+	if err := w.e.Store.PutRobots(ctx, w.key, origin, *rb); err != nil {
+		w.e.Log.WarnContext(ctx, "store robots.txt", "origin", origin, "error", err)
+	}
+	return p, outDone
+}
+
+// fetchRobots gets origin's robots.txt, following up to robots.MaxRedirects
+// redirects, each request paced like any other to this host.
+func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Robots, outcome) {
+	target := origin + "/robots.txt"
+	for hop := 0; hop <= robots.MaxRedirects; hop++ {
+		if !w.pace(ctx) {
+			return nil, outStop
+		}
+		resp, err := w.f.Fetch(ctx, fetch.Request{URL: target})
+		w.lastFetch = w.e.Clock.Now()
+		w.reqs.Add(1)
+		if err != nil {
+			switch {
+			case fetch.KindOf(err) == fetch.KindCanceled:
+				return nil, outStop
+			case fetch.IsTransient(err):
+				w.deferHost()
+				return nil, outRetry
+			default:
+				// Refused by the address guard, no such host, TLS: the URLs
+				// themselves will fail the same way and get that result;
+				// robots.txt has nothing to add. Not stored.
+				return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
+			}
+		}
+		if resp.HTTPStatus >= 300 && resp.HTTPStatus < 400 && resp.Location != "" {
+			target = resp.Location
+			continue
+		}
+		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.lastFetch}, outDone
+	}
+	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
+}
+
+// deferHost backs the host off after robots.txt could not be read.
+func (w *worker) deferHost() {
+	w.errors++
+	w.pauseUntil = w.e.Clock.Now().Add(w.backoff())
+}
+
+// backoff is FetchDelay x 2^errors (errors counted after this failure),
+// capped by MaxBackoff.
+func (w *worker) backoff() time.Duration {
+	// A floor keeps a zero FetchDelay from retrying in a tight loop.
+	base := max(w.p.FetchDelay, 100*time.Millisecond)
+	back := base << min(w.errors, 30)
+	if back <= 0 || back > w.p.MaxBackoff {
+		back = w.p.MaxBackoff
+	}
+	return back
+}
+
+// robotsVerdict applies the policy to a URL: "" means allowed, else the
+// reason for a denied result.
+func (w *worker) robotsVerdict(p *policy, raw string) string {
+	if p == nil || p.rules == nil {
+		return ""
+	}
+	if cd := p.rules.CrawlDelay(w.p.UserAgent); cd > w.p.MaxCrawlDelay {
+		return fmt.Sprintf("robots.txt asks for Crawl-delay %s, above MaxCrawlDelay %s", cd, w.p.MaxCrawlDelay)
+	}
+	if !p.rules.Allowed(w.p.UserAgent, raw) {
+		return fmt.Sprintf("disallowed by robots.txt for %q", robots.ProductToken(w.p.UserAgent))
+	}
+	return ""
+}

@@ -1,0 +1,97 @@
+package dynamo
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// robotsPrefix keys a robots item: pk "h#<key>", sk "r#<origin>". It is an
+// item of its own, not a host attribute, so the host item that every ingest
+// and check rewrites stays small; it is written once per RobotsTTL.
+const robotsPrefix = "r#"
+
+// maxRobotsStored keeps the gzipped body well inside the 400 KB item limit.
+const maxRobotsStored = 300 << 10
+
+type robotsItem struct {
+	PK     string `dynamodbav:"pk"`
+	SK     string `dynamodbav:"sk"`
+	Status int    `dynamodbav:"s"`
+	Body   []byte `dynamodbav:"b,omitempty"` // gzip
+	At     int64  `dynamodbav:"t"`
+	TTL    int64  `dynamodbav:"ttl"`
+}
+
+// robotsKeep is how long a stored robots.txt outlives its fetch, after
+// which TTL removes it (it is refetched long before, after RobotsTTL).
+const robotsKeep = 7 * 24 * time.Hour
+
+// Robots implements hostqueue.Store.
+func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robots, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: itemKey(hostPK(key), robotsPrefix+origin), ConsistentRead: aws.Bool(false),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read robots.txt of %s: %w", origin, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	var it robotsItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return nil, fmt.Errorf("decode robots.txt of %s: %w", origin, err)
+	}
+	r := &hostqueue.Robots{Status: it.Status, FetchedAt: time.UnixMilli(it.At)}
+	if len(it.Body) > 0 {
+		zr, err := gzip.NewReader(bytes.NewReader(it.Body))
+		if err != nil {
+			return nil, fmt.Errorf("decode robots.txt of %s: %w", origin, err)
+		}
+		if r.Body, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("decode robots.txt of %s: %w", origin, err)
+		}
+	}
+	return r, nil
+}
+
+// PutRobots implements hostqueue.Store.
+func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
+	body := r.Body
+	var z []byte
+	for {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		z = buf.Bytes()
+		if len(body) == 0 {
+			z = nil
+		}
+		if len(z) <= maxRobotsStored {
+			break
+		}
+		// An incompressible giant: keep its first half, cut at a line.
+		body = body[:bytes.LastIndexByte(body[:len(body)/2], '\n')+1]
+	}
+	item, err := attributevalue.MarshalMap(robotsItem{
+		PK: hostPK(key), SK: robotsPrefix + origin, Status: r.Status, Body: z,
+		At: r.FetchedAt.UnixMilli(), TTL: r.FetchedAt.Add(robotsKeep).Unix(),
+	})
+	if err != nil {
+		return fmt.Errorf("encode robots.txt of %s: %w", origin, err)
+	}
+	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item}); err != nil {
+		return fmt.Errorf("store robots.txt of %s: %w", origin, err)
+	}
+	return nil
+}
