@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -228,8 +229,8 @@ func normalizeHostPort(hostport, scheme string) (string, error) {
 		return "", errors.New("host is empty")
 	}
 	if ip := net.ParseIP(strings.TrimSuffix(host, ".")); ip != nil && strings.Contains(host, ":") {
-		host = "[" + ip.String() + "]"
-	} else if strings.Contains(host, ":") || strings.Contains(host, "%") {
+		host = "[" + netip.MustParseAddr(strings.TrimSuffix(host, ".")).String() + "]" // keeps ::ffff:a.b.c.d bracketable
+	} else if strings.Contains(host, ":") || strings.Contains(host, "%") || strings.Contains(host, "..") || !utf8.ValidString(host) {
 		return "", fmt.Errorf("host %q is not a valid name or address", host)
 	} else {
 		h, err := idna.Lookup.ToASCII(strings.TrimSuffix(host, "."))
