@@ -1,0 +1,99 @@
+package urlmsg_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// The seed corpora live in testdata/fuzz/FuzzParse and
+// testdata/fuzz/FuzzNormalize (hostile payloads and URLs); failures found by
+// fuzzing are added there as regression cases.
+
+// FuzzParse feeds arbitrary payload bytes to Parse: it must never panic,
+// and whatever it accepts must be a fixed point of Validate.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"host":"example.com","url":"http://example.com/"}`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		msgs, bad, err := urlmsg.Parse("fuzz", payload)
+		if err != nil {
+			if !errors.Is(err, urlmsg.ErrInvalid) {
+				t.Fatalf("payload error %v does not wrap ErrInvalid", err)
+			}
+			if msgs != nil || bad != nil {
+				t.Fatalf("payload error %v returned with items %+v %+v", err, msgs, bad)
+			}
+			return
+		}
+		if n := len(msgs) + len(bad); n == 0 || n > urlmsg.MaxItems {
+			t.Fatalf("%d items judged; want 1..%d", n, urlmsg.MaxItems)
+		}
+		for _, m := range msgs {
+			if len(m.URL) > urlmsg.MaxURLLength {
+				t.Fatalf("accepted a %d-byte url", len(m.URL))
+			}
+			if len(m.ID) != 24 {
+				t.Fatalf("message %q has ID %q", m.URL, m.ID)
+			}
+			again, err := urlmsg.Validate(urlmsg.Input{URL: m.URL, Host: m.Host, ETag: m.ETag, LastModified: m.LastModified})
+			if err != nil {
+				t.Fatalf("accepted %q (host %q), which re-validation rejects: %v", m.URL, m.Host, err)
+			}
+			if again.URL != m.URL || again.Host != m.Host {
+				t.Fatalf("not idempotent: %q/%q re-validates to %q/%q", m.URL, m.Host, again.URL, again.Host)
+			}
+		}
+		last := -1
+		for _, ie := range bad {
+			if ie.Index <= last || ie.Index >= len(msgs)+len(bad) {
+				t.Fatalf("item error index %d out of order or range (%d items)", ie.Index, len(msgs)+len(bad))
+			}
+			last = ie.Index
+			if !strings.HasPrefix(ie.Error, urlmsg.ErrInvalid.Error()) {
+				t.Fatalf("item error %q is not an invalid-input error", ie.Error)
+			}
+		}
+	})
+}
+
+// FuzzNormalize feeds arbitrary strings to Normalize: it must never panic,
+// and what it returns must be http(s), within the length limit, without
+// user-info or fragment, and normalise to itself.
+func FuzzNormalize(f *testing.F) {
+	f.Add("http://example.com/")
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := urlmsg.Normalize(raw)
+		if err != nil {
+			if !errors.Is(err, urlmsg.ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		s := u.String()
+		if len(s) > urlmsg.MaxURLLength {
+			t.Fatalf("accepted a %d-byte url", len(s))
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			t.Fatalf("accepted scheme %q", u.Scheme)
+		}
+		if u.User != nil || u.Fragment != "" || u.Host == "" || u.Path == "" {
+			t.Fatalf("accepted %q with user-info, fragment, no host or no path", s)
+		}
+		if u.Host != strings.ToLower(u.Host) {
+			t.Fatalf("host %q is not lowercase", u.Host)
+		}
+		u2, err := urlmsg.Normalize(s)
+		if err != nil {
+			t.Fatalf("Normalize(%q) = %q, which Normalize rejects: %v", raw, s, err)
+		}
+		if s2 := u2.String(); s2 != s {
+			t.Fatalf("not idempotent: %q -> %q -> %q", raw, s, s2)
+		}
+		m, err := urlmsg.Validate(urlmsg.Input{URL: raw})
+		if err != nil || m.URL != s || m.Host != u.Host {
+			t.Fatalf("Validate(%q) = %+v, %v; want the Normalize result %q", raw, m, err, s)
+		}
+	})
+}
