@@ -1,0 +1,381 @@
+package hostqueue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// fakeStore is a hostqueue.Store whose Append each test sets. The other
+// methods are not used by the Ingester: the embedded nil Store makes any
+// call to them panic, failing the test.
+type fakeStore struct {
+	hostqueue.Store
+	t      *testing.T
+	append func(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error)
+
+	mu    sync.Mutex
+	calls []hostqueue.AppendRequest
+}
+
+var _ hostqueue.Store = (*fakeStore)(nil)
+
+func (s *fakeStore) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, req)
+	s.mu.Unlock()
+	if s.append == nil {
+		return hostqueue.AppendResult{Appended: len(req.Entries), Pending: len(req.Entries)}, nil
+	}
+	return s.append(ctx, req)
+}
+
+// byKey returns the recorded appends by key, failing on a key appended twice.
+func (s *fakeStore) byKey() map[string]hostqueue.AppendRequest {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]hostqueue.AppendRequest{}
+	for _, c := range s.calls {
+		if _, dup := out[c.Key]; dup {
+			s.t.Errorf("key %q appended more than once in one batch", c.Key)
+		}
+		out[c.Key] = c
+	}
+	return out
+}
+
+// fakePublisher records published results; err, when set, fails Publish.
+type fakePublisher struct {
+	mu        sync.Mutex
+	err       error
+	published []result.Result
+}
+
+func (p *fakePublisher) Publish(_ context.Context, rs []result.Result) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	p.published = append(p.published, rs...)
+	return nil
+}
+
+var testNow = time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.FixedZone("X", 3600))
+
+func msg(id, host, url string) urlmsg.Message {
+	return urlmsg.Message{ID: id, Host: host, URL: url}
+}
+
+func entryIDs(es []hostqueue.Entry) []string {
+	var ids []string
+	for _, e := range es {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+func TestIngestGroupsByHost(t *testing.T) {
+	store := &fakeStore{t: t}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }}
+	p := hostqueue.IngestParams{PersistLimit: 50, CheckHostPeriod: 5 * time.Second}
+	msgs := []urlmsg.Message{
+		msg("a1", "a.example", "http://a.example/1"),
+		msg("b1", "b.example:8080", "http://b.example:8080/1"),
+		msg("a2", "a.example", "http://a.example/2"),
+		msg("c1", "c.example", "https://c.example/1"),
+		{ID: "a3", Host: "a.example", URL: "http://a.example/3", ETag: `"e3"`, LastModified: "Tue, 01 Jan 2030 00:00:00 GMT"},
+		msg("b2", "b.example:8080", "http://b.example:8080/2"),
+	}
+	res := in.Ingest(context.Background(), p, msgs)
+
+	if len(res.Failed) != 0 {
+		t.Errorf("Failed = %v, want none", res.Failed)
+	}
+	if res.Appended != len(msgs) {
+		t.Errorf("Appended = %d, want %d", res.Appended, len(msgs))
+	}
+	got := store.byKey()
+	want := map[string][]string{
+		"a.example":      {"a1", "a2", "a3"},
+		"b.example:8080": {"b1", "b2"},
+		"c.example":      {"c1"},
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+		t.Fatalf("appended keys %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for key, ids := range want {
+		req := got[key]
+		if !slices.Equal(entryIDs(req.Entries), ids) {
+			t.Errorf("%s entries %v, want %v in message order", key, entryIDs(req.Entries), ids)
+		}
+		if req.Limit != 50 {
+			t.Errorf("%s Limit = %d, want PersistLimit 50", key, req.Limit)
+		}
+		if wantDue := hostqueue.NextHostCheck(testNow, key, 5*time.Second); !req.Due.Equal(wantDue) {
+			t.Errorf("%s Due = %v, want NextHostCheck = %v", key, req.Due, wantDue)
+		}
+		if req.OnEvict == nil {
+			t.Errorf("%s has no OnEvict", key)
+		}
+	}
+	a3 := got["a.example"].Entries[2]
+	if a3 != (hostqueue.Entry{ID: "a3", URL: "http://a.example/3", ETag: `"e3"`, LastModified: "Tue, 01 Jan 2030 00:00:00 GMT"}) {
+		t.Errorf("entry a3 = %+v, want URL, ETag and LastModified carried", a3)
+	}
+}
+
+func TestIngestEmptyBatch(t *testing.T) {
+	store := &fakeStore{t: t}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 5 * time.Second}, nil)
+	if len(store.calls) != 0 || len(res.Failed) != 0 || res.Appended != 0 {
+		t.Errorf("empty batch: %d appends, result %+v", len(store.calls), res)
+	}
+}
+
+func TestIngestByDomain(t *testing.T) {
+	store := &fakeStore{t: t}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }}
+	p := hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 2 * time.Second, ByDomain: true}
+	msgs := []urlmsg.Message{
+		msg("1", "www.example.co.uk", "http://www.example.co.uk/"),
+		msg("2", "img.example.co.uk", "http://img.example.co.uk/"),
+		msg("3", "example.co.uk", "http://example.co.uk/"),
+		msg("4", "a.example.org:8080", "http://a.example.org:8080/"),
+		msg("5", "b.example.org", "http://b.example.org/"),
+		msg("6", "127.0.0.2:8080", "http://127.0.0.2:8080/"),
+		msg("7", "localhost:3000", "http://localhost:3000/"),
+	}
+	res := in.Ingest(context.Background(), p, msgs)
+	if len(res.Failed) != 0 {
+		t.Fatalf("Failed = %v", res.Failed)
+	}
+	got := map[string][]string{}
+	for k, req := range store.byKey() {
+		got[k] = entryIDs(req.Entries)
+		if wantDue := hostqueue.NextHostCheck(testNow, k, 2*time.Second); !req.Due.Equal(wantDue) {
+			t.Errorf("%s Due = %v, want the domain key's check time %v", k, req.Due, wantDue)
+		}
+	}
+	want := map[string][]string{
+		"example.co.uk":    {"1", "2", "3"},
+		"example.org:8080": {"4"},
+		"example.org":      {"5"},
+		"127.0.0.2:8080":   {"6"},
+		"localhost:3000":   {"7"},
+	}
+	if !maps.EqualFunc(got, want, slices.Equal[[]string]) {
+		t.Errorf("domain groups %v, want %v", got, want)
+	}
+}
+
+func TestIngestFailedAppendFailsOnlyThatHost(t *testing.T) {
+	boom := errors.New("throttled")
+	store := &fakeStore{t: t}
+	store.append = func(_ context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		if req.Key == "b.example" {
+			return hostqueue.AppendResult{}, boom
+		}
+		return hostqueue.AppendResult{Appended: len(req.Entries), Evicted: 1, Pending: 7}, nil
+	}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }}
+	msgs := []urlmsg.Message{
+		msg("a1", "a.example", "http://a.example/1"),
+		msg("b1", "b.example", "http://b.example/1"),
+		msg("c1", "c.example", "http://c.example/1"),
+		msg("a2", "a.example", "http://a.example/2"),
+		msg("b2", "b.example", "http://b.example/2"),
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 5 * time.Second}, msgs)
+
+	if got := slices.Sorted(maps.Keys(res.Failed)); !slices.Equal(got, []int{1, 4}) {
+		t.Fatalf("failed indices %v, want [1 4] (the b.example messages)", got)
+	}
+	for i, err := range res.Failed {
+		if !errors.Is(err, boom) {
+			t.Errorf("message %d: error %v does not wrap the store's error", i, err)
+		}
+		if !strings.Contains(err.Error(), "append 2 urls to b.example") {
+			t.Errorf("message %d: error %q does not say what was being done", i, err)
+		}
+	}
+	if res.Appended != 3 || res.Evicted != 2 {
+		t.Errorf("Appended %d Evicted %d, want 3 and 2 (from a.example and c.example only)", res.Appended, res.Evicted)
+	}
+}
+
+func TestIngestOnEvictPublishesDropped(t *testing.T) {
+	pub := &fakePublisher{}
+	store := &fakeStore{t: t}
+	store.append = func(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		// The store keeps the newest Limit entries: the first incoming go.
+		over := len(req.Entries) - req.Limit
+		if over > 0 {
+			if err := req.OnEvict(ctx, req.Entries[:over]); err != nil {
+				return hostqueue.AppendResult{}, err
+			}
+		}
+		return hostqueue.AppendResult{Appended: len(req.Entries), Evicted: max(over, 0), Pending: min(len(req.Entries), req.Limit)}, nil
+	}
+	later := testNow.Add(3 * time.Second)
+	clock := []time.Time{testNow, later}
+	var calls atomic.Int32
+	in := &hostqueue.Ingester{Store: store, Publisher: pub, Now: func() time.Time {
+		n := int(calls.Add(1)) - 1
+		return clock[min(n, len(clock)-1)]
+	}}
+	msgs := []urlmsg.Message{
+		msg("x1", "x.example:8080", "http://x.example:8080/1"),
+		msg("x2", "x.example:8080", "http://x.example:8080/2"),
+		msg("x3", "x.example:8080", "http://x.example:8080/3"),
+		msg("y1", "y.example", "http://y.example/1"),
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 2, CheckHostPeriod: 5 * time.Second}, msgs)
+	if len(res.Failed) != 0 || res.Evicted != 1 || res.Appended != 4 {
+		t.Fatalf("result %+v, want 4 appended, 1 evicted, none failed", res)
+	}
+	if len(pub.published) != 1 {
+		t.Fatalf("published %d results, want 1: %+v", len(pub.published), pub.published)
+	}
+	r := pub.published[0]
+	if r.ID != "x1" || r.URL != "http://x.example:8080/1" || r.Host != "x.example:8080" || r.Status != result.StatusDropped {
+		t.Errorf("dropped result %+v, want id x1, its url and host, status dropped", r)
+	}
+	if !strings.Contains(r.Error, "PersistLimit") || !strings.Contains(r.Error, "(2)") {
+		t.Errorf("dropped result error %q does not name PersistLimit and its value", r.Error)
+	}
+	if !r.FetchedAt.Equal(later) || r.FetchedAt.Location() != time.UTC {
+		t.Errorf("FetchedAt = %v, want the eviction time %v in UTC", r.FetchedAt, later.UTC())
+	}
+}
+
+func TestIngestOnEvictPublishFailure(t *testing.T) {
+	boom := errors.New("sqs down")
+	pub := &fakePublisher{err: boom}
+	var evictErr error
+	store := &fakeStore{t: t}
+	store.append = func(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		evictErr = req.OnEvict(ctx, req.Entries[:1])
+		if evictErr != nil {
+			return hostqueue.AppendResult{}, evictErr // nothing written
+		}
+		return hostqueue.AppendResult{Appended: len(req.Entries)}, nil
+	}
+	in := &hostqueue.Ingester{Store: store, Publisher: pub, Now: func() time.Time { return testNow }, Concurrency: 1}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 1, CheckHostPeriod: 5 * time.Second},
+		[]urlmsg.Message{msg("x1", "x.example", "http://x.example/1"), msg("x2", "x.example", "http://x.example/2")})
+	if !errors.Is(evictErr, boom) {
+		t.Fatalf("OnEvict returned %v, want the publisher's error", evictErr)
+	}
+	if len(res.Failed) != 2 || !errors.Is(res.Failed[0], boom) || !errors.Is(res.Failed[1], boom) {
+		t.Errorf("Failed = %v, want both messages failed with the publish error", res.Failed)
+	}
+}
+
+// TestIngestBoundsConcurrency: with Concurrency 2, no more than two
+// appends run at once, and every host is still written. Each append blocks
+// until the test releases it, and the test releases one only when two are
+// waiting and the other goroutines have had the chance to run, so an
+// unbounded implementation shows more than two in flight.
+func TestIngestBoundsConcurrency(t *testing.T) {
+	const hosts, conc = 40, 2
+	var inflight, peak atomic.Int32
+	entered := make(chan struct{}, hosts)
+	release := make(chan struct{})
+	store := &fakeStore{t: t}
+	store.append = func(_ context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		n := inflight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		entered <- struct{}{}
+		<-release
+		inflight.Add(-1)
+		return hostqueue.AppendResult{Appended: len(req.Entries)}, nil
+	}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }, Concurrency: conc}
+	var msgs []urlmsg.Message
+	for i := range hosts {
+		h := fmt.Sprintf("h%d.example", i)
+		msgs = append(msgs, msg(h, h, "http://"+h+"/"))
+	}
+	done := make(chan hostqueue.IngestResult)
+	go func() {
+		done <- in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 5 * time.Second}, msgs)
+	}()
+	waiting := 0
+	for released := 0; released < hosts; {
+		if waiting < conc && waiting < hosts-released {
+			<-entered
+			waiting++
+			continue
+		}
+		for range 100 {
+			runtime.Gosched()
+		}
+		release <- struct{}{}
+		waiting--
+		released++
+	}
+	res := <-done
+	if res.Appended != hosts || len(store.byKey()) != hosts {
+		t.Errorf("appended %d over %d hosts, want %d over %d", res.Appended, len(store.byKey()), hosts, hosts)
+	}
+	if p := peak.Load(); p > conc {
+		t.Errorf("%d appends ran at once, want at most Concurrency %d", p, conc)
+	}
+}
+
+func TestDropped(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.FixedZone("Y", -7200))
+	tests := []struct {
+		name     string
+		key      string
+		entry    hostqueue.Entry
+		wantHost string
+	}{
+		{"host from url", "example.com", hostqueue.Entry{ID: "1", URL: "http://www.example.com/a"}, "www.example.com"},
+		{"port kept", "example.com:8080", hostqueue.Entry{ID: "2", URL: "http://a.example.com:8080/"}, "a.example.com:8080"},
+		{"IPv6 host", "[::1]:8080", hostqueue.Entry{ID: "3", URL: "http://[::1]:8080/"}, "[::1]:8080"},
+		{"unparsable url falls back to key", "example.com", hostqueue.Entry{ID: "4", URL: "%zz"}, "example.com"},
+		{"url without host falls back to key", "example.com", hostqueue.Entry{ID: "5", URL: "/relative"}, "example.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := hostqueue.Dropped(tt.key, []hostqueue.Entry{tt.entry}, now, 7)
+			if len(rs) != 1 {
+				t.Fatalf("%d results, want 1", len(rs))
+			}
+			r := rs[0]
+			if r.ID != tt.entry.ID || r.URL != tt.entry.URL || r.Host != tt.wantHost || r.Status != result.StatusDropped {
+				t.Errorf("result %+v, want id %s url %s host %s status dropped", r, tt.entry.ID, tt.entry.URL, tt.wantHost)
+			}
+			if !strings.Contains(r.Error, "PersistLimit (7)") {
+				t.Errorf("error %q does not name PersistLimit (7)", r.Error)
+			}
+			if !r.FetchedAt.Equal(now) || r.FetchedAt.Location() != time.UTC {
+				t.Errorf("FetchedAt %v, want %v in UTC", r.FetchedAt, now)
+			}
+		})
+	}
+	if rs := hostqueue.Dropped("k", nil, now, 1); len(rs) != 0 {
+		t.Errorf("Dropped of nothing = %+v", rs)
+	}
+}
