@@ -1,0 +1,114 @@
+# The Makefile is the project's contract: every command a developer, CI or
+# `sam build` runs is a target here. Tools are installed pinned into the
+# project's own folders (.venv, .bin) so a fresh clone needs only `make test`
+# or `make run`; a second `make tools` does nothing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+# Pinned tool versions. Changing a pin changes the stamp file's name, so the
+# next `make tools` reinstalls.
+MOTO_VERSION    := 5.2.5
+SAM_VERSION     := 1.170.0
+CFN_LINT_VERSION := 1.58.0
+# The emulator's module serves only pseudo-versions (no tags).
+RIE_VERSION     := v0.0.0-20261030222936-bef5c4ba774d
+RIE_MODULE      := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := .bin
+VENV_STAMP := $(VENV)/.installed-moto$(MOTO_VERSION)-sam$(SAM_VERSION)-cfnlint$(CFN_LINT_VERSION)
+RIE        := $(BIN)/aws-lambda-rie
+RIE_STAMP  := $(BIN)/.installed-rie-$(RIE_VERSION)
+
+SAM      := $(CURDIR)/$(VENV)/bin/sam
+CFN_LINT := $(CURDIR)/$(VENV)/bin/cfn-lint
+REGION   ?= us-east-1
+# `make deploy ENV=prod` picks the [prod.*] tables of samconfig.toml.
+ENV      ?= default
+ARGS     ?=
+
+# SAM CLI asks about telemetry on first use and phones home; neither is
+# wanted in CI or on a machine without internet.
+export SAM_CLI_TELEMETRY := 0
+
+FUNCTIONS := ingest check
+# Lambda provided.al2023 on arm64 runs a static binary named bootstrap.
+# lambda.norpc drops the legacy net/rpc shim that provided.* runtimes never use.
+GO_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w'
+
+# Tests, the local runner and the benchmark start moto and the runtime
+# interface emulator from the project's own folders.
+TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
+
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test run bench sam-build deploy clean distclean
+
+help: ## List the targets.
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+
+tools: $(VENV_STAMP) $(RIE_STAMP) ## Install moto, SAM CLI, cfn-lint (.venv) and aws-lambda-rie (.bin), pinned.
+
+$(VENV_STAMP):
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --upgrade pip
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check \
+		'moto[server]==$(MOTO_VERSION)' 'aws-sam-cli==$(SAM_VERSION)' 'cfn-lint==$(CFN_LINT_VERSION)'
+	$(VENV)/bin/pip check
+	$(VENV)/bin/moto_server --help >/dev/null
+	touch $@
+
+$(RIE_STAMP):
+	mkdir -p $(BIN)
+	rm -f $(BIN)/.installed-rie-*
+	GOBIN=$(CURDIR)/$(BIN) go install $(RIE_MODULE)@$(RIE_VERSION)
+	touch $@
+
+build: ## Build both Lambdas for arm64 into .build/<name>/bootstrap.
+	@for f in $(FUNCTIONS); do \
+		echo "go build ./functions/$$f -> .build/$$f/bootstrap"; \
+		$(GO_BUILD) -o .build/$$f/bootstrap ./functions/$$f; \
+	done
+
+# sam build (BuildMethod: makefile) calls build-<LogicalId> with ARTIFACTS_DIR
+# set to the function's output folder.
+build-IngestFunction:
+	$(GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/ingest
+
+build-CheckFunction:
+	$(GO_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/check
+
+validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-lint.
+	$(PYTHON) infra/scripts/gen-schedules.py --check
+	$(SAM) validate --lint --region $(REGION) --template-file template.yaml
+	$(CFN_LINT) template.yaml
+
+test: tools ## go vet, go test (against moto and the RIE), then validate.
+	go vet ./...
+	$(TOOL_ENV) go test -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory validate
+
+run: tools ## Run the whole downloader locally: make run ARGS='...'.
+	$(TOOL_ENV) go run ./infra/localrun $(ARGS)
+
+bench: tools ## Run the benchmark locally: make bench ARGS='...'.
+	$(TOOL_ENV) go run ./infra/bench $(ARGS)
+
+# --build-in-source: CodeUri is the repo root, and copying it (with .venv)
+# to a scratch folder before every build is slow; the Go build cache also
+# works only in place.
+sam-build: $(VENV_STAMP) ## sam build into .aws-sam (no Docker needed).
+	$(SAM) build --build-in-source --config-env $(ENV)
+
+deploy: $(VENV_STAMP) ## sam build && sam deploy; ENV=prod for the prod config.
+	$(SAM) build --build-in-source --config-env $(ENV)
+	$(SAM) deploy --config-env $(ENV)
+
+clean: ## Remove build outputs (keeps the installed tools).
+	rm -rf .build .aws-sam
+
+distclean: clean ## Also remove the installed tools.
+	rm -rf $(VENV) $(BIN)
