@@ -92,6 +92,8 @@ func TestNormalizeIdempotentOnOddHosts(t *testing.T) {
 		{"IPv4-mapped IPv6", "http://[::ffff:10.0.0.1]:8080/"},
 		{"invalid UTF-8 in host", "http://ex\xffample.com/"},
 		{"percent-encoded invalid UTF-8 in host", "http://%80"},
+		{"IDN label of 1024 bytes", "http://ü" + strings.Repeat("j", 1024) + "/"},
+		{"IDN label of 64 bytes", "http://ü" + strings.Repeat("j", 63) + ".example/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
