@@ -1,0 +1,280 @@
+// Package moto runs moto's server mode, a local stand-in for DynamoDB, SQS
+// and SSM, as a child process, and gives an aws-sdk-go-v2 configuration
+// that talks to it.
+//
+// The moto_server command comes from the project's .venv (`make tools`).
+// Tests that need it must fail, never skip, when it is missing: a skipped
+// integration test in CI looks like a passing one. Shared starts one server
+// per test binary; tests isolate themselves by unique resource names rather
+// than by resetting it. See NOTES.md for where moto differs from AWS.
+package moto
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// Region is the region of every configuration this package makes. moto
+// keeps separate state per region, so all clients must agree on one.
+const Region = "us-east-1"
+
+// AccountID is the account moto reports by default; it appears in the ARNs
+// of the resources it creates.
+const AccountID = "123456789012"
+
+// EnvServer names the environment variable that gives the moto_server
+// command's path; the Makefile sets it for tests and the local runner.
+const EnvServer = "MOTO_SERVER"
+
+// startTimeout bounds how long Start waits for a fresh server to answer
+// when ctx has no earlier deadline. A cold start takes about a second; a
+// loaded CI machine can take several.
+const startTimeout = 60 * time.Second
+
+// Server is a running moto_server child process.
+type Server struct {
+	// Endpoint is the server's base URL, http://127.0.0.1:PORT.
+	Endpoint string
+
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the process has exited
+	output *tailBuffer
+	once   sync.Once
+}
+
+// Start starts moto_server on a free loopback port and waits until it
+// answers. The caller must Close it. The server dies with the calling
+// process on Linux even if Close is never called.
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := FindServer()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+	}
+	// The port is free when we look, but another process may take it before
+	// moto binds it; then moto exits at once and we try another port.
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("start moto: %w", err)
+		}
+		s, err := start(ctx, bin, port)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("start moto (%s): %w", bin, errors.Join(errs...))
+}
+
+func start(ctx context.Context, bin string, port int) (*Server, error) {
+	s := &Server{
+		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
+		done:     make(chan struct{}),
+		output:   &tailBuffer{max: 16 << 10},
+	}
+	s.cmd = exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	s.cmd.Stdout = s.output
+	s.cmd.Stderr = s.output
+	// Not exec.CommandContext: ctx bounds the start only, not the server's life.
+	if err := startProcess(s.cmd, s.done); err != nil {
+		return nil, fmt.Errorf("run %s: %w", bin, err)
+	}
+	if err := s.waitReady(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("moto on port %d: %w; its output:\n%s", port, err, s.output.String())
+	}
+	return s, nil
+}
+
+// waitReady polls the server until it answers, the process exits or ctx ends.
+func (s *Server) waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/moto-api/data.json", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.done:
+			return errors.New("moto_server exited before it answered")
+		case <-ctx.Done():
+			return fmt.Errorf("moto_server did not answer: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Close kills the server's process group and waits for it to exit. It is
+// safe to call more than once.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		killGroup(s.cmd)
+		<-s.done
+	})
+	return nil
+}
+
+// Reset clears every resource in every service of the server. Tests that
+// share a server (see Shared) must not call it: they would wipe each
+// other's tables and queues.
+func (s *Server) Reset(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint+"/moto-api/reset", nil)
+	if err != nil {
+		return fmt.Errorf("reset moto: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reset moto: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("reset moto: %s", resp.Status)
+	}
+	return nil
+}
+
+// FindServer returns the moto_server command to run: $MOTO_SERVER if set,
+// else .venv/bin/moto_server in the module root (the directory holding
+// go.mod, found by walking up from the working directory, as `go test`
+// runs each package in its own directory).
+func FindServer() (string, error) {
+	if p := os.Getenv(EnvServer); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w (run `make tools`)", EnvServer, p, err)
+		}
+		return p, nil
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", fmt.Errorf("find moto_server: %w", err)
+	}
+	p := filepath.Join(root, ".venv", "bin", "moto_server")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("find moto_server: %s is missing: run `make tools` (or set %s)", p, EnvServer)
+	}
+	return p, nil
+}
+
+// ModuleRoot returns the nearest directory at or above the working
+// directory that holds a go.mod file.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod in the working directory or above it")
+		}
+		dir = parent
+	}
+}
+
+// AWSConfig returns an SDK configuration for the moto server at endpoint:
+// static test credentials, Region, and every service's BaseEndpoint set to
+// endpoint. It reads no environment variables or shared config files, so
+// a developer's AWS profile can neither break nor redirect a test.
+func AWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
+	if endpoint == "" {
+		return aws.Config{}, errors.New("moto config: empty endpoint")
+	}
+	cfg := aws.Config{
+		Region:       Region,
+		Credentials:  aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		BaseEndpoint: aws.String(endpoint),
+		// Retries cover a loaded moto answering 5xx or resetting a
+		// connection now and then; many more would hide a real bug.
+		Retryer: func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = 3
+				o.MaxBackoff = time.Second
+			})
+		},
+		RetryMaxAttempts: 3,
+		HTTPClient:       &http.Client{Timeout: 2 * time.Minute},
+	}
+	return cfg, nil
+}
+
+// Env returns the environment variables that point an SDK that loads its
+// configuration from the environment (config.LoadDefaultConfig, as the
+// Lambda functions do) at the moto server at endpoint.
+func Env(endpoint string) map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL":          endpoint,
+		"AWS_ACCESS_KEY_ID":         "test",
+		"AWS_SECRET_ACCESS_KEY":     "test",
+		"AWS_SESSION_TOKEN":         "",
+		"AWS_REGION":                Region,
+		"AWS_DEFAULT_REGION":        Region,
+		"AWS_EC2_METADATA_DISABLED": "true",
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it: moto logs every
+// request, and only the end matters when it fails to start.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if extra := b.buf.Len() - b.max; extra > 0 {
+		b.buf.Next(extra)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
