@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.83.0
 	golang.org/x/net v0.62.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

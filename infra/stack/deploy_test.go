@@ -1,0 +1,307 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dt "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/shared/config"
+)
+
+// TestDeployTwice deploys template.yaml twice on one moto server, with
+// different prefixes and shard counts, and checks each deployment against
+// what the template declares.
+func TestDeployTwice(t *testing.T) {
+	a, cfg := stack.DeployForTest(t, stack.Options{ShardCount: 3, ParamOverrides: map[string]string{"CheckHostPeriod": "2s"}})
+	b, _ := stack.DeployForTest(t, stack.Options{})
+	if a.TableName == b.TableName || a.InputQueueURL == b.InputQueueURL || a.ParamPath == b.ParamPath {
+		t.Fatalf("two deployments share resources: %+v and %+v", a, b)
+	}
+	for _, tc := range []struct {
+		st     *stack.Stack
+		shards int
+		period string
+	}{{a, 3, "2s"}, {b, 4, "5s"}} {
+		t.Run(tc.st.Prefix, func(t *testing.T) {
+			checkTable(t, cfg, tc.st)
+			checkQueues(t, cfg, tc.st)
+			checkParams(t, cfg, tc.st, tc.period)
+			checkFunctions(t, tc.st, tc.shards)
+		})
+	}
+}
+
+func checkTable(t *testing.T, cfg aws.Config, st *stack.Stack) {
+	t.Helper()
+	db := dynamodb.NewFromConfig(cfg)
+	out, err := db.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: &st.TableName})
+	if err != nil {
+		t.Fatalf("DescribeTable: %v", err)
+	}
+	tbl := out.Table
+	if got := keys(tbl.KeySchema); got != "pk HASH, sk RANGE" {
+		t.Errorf("key schema = %s", got)
+	}
+	if tbl.BillingModeSummary == nil || tbl.BillingModeSummary.BillingMode != dt.BillingModePayPerRequest {
+		t.Errorf("billing mode = %+v, want PAY_PER_REQUEST", tbl.BillingModeSummary)
+	}
+	if len(tbl.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("GSIs = %d, want 1", len(tbl.GlobalSecondaryIndexes))
+	}
+	gsi := tbl.GlobalSecondaryIndexes[0]
+	if aws.ToString(gsi.IndexName) != "due-index" || keys(gsi.KeySchema) != "vs HASH, due RANGE" || gsi.Projection.ProjectionType != dt.ProjectionTypeKeysOnly {
+		t.Errorf("GSI = %s (%s) %s, want due-index (vs HASH, due RANGE) KEYS_ONLY", aws.ToString(gsi.IndexName), keys(gsi.KeySchema), gsi.Projection.ProjectionType)
+	}
+	ttl, err := db.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: &st.TableName})
+	if err != nil {
+		t.Fatalf("DescribeTimeToLive: %v", err)
+	}
+	if d := ttl.TimeToLiveDescription; d.TimeToLiveStatus != dt.TimeToLiveStatusEnabled || aws.ToString(d.AttributeName) != "ttl" {
+		t.Errorf("TTL = %s on %q, want ENABLED on ttl", d.TimeToLiveStatus, aws.ToString(d.AttributeName))
+	}
+}
+
+func keys(ks []dt.KeySchemaElement) string {
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, aws.ToString(k.AttributeName)+" "+string(k.KeyType))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func checkQueues(t *testing.T, cfg aws.Config, st *stack.Stack) {
+	t.Helper()
+	q := sqs.NewFromConfig(cfg)
+	attrs := func(url string) map[string]string {
+		out, err := q.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil {
+			t.Fatalf("GetQueueAttributes %s: %v", url, err)
+		}
+		return out.Attributes
+	}
+	in, dlq, output := attrs(st.InputQueueURL), attrs(st.InputDLQURL), attrs(st.OutputQueueURL)
+	var policy struct {
+		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		MaxReceiveCount     int    `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(in["RedrivePolicy"]), &policy); err != nil {
+		t.Fatalf("input queue RedrivePolicy %q: %v", in["RedrivePolicy"], err)
+	}
+	if policy.DeadLetterTargetArn != dlq["QueueArn"] || policy.MaxReceiveCount != 5 {
+		t.Errorf("redrive policy = %+v, want the DLQ %s after 5 receives", policy, dlq["QueueArn"])
+	}
+	for name, got := range map[string]string{
+		"input VisibilityTimeout":       in["VisibilityTimeout"],
+		"input MessageRetentionPeriod":  in["MessageRetentionPeriod"],
+		"DLQ MessageRetentionPeriod":    dlq["MessageRetentionPeriod"],
+		"output MessageRetentionPeriod": output["MessageRetentionPeriod"],
+	} {
+		want := "1209600"
+		if strings.HasSuffix(name, "VisibilityTimeout") {
+			want = "360"
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %s", name, got, want)
+		}
+	}
+	if !strings.HasSuffix(st.InputQueueURL, "/"+st.Prefix+"-InputQueue") {
+		t.Errorf("input queue URL %s does not end in /%s-InputQueue", st.InputQueueURL, st.Prefix)
+	}
+}
+
+func checkParams(t *testing.T, cfg aws.Config, st *stack.Stack, period string) {
+	t.Helper()
+	if st.ParamPath != "/urldownloader/"+st.Stage+"/" {
+		t.Errorf("ParamPath = %q, want /urldownloader/%s/", st.ParamPath, st.Stage)
+	}
+	got := map[string]string{}
+	pages := ssm.NewGetParametersByPathPaginator(ssm.NewFromConfig(cfg), &ssm.GetParametersByPathInput{Path: &st.ParamPath})
+	for pages.HasMorePages() {
+		out, err := pages.NextPage(t.Context())
+		if err != nil {
+			t.Fatalf("GetParametersByPath %s: %v", st.ParamPath, err)
+		}
+		for _, p := range out.Parameters {
+			got[strings.TrimPrefix(aws.ToString(p.Name), st.ParamPath)] = aws.ToString(p.Value)
+		}
+	}
+	want := maps.Clone(loadTemplate(t).ParamDefaults())
+	want["CheckHostPeriod"] = period
+	if !maps.Equal(got, want) {
+		t.Errorf("parameters under %s =\n%v\nwant\n%v", st.ParamPath, got, want)
+	}
+	if !maps.Equal(st.Params, want) {
+		t.Errorf("Stack.Params = %v, want %v", st.Params, want)
+	}
+}
+
+func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
+	t.Helper()
+	env := st.Env()
+	want := map[string]string{
+		"TABLE_NAME":             st.TableName,
+		"OUTPUT_QUEUE_URL":       st.OutputQueueURL,
+		"INPUT_QUEUE_URL":        st.InputQueueURL,
+		"PARAM_PATH":             st.ParamPath,
+		"SHARD_COUNT":            fmt.Sprint(shards),
+		"ALLOW_PRIVATE_NETWORKS": "false",
+		"LOG_LEVEL":              "info",
+		"CHECK_RUN_SECONDS":      "55",
+	}
+	if !maps.Equal(env, want) {
+		t.Errorf("Env() =\n%v\nwant\n%v", env, want)
+	}
+	if _, ok := st.Functions[stack.IngestFunction].Env["CHECK_RUN_SECONDS"]; ok {
+		t.Error("IngestFunction has CHECK_RUN_SECONDS: only CheckFunction should")
+	}
+	// The functions' own reader accepts the template's environment.
+	cfg, err := config.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Errorf("config.FromEnv(Env()): %v", err)
+	} else if cfg.ShardCount != shards || cfg.CheckRun != 55*time.Second {
+		t.Errorf("config.FromEnv(Env()) = ShardCount %d, CheckRun %v", cfg.ShardCount, cfg.CheckRun)
+	}
+	if f := st.Functions[stack.IngestFunction]; f.Timeout != time.Minute || f.MemorySize != 256 {
+		t.Errorf("ingest: timeout %v, memory %d; want 1m, 256", f.Timeout, f.MemorySize)
+	}
+	if f := st.Functions[stack.CheckFunction]; f.Timeout != 2*time.Minute || f.MemorySize != 512 {
+		t.Errorf("check: timeout %v, memory %d; want 2m, 512", f.Timeout, f.MemorySize)
+	}
+	wantESM := stack.EventSourceMapping{
+		Function: stack.IngestFunction, QueueURL: st.InputQueueURL,
+		BatchSize: 1000, MaximumBatchingWindowInSeconds: 2, ReportBatchItemFailures: true,
+		MaxReceiveCount: 5, DLQURL: st.InputDLQURL,
+	}
+	if st.IngestEventSource != wantESM {
+		t.Errorf("IngestEventSource = %+v\nwant %+v", st.IngestEventSource, wantESM)
+	}
+	if st.ShardCount != shards || len(st.Schedules) != shards {
+		t.Fatalf("ShardCount %d, %d schedules; want %d of each", st.ShardCount, len(st.Schedules), shards)
+	}
+	for i, s := range st.Schedules {
+		var in struct{ Shard *int }
+		if err := json.Unmarshal([]byte(s.Input), &in); err != nil || in.Shard == nil || *in.Shard != i {
+			t.Errorf("schedule %d input %q, want {\"shard\": %d}", i, s.Input, i)
+		}
+		if s.Function != stack.CheckFunction || s.Every != time.Minute || s.Rule != fmt.Sprintf("CheckShard%dSchedule", i) {
+			t.Errorf("schedule %d = %+v", i, s)
+		}
+	}
+}
+
+func loadTemplate(t *testing.T) *stack.Template {
+	t.Helper()
+	tpl, err := stack.Load("")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return tpl
+}
+
+// TestDeployIsRepeatable: a local runner may deploy again with the same
+// prefix on a long-lived server; nothing is lost and overrides apply.
+func TestDeployIsRepeatable(t *testing.T) {
+	first, cfg := stack.DeployForTest(t, stack.Options{})
+	db := dynamodb.NewFromConfig(cfg)
+	item := map[string]dt.AttributeValue{"pk": &dt.AttributeValueMemberS{Value: "h#keep"}, "sk": &dt.AttributeValueMemberS{Value: "h"}}
+	if _, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: &first.TableName, Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := stack.DeployForTest(t, stack.Options{Prefix: first.Prefix, ParamOverrides: map[string]string{"PersistLimit": "7"}})
+	if again.TableName != first.TableName || again.InputQueueURL != first.InputQueueURL {
+		t.Errorf("redeploy changed names: %+v vs %+v", again, first)
+	}
+	out, err := db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &first.TableName, Key: item})
+	if err != nil || out.Item == nil {
+		t.Errorf("item lost on redeploy: %v", err)
+	}
+	p, err := ssm.NewFromConfig(cfg).GetParameter(t.Context(), &ssm.GetParameterInput{Name: aws.String(again.ParamPath + "PersistLimit")})
+	if err != nil || aws.ToString(p.Parameter.Value) != "7" {
+		t.Errorf("PersistLimit after redeploy: %v %v, want 7", p, err)
+	}
+}
+
+// TestParamOverrideOutsideTemplate: an override the template lacks is put
+// under the same path, so code can read a new parameter early.
+func TestParamOverrideOutsideTemplate(t *testing.T) {
+	st, cfg := stack.DeployForTest(t, stack.Options{ParamOverrides: map[string]string{"RespectRobots": "false"}})
+	p, err := ssm.NewFromConfig(cfg).GetParameter(t.Context(), &ssm.GetParameterInput{Name: aws.String(st.ParamPath + "RespectRobots")})
+	if err != nil || aws.ToString(p.Parameter.Value) != "false" {
+		t.Fatalf("RespectRobots: %v", err)
+	}
+	if st.Params["RespectRobots"] != "false" {
+		t.Errorf("Stack.Params lacks the extra parameter: %v", st.Params)
+	}
+}
+
+func TestDeployRefusesBadOptions(t *testing.T) {
+	srv := moto.Shared(t)
+	cfg, err := moto.AWSConfig(t.Context(), srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := loadTemplate(t)
+	for name, opts := range map[string]stack.Options{
+		"no prefix":           {},
+		"prefix with a dot":   {Prefix: "a.b"},
+		"shard count 17":      {Prefix: stack.UniquePrefix("bad"), ShardCount: 17},
+		"stage with capitals": {Prefix: stack.UniquePrefix("bad"), Stage: "Prod"},
+		"unknown parameter":   {Prefix: stack.UniquePrefix("bad"), TemplateParams: map[string]string{"Nope": "1"}},
+		"batch size 0":        {Prefix: stack.UniquePrefix("bad"), TemplateParams: map[string]string{"IngestBatchSize": "0"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := tpl.Deploy(t.Context(), cfg, opts); err == nil {
+				t.Error("Deploy succeeded")
+			}
+		})
+	}
+}
+
+// TestDeployRefusesUnknownProperties: a property the local stack cannot
+// create must fail loudly, or the local and deployed stacks would drift.
+func TestDeployRefusesUnknownProperties(t *testing.T) {
+	srv := moto.Shared(t)
+	cfg, err := moto.AWSConfig(t.Context(), srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := stack.Parse([]byte(`
+Resources:
+  Q:
+    Type: AWS::SQS::Queue
+    Properties:
+      RedriveAllowPolicy: {redrivePermission: denyAll}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tpl.Deploy(t.Context(), cfg, stack.Options{Prefix: stack.UniquePrefix("unknown")})
+	if err == nil || !strings.Contains(err.Error(), "RedriveAllowPolicy") {
+		t.Errorf("Deploy error = %v, want one naming RedriveAllowPolicy", err)
+	}
+}
+
+func TestTemplateParameters(t *testing.T) {
+	var names []string
+	for _, p := range loadTemplate(t).Parameters() {
+		names = append(names, p.Name)
+	}
+	for _, want := range []string{"Stage", "ShardCount", "IngestBatchSize", "IngestBatchingWindowSeconds"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("template parameters %v lack %s", names, want)
+		}
+	}
+}
