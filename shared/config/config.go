@@ -68,8 +68,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if v := getenv("CHECK_RUN_SECONDS"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f <= 0 || f > 900 {
-			errs = append(errs, fmt.Errorf("CHECK_RUN_SECONDS=%q: want seconds from 0 to 900", v))
+		if err != nil || !(f > 0 && f <= 900) || time.Duration(f*float64(time.Second)) <= 0 {
+			errs = append(errs, fmt.Errorf("CHECK_RUN_SECONDS=%q: want seconds above 0, at most 900", v))
 		}
 		c.CheckRun = time.Duration(f * float64(time.Second))
 	}

@@ -33,35 +33,50 @@ func Encode(r Result, maxBytes int) ([]byte, error) {
 	if len(b) <= maxBytes {
 		return b, nil
 	}
-	over := len(b) - maxBytes
-	r.Truncated = true
-	for range 8 {
-		r.Data = cutData(r.Data, r.Encoding, over+64)
-		b, err = json.Marshal(r)
-		if err != nil {
-			return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
-		}
-		if len(b) <= maxBytes {
-			return b, nil
-		}
-		// JSON escaping made the text longer than its bytes: cut more.
-		over = len(b) - maxBytes
+	data := r.Data
+	r.Data, r.Truncated = "", true
+	empty, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
 	}
-	return nil, fmt.Errorf("encode result %s: does not fit in %d bytes", r.ID, maxBytes)
+	// The empty Data was omitted: count the field's own framing too.
+	budget := maxBytes - len(empty) - len(`,"data":""`)
+	if budget < 0 {
+		return nil, fmt.Errorf("encode result %s: does not fit in %d bytes even without its body", r.ID, maxBytes)
+	}
+	r.Data = fitData(data, r.Encoding, budget)
+	if b, err = json.Marshal(r); err != nil {
+		return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
+	}
+	return b, nil
 }
 
-// cutData shortens data by at least n encoded bytes, keeping it valid.
-func cutData(data, encoding string, n int) string {
-	if n >= len(data) {
-		return ""
-	}
-	keep := len(data) - n
+// fitData returns the longest prefix of data whose JSON string form takes at
+// most budget bytes, keeping it valid: whole runes for text, whole 4-byte
+// groups for base64.
+func fitData(data, encoding string, budget int) string {
 	if encoding == EncodingBase64 {
-		keep -= keep % 4
-		return data[:keep]
+		n := min(len(data), budget)
+		return data[:n-n%4]
 	}
-	for keep > 0 && !utf8.RuneStart(data[keep]) {
-		keep--
+	used := 0
+	for i, r := range data {
+		used += jsonLen(r)
+		if used > budget {
+			return data[:i]
+		}
 	}
-	return data[:keep]
+	return data
+}
+
+// jsonLen is how many bytes encoding/json spends on r inside a string.
+func jsonLen(r rune) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+		return 2
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+		return 6
+	default:
+		return utf8.RuneLen(r)
+	}
 }

@@ -95,6 +95,9 @@ func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
 			return nil, nil, invalid("payload has %d items, the limit is %d", len(raws), MaxItems)
 		}
 	} else {
+		if !json.Valid(trimmed) {
+			return nil, nil, invalid("payload is not one JSON object or an array of them")
+		}
 		raws = []json.RawMessage{trimmed}
 	}
 	var msgs []Message
@@ -110,7 +113,7 @@ func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
 				continue
 			}
 		}
-		bad = append(bad, ItemError{Index: i, URL: clip(in.URL, 200), Error: err.Error()})
+		bad = append(bad, ItemError{Index: i, URL: clip(redactRaw(in.URL), 200), Error: err.Error()})
 	}
 	return msgs, bad, nil
 }
@@ -169,25 +172,25 @@ func Normalize(raw string) (*url.URL, error) {
 		return nil, invalid("url is %d bytes, the limit is %d", len(raw), MaxURLLength)
 	}
 	if hasControl(raw) || strings.ContainsAny(raw, " \t") {
-		return nil, invalid("url %q has spaces or control characters", clip(raw, 100))
+		return nil, invalid("url %q has spaces or control characters", clip(redactRaw(raw), 100))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, invalid("url %q does not parse: %v", clip(raw, 100), unwrapURLError(err))
+		return nil, invalid("url %q does not parse: %v", clip(redactRaw(raw), 100), unwrapURLError(err))
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, invalid("url %q: scheme must be http or https", clip(raw, 100))
+		return nil, invalid("url %q: scheme must be http or https", clip(redactRaw(raw), 100))
 	}
 	if u.Opaque != "" {
-		return nil, invalid("url %q is not hierarchical (want scheme://host/path)", clip(raw, 100))
+		return nil, invalid("url %q is not hierarchical (want scheme://host/path)", clip(redactRaw(raw), 100))
 	}
 	if u.User != nil {
 		return nil, invalid("url %q carries user-info, which is not accepted (credentials must not travel in URLs)", clip(redactUser(u), 100))
 	}
 	host, err := normalizeHostPort(u.Host, u.Scheme)
 	if err != nil {
-		return nil, invalid("url %q: %v", clip(raw, 100), err)
+		return nil, invalid("url %q: %v", clip(redactRaw(raw), 100), err)
 	}
 	u.Host = host
 	u.Fragment = ""
@@ -233,7 +236,11 @@ func normalizeHostPort(hostport, scheme string) (string, error) {
 	} else if strings.Contains(host, ":") || strings.Contains(host, "%") || strings.Contains(host, "..") || !utf8.ValidString(host) {
 		return "", fmt.Errorf("host %q is not a valid name or address", host)
 	} else {
-		h, err := idna.Lookup.ToASCII(strings.TrimSuffix(host, "."))
+		name := strings.TrimSuffix(host, ".")
+		if name == "" {
+			return "", errors.New("host is empty")
+		}
+		h, err := hostProfile.ToASCII(name)
 		if err != nil {
 			return "", fmt.Errorf("host %q is not a valid name: %v", host, err)
 		}
@@ -247,6 +254,12 @@ func normalizeHostPort(hostport, scheme string) (string, error) {
 	}
 	return host, nil
 }
+
+// hostProfile is IDNA lookup with DNS length checks (so a punycode label
+// never exceeds 63 bytes and normalisation stays idempotent), lenient about
+// underscores, which real host names do carry.
+var hostProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transitional(false),
+	idna.VerifyDNSLength(true), idna.StrictDomainName(false))
 
 // MakeID derives the stable result id of an accepted URL.
 func MakeID(sourceID string, index int, normURL string) string {
@@ -273,6 +286,24 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// redactRaw hides the user-info of a URL that may not even parse, so a
+// password never comes back in an error or a response.
+func redactRaw(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	return scheme + "://REDACTED@" + rest[at+1:]
 }
 
 func redactUser(u *url.URL) string {
