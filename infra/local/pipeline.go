@@ -1,0 +1,445 @@
+// Package local runs the whole downloader on the embedded local stack: moto
+// for DynamoDB, SQS and SSM, the resources of template.yaml created on it,
+// the real ingest and check handlers driven the way AWS drives them (an SQS
+// event source mapping for ingest, a schedule per shard for check), and a
+// collector on the output queue. The local runner, the end-to-end tests and
+// the benchmarks all use it.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
+	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/shared/config"
+	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/services"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// Options shape a local pipeline.
+type Options struct {
+	// Endpoint of a running moto; empty starts one for the pipeline.
+	Endpoint string
+	// Prefix names the resources, so pipelines can share one moto.
+	Prefix string
+	// ShardCount overrides the template's default.
+	ShardCount int
+	// Params override the template's parameter defaults (name -> value).
+	Params map[string]string
+	// AllowPrivate lets the fetcher reach loopback and private addresses.
+	AllowPrivate bool
+	// CheckRun is how long one check invocation starts requests; locally
+	// invocations run back to back, like a schedule that fires at once.
+	CheckRun time.Duration
+	// ParamTTL is the parameter cache's TTL (default 2s locally so --param
+	// changes made during a run show quickly).
+	ParamTTL time.Duration
+	// URLsPerMessage packs this many URLs into one input SQS message
+	// (payloads may be arrays); default 50.
+	URLsPerMessage int
+	Log            *slog.Logger
+}
+
+// Pipeline is a running local downloader.
+type Pipeline struct {
+	opts   Options
+	moto   *moto.Server
+	Stack  *stack.Stack
+	AWS    aws.Config
+	sqs    *sqs.Client
+	svc    *services.Services
+	ingest *ingesthandler.Handler
+	check  *checkhandler.Handler
+	esm    stack.EventSourceMapping
+	log    *slog.Logger
+}
+
+// Start brings up the stack and wires the handlers.
+func Start(ctx context.Context, opts Options) (*Pipeline, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if opts.CheckRun <= 0 {
+		opts.CheckRun = 20 * time.Second
+	}
+	if opts.ParamTTL <= 0 {
+		opts.ParamTTL = 2 * time.Second
+	}
+	if opts.URLsPerMessage <= 0 {
+		opts.URLsPerMessage = 50
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "local" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	}
+	p := &Pipeline{opts: opts, log: opts.Log}
+	endpoint := opts.Endpoint
+	if endpoint == "" {
+		srv, err := moto.Start(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("start moto: %w", err)
+		}
+		p.moto = srv
+		endpoint = srv.Endpoint
+	}
+	awsCfg, err := moto.AWSConfig(ctx, endpoint)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.AWS = awsCfg
+	tpl, err := stack.Load("")
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	st, err := tpl.Deploy(ctx, awsCfg, stack.Options{Prefix: opts.Prefix, ShardCount: opts.ShardCount, ParamOverrides: opts.Params})
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("create local stack: %w", err)
+	}
+	p.Stack = st
+	p.esm = st.IngestEventSource
+	env := st.Env()
+	env["ALLOW_PRIVATE_NETWORKS"] = strconv.FormatBool(opts.AllowPrivate)
+	cfg, err := config.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.svc = services.New(awsCfg, cfg, services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log})
+	p.sqs = sqs.NewFromConfig(awsCfg)
+	p.ingest = &ingesthandler.Handler{Ingester: p.svc.Ingester, Params: p.svc.Params.Get, Log: opts.Log}
+	p.check = &checkhandler.Handler{Runner: p.svc.Engine, ShardCount: cfg.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
+	return p, nil
+}
+
+// Services exposes the wired services (tests inspect the store).
+func (p *Pipeline) Services() *services.Services { return p.svc }
+
+// Close stops moto when the pipeline started it.
+func (p *Pipeline) Close() {
+	if p.svc != nil {
+		p.svc.Publisher.Close()
+	}
+	if p.moto != nil {
+		p.moto.Close()
+	}
+}
+
+// Sent is what Send queued: the IDs the downloader will give each accepted
+// URL (computed with the same function the ingest uses), and the lines it
+// refused before sending.
+type Sent struct {
+	Expected map[string]urlmsg.Message
+	Rejected []urlmsg.ItemError
+}
+
+// Send validates items like a careful producer (invalid ones are reported,
+// not sent, because one bad item fails its whole record) and sends the rest
+// to the input queue, URLsPerMessage per message, ten messages per request.
+func (p *Pipeline) Send(ctx context.Context, items []urlmsg.Input) (Sent, error) {
+	sent := Sent{Expected: map[string]urlmsg.Message{}}
+	var good []urlmsg.Input
+	for i, in := range items {
+		if _, err := urlmsg.Validate(in); err != nil {
+			sent.Rejected = append(sent.Rejected, urlmsg.ItemError{Index: i, URL: in.URL, Error: err.Error()})
+			continue
+		}
+		good = append(good, in)
+	}
+	var bodies []string
+	for chunk := range slices.Chunk(good, p.opts.URLsPerMessage) {
+		b, err := json.Marshal(chunk)
+		if err != nil {
+			return sent, fmt.Errorf("encode input message: %w", err)
+		}
+		bodies = append(bodies, string(b))
+	}
+	for batch := range slices.Chunk(bodies, 10) {
+		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
+		for i, b := range batch {
+			entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(b)}
+		}
+		out, err := p.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: entries})
+		if err != nil {
+			return sent, fmt.Errorf("send %d input messages: %w", len(entries), err)
+		}
+		if len(out.Failed) > 0 {
+			f := out.Failed[0]
+			return sent, fmt.Errorf("send input messages: %d refused, first: %s %s", len(out.Failed), aws.ToString(f.Code), aws.ToString(f.Message))
+		}
+		for _, ok := range out.Successful {
+			i, _ := strconv.Atoi(aws.ToString(ok.Id))
+			msgs, _, err := urlmsg.Parse(aws.ToString(ok.MessageId), []byte(batch[i]))
+			if err != nil {
+				return sent, fmt.Errorf("re-parse sent message: %w", err)
+			}
+			for _, m := range msgs {
+				sent.Expected[m.ID] = m
+			}
+		}
+	}
+	return sent, nil
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Expected   int                   `json:"expected"`
+	Results    int                   `json:"results"`
+	ByStatus   map[result.Status]int `json:"byStatus"`
+	Duplicates int                   `json:"duplicates"`
+	Missing    []string              `json:"missing,omitempty"`
+	Elapsed    time.Duration         `json:"elapsed"`
+	// Ingest and check invocation counts, and input records that failed.
+	IngestInvocations int `json:"ingestInvocations"`
+	CheckInvocations  int `json:"checkInvocations"`
+	FailedRecords     int `json:"failedRecords"`
+}
+
+// Run drives ingest and check until every expected ID (and every
+// cross-host redirect target it spawns) has a result, or ctx ends. Each
+// result is passed to emit as it arrives.
+func (p *Pipeline) Run(ctx context.Context, expected map[string]urlmsg.Message, emit func(result.Result, []byte)) (Report, error) {
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := &collector{want: map[string]bool{}, seen: map[string]int{}, report: Report{ByStatus: map[result.Status]int{}}}
+	for id := range expected {
+		c.want[id] = true
+	}
+	c.report.Expected = len(c.want)
+	var wg sync.WaitGroup
+	wg.Add(2 + p.svc.Config.ShardCount)
+	go func() { defer wg.Done(); p.pollInput(ctx, c) }()
+	for s := 0; s < p.svc.Config.ShardCount; s++ {
+		go func() { defer wg.Done(); p.schedule(ctx, s, c) }()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		defer wg.Done()
+		errc <- p.collect(ctx, c, emit, cancel)
+	}()
+	wg.Wait()
+	err := <-errc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.report.Elapsed = time.Since(start)
+	for id := range c.want {
+		if c.seen[id] == 0 {
+			c.report.Missing = append(c.report.Missing, id)
+		}
+	}
+	slices.Sort(c.report.Missing)
+	if err == nil && len(c.report.Missing) > 0 {
+		err = fmt.Errorf("%d of %d urls have no result", len(c.report.Missing), len(c.want))
+	}
+	return c.report, err
+}
+
+type collector struct {
+	mu     sync.Mutex
+	want   map[string]bool
+	seen   map[string]int
+	report Report
+}
+
+func (c *collector) done() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.want {
+		if c.seen[id] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pollInput is the SQS event source mapping: it gathers up to BatchSize
+// messages within the batching window, invokes ingest, deletes what
+// succeeded and leaves the reported failures on the queue. A failed record
+// is made visible again after retryDelay instead of the queue's visibility
+// timeout, to keep local runs short; the receive count still grows, so
+// moto's redrive moves it to the dead-letter queue after maxReceiveCount.
+func (p *Pipeline) pollInput(ctx context.Context, c *collector) {
+	const retryDelay = 1
+	batchSize := max(p.esm.BatchSize, 1)
+	window := time.Duration(p.esm.MaximumBatchingWindowInSeconds) * time.Second
+	for ctx.Err() == nil {
+		var msgs []sqstypes.Message
+		var first time.Time
+		for len(msgs) < batchSize && ctx.Err() == nil {
+			wait := int32(1)
+			if len(msgs) > 0 {
+				wait = 0
+			}
+			out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+				QueueUrl: &p.Stack.InputQueueURL, MaxNumberOfMessages: int32(min(10, batchSize-len(msgs))),
+				WaitTimeSeconds: wait, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					p.log.Error("receive input", "error", err)
+					time.Sleep(200 * time.Millisecond)
+				}
+				break
+			}
+			if len(out.Messages) == 0 {
+				if len(msgs) > 0 && (window == 0 || time.Since(first) >= window) {
+					break
+				}
+				if len(msgs) == 0 {
+					continue
+				}
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			if len(msgs) == 0 {
+				first = time.Now()
+			}
+			msgs = append(msgs, out.Messages...)
+			if window > 0 && time.Since(first) >= window {
+				break
+			}
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		ev := events.SQSEvent{}
+		for _, m := range msgs {
+			ev.Records = append(ev.Records, events.SQSMessage{
+				MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+				Body: aws.ToString(m.Body), Attributes: m.Attributes, EventSource: "aws:sqs",
+				EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:input", AWSRegion: "us-east-1",
+			})
+		}
+		resp, err := p.ingest.HandleSQS(ctx, ev)
+		failed := map[string]bool{}
+		if err != nil {
+			p.log.Error("ingest invocation failed", "error", err)
+			for _, r := range ev.Records {
+				failed[r.MessageId] = true
+			}
+		}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		c.mu.Lock()
+		c.report.IngestInvocations++
+		c.report.FailedRecords += len(failed)
+		c.mu.Unlock()
+		var del []sqstypes.DeleteMessageBatchRequestEntry
+		var retry []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+		for i, m := range msgs {
+			id := aws.String(strconv.Itoa(i))
+			if failed[aws.ToString(m.MessageId)] {
+				retry = append(retry, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: retryDelay})
+			} else {
+				del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle})
+			}
+		}
+		dctx := context.WithoutCancel(ctx)
+		for b := range slices.Chunk(del, 10) {
+			if _, err := p.sqs.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: b}); err != nil {
+				p.log.Error("delete input messages", "error", err)
+			}
+		}
+		for b := range slices.Chunk(retry, 10) {
+			if _, err := p.sqs.ChangeMessageVisibilityBatch(dctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: b}); err != nil {
+				p.log.Error("release failed input messages", "error", err)
+			}
+		}
+	}
+}
+
+// schedule invokes check for one shard back to back, each invocation with
+// the function's deadline, as EventBridge would once a minute.
+func (p *Pipeline) schedule(ctx context.Context, shard int, c *collector) {
+	for ctx.Err() == nil {
+		ictx, cancel := context.WithTimeout(ctx, p.opts.CheckRun+checkhandler.DeadlineMargin+15*time.Second)
+		_, err := p.check.Handle(ictx, checkhandler.Event{Shard: &shard})
+		cancel()
+		c.mu.Lock()
+		c.report.CheckInvocations++
+		c.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			p.log.Error("check invocation failed", "shard", shard, "error", err)
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+}
+
+// collect reads the output queue until every wanted ID has a result.
+func (p *Pipeline) collect(ctx context.Context, c *collector, emit func(result.Result, []byte), stop func()) error {
+	for {
+		if c.done() {
+			stop()
+			return nil
+		}
+		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &p.Stack.OutputQueueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("receive results: %w", err)
+		}
+		var del []sqstypes.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			body := []byte(aws.ToString(m.Body))
+			var r result.Result
+			if err := json.Unmarshal(body, &r); err != nil {
+				return fmt.Errorf("output message is not a result: %w", err)
+			}
+			c.mu.Lock()
+			c.seen[r.ID]++
+			if c.seen[r.ID] > 1 {
+				c.report.Duplicates++
+			} else {
+				c.report.ByStatus[r.Status]++
+			}
+			c.report.Results++
+			if r.Status == result.StatusRedirect && r.Error == "" && r.Location != "" && c.want[r.ID] {
+				c.want[urlmsg.MakeID(r.ID, 0, r.Location)] = true
+			}
+			c.mu.Unlock()
+			if emit != nil {
+				emit(r, body)
+			}
+			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(del) > 0 {
+			if _, err := p.sqs.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &p.Stack.OutputQueueURL, Entries: del}); err != nil {
+				return fmt.Errorf("delete results: %w", err)
+			}
+		}
+	}
+}
+
+// Missing describes the expected URLs still without a result.
+func Missing(expected map[string]urlmsg.Message, ids []string) []urlmsg.Message {
+	var out []urlmsg.Message
+	for _, id := range ids {
+		if m, ok := expected[id]; ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+

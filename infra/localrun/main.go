@@ -1,0 +1,197 @@
+// Command localrun runs the downloader end to end on the embedded local
+// stack (moto, the template's resources, the real handlers), with no AWS
+// account and no Docker. Without --urls it serves a small demo site on
+// loopback hosts and downloads it. See the README's "Local run".
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+type paramFlags map[string]string
+
+func (p paramFlags) String() string { return fmt.Sprint(map[string]string(p)) }
+func (p paramFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want Name=Value, got %q", v)
+	}
+	p[name] = value
+	return nil
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	params := paramFlags{}
+	urlsPath := flag.String("urls", "", "JSON lines of {\"host\",\"url\"} or bare URLs, one per line; - is stdin (default: the built-in demo site)")
+	outPath := flag.String("out", "", "write results as JSON lines to this file (default stdout)")
+	flag.Var(params, "param", "runtime parameter Name=Value, repeatable (e.g. --param FetchDelay=200ms)")
+	allowPrivate := flag.Bool("allow-private", false, "permit loopback and private-address targets (needed for local sites)")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long, print what is missing and exit non-zero")
+	shards := flag.Int("shards", 0, "ShardCount (default: the template's)")
+	checkRun := flag.Duration("check-run", 20*time.Second, "how long each local check invocation starts requests")
+	endpoint := flag.String("endpoint", "", "use a running moto at this URL instead of starting one")
+	demoHosts := flag.Int("demo-hosts", 3, "demo site: loopback hosts to serve")
+	demoPages := flag.Int("demo-pages", 4, "demo site: pages per host")
+	verbose := flag.Bool("v", false, "log the functions' JSON logs to stderr")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "localrun: unexpected arguments %q\n", flag.Args())
+		return 2
+	}
+
+	logw := io.Discard
+	if *verbose {
+		logw = os.Stderr
+	}
+	log := slog.New(slog.NewJSONHandler(logw, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	var items []urlmsg.Input
+	if *urlsPath == "" {
+		site, err := demosite.Start(demosite.Options{Hosts: *demoHosts})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 1
+		}
+		defer site.Close()
+		for _, u := range site.URLs(*demoPages) {
+			items = append(items, urlmsg.Input{URL: u})
+		}
+		// The demo site lives on loopback, which the fetcher refuses unless
+		// private networks are allowed: the demo allows them for itself.
+		*allowPrivate = true
+		fmt.Fprintf(os.Stderr, "localrun: demo site on %s (%d pages each)\n", strings.Join(site.Hosts(), ", "), *demoPages)
+	} else {
+		var err error
+		items, err = readURLs(*urlsPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 2
+		}
+	}
+
+	out := io.Writer(os.Stdout)
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 2
+		}
+		defer f.Close()
+		out = f
+	}
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+
+	p, err := local.Start(ctx, local.Options{
+		ShardCount: *shards, Params: params, AllowPrivate: *allowPrivate, CheckRun: *checkRun,
+		Endpoint: *endpoint, Log: log,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "localrun:", err)
+		return 1
+	}
+	defer p.Close()
+
+	sent, err := p.Send(ctx, items)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "localrun:", err)
+		return 1
+	}
+	for _, r := range sent.Rejected {
+		fmt.Fprintf(os.Stderr, "localrun: line %d not sent: %s\n", r.Index+1, r.Error)
+	}
+	fmt.Fprintf(os.Stderr, "localrun: sent %d urls (%d rejected) to %s\n", len(sent.Expected), len(sent.Rejected), p.Stack.InputQueueURL)
+
+	report, runErr := p.Run(ctx, sent.Expected, func(_ result.Result, line []byte) {
+		w.Write(line)
+		w.WriteByte('\n')
+	})
+	w.Flush()
+	printSummary(report)
+	if runErr != nil {
+		for _, m := range local.Missing(sent.Expected, report.Missing) {
+			fmt.Fprintf(os.Stderr, "localrun: missing result: %s %s\n", m.ID, m.URL)
+		}
+		fmt.Fprintln(os.Stderr, "localrun:", runErr)
+		return 1
+	}
+	if len(sent.Rejected) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func printSummary(r local.Report) {
+	var parts []string
+	keys := make([]string, 0, len(r.ByStatus))
+	for s := range r.ByStatus {
+		keys = append(keys, string(s))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, r.ByStatus[result.Status(k)]))
+	}
+	fmt.Fprintf(os.Stderr, "localrun: summary: expected=%d results=%d %s duplicates=%d missing=%d elapsed=%s ingestInvocations=%d checkInvocations=%d failedRecords=%d\n",
+		r.Expected, r.Results, strings.Join(parts, " "), r.Duplicates, len(r.Missing), r.Elapsed.Round(time.Millisecond),
+		r.IngestInvocations, r.CheckInvocations, r.FailedRecords)
+}
+
+// readURLs reads JSON lines of {"host","url",...} or bare URLs.
+func readURLs(path string) ([]urlmsg.Input, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open urls: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	var items []urlmsg.Input
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var in urlmsg.Input
+		if strings.HasPrefix(line, "{") {
+			if err := json.Unmarshal([]byte(line), &in); err != nil {
+				return nil, fmt.Errorf("%s line %d: not a JSON object: %w", path, n, err)
+			}
+		} else {
+			in.URL = line
+		}
+		items = append(items, in)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return items, nil
+}
