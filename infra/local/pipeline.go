@@ -442,4 +442,3 @@ func Missing(expected map[string]urlmsg.Message, ids []string) []urlmsg.Message 
 	}
 	return out
 }
-

@@ -275,7 +275,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
-		Key: itemKey(shardPK(vshard), leaseSK),
+		Key:                       itemKey(shardPK(vshard), leaseSK),
 		ConditionExpression:       aws.String("o = :o"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: owner}},
 	})
