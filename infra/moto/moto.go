@@ -233,7 +233,9 @@ func AWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 
 // Env returns the environment variables that point an SDK that loads its
 // configuration from the environment (config.LoadDefaultConfig, as the
-// Lambda functions do) at the moto server at endpoint.
+// Lambda functions do) at the moto server at endpoint. The empty
+// AWS_SESSION_TOKEN is deliberate: merged over a developer's environment,
+// it clears a real session token that would otherwise ride along.
 func Env(endpoint string) map[string]string {
 	return map[string]string{
 		"AWS_ENDPOINT_URL":          endpoint,
