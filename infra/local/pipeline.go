@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
 	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
@@ -29,6 +30,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/services"
+	"github.com/urldownloader/urldownloader/shared/ssmparams"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -131,6 +133,15 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 
 // Services exposes the wired services (tests inspect the store).
 func (p *Pipeline) Services() *services.Services { return p.svc }
+
+// SQS is the pipeline's SQS client (tests read the queues).
+func (p *Pipeline) SQS() *sqs.Client { return p.sqs }
+
+// SetParam changes a runtime parameter in SSM while the pipeline runs; the
+// functions pick it up within the parameter cache's TTL, with no restart.
+func (p *Pipeline) SetParam(ctx context.Context, name, value string) error {
+	return ssmparams.Seed(ctx, ssm.NewFromConfig(p.AWS), p.Stack.ParamPath, map[string]string{name: value})
+}
 
 // Close stops moto when the pipeline started it.
 func (p *Pipeline) Close() {
@@ -270,101 +281,110 @@ func (c *collector) done() bool {
 	return true
 }
 
-// pollInput is the SQS event source mapping: it gathers up to BatchSize
-// messages within the batching window, invokes ingest, deletes what
-// succeeded and leaves the reported failures on the queue. A failed record
-// is made visible again after retryDelay instead of the queue's visibility
-// timeout, to keep local runs short; the receive count still grows, so
-// moto's redrive moves it to the dead-letter queue after maxReceiveCount.
+// pollInput is the SQS event source mapping, polling until ctx ends.
 func (p *Pipeline) pollInput(ctx context.Context, c *collector) {
+	for ctx.Err() == nil {
+		n, failed, err := p.IngestOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			p.log.Error("ingest poll", "error", err)
+			time.Sleep(200 * time.Millisecond)
+		}
+		if n > 0 {
+			c.mu.Lock()
+			c.report.IngestInvocations++
+			c.report.FailedRecords += failed
+			c.mu.Unlock()
+		}
+	}
+}
+
+// IngestOnce is one turn of the SQS event source mapping: it gathers up to
+// BatchSize messages within the batching window, invokes ingest, deletes
+// what succeeded and leaves the reported failures on the queue. A failed
+// record is made visible again after a second instead of the queue's
+// visibility timeout, to keep local runs short; its receive count still
+// grows, so moto's redrive moves it to the dead-letter queue after
+// maxReceiveCount, as SQS does. It returns the records handled and failed.
+func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, err error) {
 	const retryDelay = 1
 	batchSize := max(p.esm.BatchSize, 1)
 	window := time.Duration(p.esm.MaximumBatchingWindowInSeconds) * time.Second
-	for ctx.Err() == nil {
-		var msgs []sqstypes.Message
-		var first time.Time
-		for len(msgs) < batchSize && ctx.Err() == nil {
-			wait := int32(1)
-			if len(msgs) > 0 {
-				wait = 0
-			}
-			out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-				QueueUrl: &p.Stack.InputQueueURL, MaxNumberOfMessages: int32(min(10, batchSize-len(msgs))),
-				WaitTimeSeconds: wait, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-			})
-			if err != nil {
-				if ctx.Err() == nil {
-					p.log.Error("receive input", "error", err)
-					time.Sleep(200 * time.Millisecond)
-				}
-				break
-			}
-			if len(out.Messages) == 0 {
-				if len(msgs) > 0 && (window == 0 || time.Since(first) >= window) {
-					break
-				}
-				if len(msgs) == 0 {
-					continue
-				}
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			if len(msgs) == 0 {
-				first = time.Now()
-			}
-			msgs = append(msgs, out.Messages...)
-			if window > 0 && time.Since(first) >= window {
-				break
-			}
+	var msgs []sqstypes.Message
+	var first time.Time
+	for len(msgs) < batchSize && ctx.Err() == nil {
+		wait := int32(1)
+		if len(msgs) > 0 {
+			wait = 0
 		}
-		if len(msgs) == 0 {
+		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &p.Stack.InputQueueURL, MaxNumberOfMessages: int32(min(10, batchSize-len(msgs))),
+			WaitTimeSeconds: wait, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			if len(msgs) == 0 {
+				return 0, 0, fmt.Errorf("receive input: %w", err)
+			}
+			break
+		}
+		if len(out.Messages) == 0 {
+			if len(msgs) == 0 || window == 0 || time.Since(first) >= window {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		ev := events.SQSEvent{}
-		for _, m := range msgs {
-			ev.Records = append(ev.Records, events.SQSMessage{
-				MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
-				Body: aws.ToString(m.Body), Attributes: m.Attributes, EventSource: "aws:sqs",
-				EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:input", AWSRegion: "us-east-1",
-			})
+		if len(msgs) == 0 {
+			first = time.Now()
 		}
-		resp, err := p.ingest.HandleSQS(ctx, ev)
-		failed := map[string]bool{}
-		if err != nil {
-			p.log.Error("ingest invocation failed", "error", err)
-			for _, r := range ev.Records {
-				failed[r.MessageId] = true
-			}
-		}
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-		c.mu.Lock()
-		c.report.IngestInvocations++
-		c.report.FailedRecords += len(failed)
-		c.mu.Unlock()
-		var del []sqstypes.DeleteMessageBatchRequestEntry
-		var retry []sqstypes.ChangeMessageVisibilityBatchRequestEntry
-		for i, m := range msgs {
-			id := aws.String(strconv.Itoa(i))
-			if failed[aws.ToString(m.MessageId)] {
-				retry = append(retry, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: retryDelay})
-			} else {
-				del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle})
-			}
-		}
-		dctx := context.WithoutCancel(ctx)
-		for b := range slices.Chunk(del, 10) {
-			if _, err := p.sqs.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: b}); err != nil {
-				p.log.Error("delete input messages", "error", err)
-			}
-		}
-		for b := range slices.Chunk(retry, 10) {
-			if _, err := p.sqs.ChangeMessageVisibilityBatch(dctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: b}); err != nil {
-				p.log.Error("release failed input messages", "error", err)
-			}
+		msgs = append(msgs, out.Messages...)
+		if window > 0 && time.Since(first) >= window {
+			break
 		}
 	}
+	if len(msgs) == 0 {
+		return 0, 0, nil
+	}
+	ev := events.SQSEvent{}
+	for _, m := range msgs {
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+			Body: aws.ToString(m.Body), Attributes: m.Attributes, EventSource: "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:input", AWSRegion: "us-east-1",
+		})
+	}
+	resp, err := p.ingest.HandleSQS(ctx, ev)
+	failed := map[string]bool{}
+	if err != nil {
+		p.log.Error("ingest invocation failed", "error", err)
+		for _, r := range ev.Records {
+			failed[r.MessageId] = true
+		}
+	}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	var del []sqstypes.DeleteMessageBatchRequestEntry
+	var retry []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for i, m := range msgs {
+		id := aws.String(strconv.Itoa(i))
+		if failed[aws.ToString(m.MessageId)] {
+			retry = append(retry, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: retryDelay})
+		} else {
+			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	dctx := context.WithoutCancel(ctx)
+	for b := range slices.Chunk(del, 10) {
+		if _, err := p.sqs.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: b}); err != nil {
+			return len(msgs), len(failed), fmt.Errorf("delete input messages: %w", err)
+		}
+	}
+	for b := range slices.Chunk(retry, 10) {
+		if _, err := p.sqs.ChangeMessageVisibilityBatch(dctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: b}); err != nil {
+			return len(msgs), len(failed), fmt.Errorf("release failed input messages: %w", err)
+		}
+	}
+	return len(msgs), len(failed), nil
 }
 
 // schedule invokes check for one shard back to back, each invocation with
