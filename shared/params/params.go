@@ -8,7 +8,11 @@
 // the rules here are tested without any emulator.
 package params
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // QueueMode selects what one politeness queue covers: requests to one queue
 // are spaced by FetchDelay and never run in parallel.
@@ -65,6 +69,21 @@ type Params struct {
 	RandomizeDelay bool
 	// QueueMode selects whether politeness is per host or per domain.
 	QueueMode QueueMode
+	// AllowedPorts lists the destination ports requests may use, comma
+	// separated ("80,443"); others end as denied. It is ignored where the
+	// deployment allows private networks (local testing).
+	AllowedPorts string
+}
+
+// Ports returns AllowedPorts as numbers (valid Params only).
+func (p Params) Ports() []int {
+	var out []int
+	for _, f := range strings.Split(p.AllowedPorts, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // The parameter names: the keys of Parse and Format, and the last part of
@@ -87,6 +106,7 @@ const (
 	NameFollowCrossHostRedirects = "FollowCrossHostRedirects"
 	NameRandomizeDelay           = "RandomizeDelay"
 	NameQueueMode                = "QueueMode"
+	NameAllowedPorts             = "AllowedPorts"
 )
 
 // DefaultUserAgent names the project and where to read about it, so a site
@@ -112,6 +132,7 @@ func Defaults() Params {
 		FollowCrossHostRedirects: true,
 		RandomizeDelay:           false,
 		QueueMode:                QueueByHost,
+		AllowedPorts:             "80,443",
 	}
 }
 

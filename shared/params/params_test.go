@@ -30,6 +30,7 @@ func TestDefaults(t *testing.T) {
 		NameFollowCrossHostRedirects: "true",
 		NameRandomizeDelay:           "false",
 		NameQueueMode:                "host",
+		NameAllowedPorts:             "80,443",
 	}
 	if got := d.Format(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Defaults().Format() =\n%v\nwant\n%v", got, want)
@@ -78,6 +79,7 @@ func TestFormatParseRoundTrip(t *testing.T) {
 				FollowCrossHostRedirects: false,
 				RandomizeDelay:           true,
 				QueueMode:                QueueByDomain,
+				AllowedPorts:             "8080,443",
 			}
 			return p
 		}()},

@@ -257,6 +257,21 @@ var fields = []field{
 			}
 			return nil
 		}),
+	newField(NameAllowedPorts, func(p *Params) *string { return &p.AllowedPorts },
+		parsePorts, func(s string) string { return s }, func(s string) error { _, err := parsePorts(s); return err }),
+}
+
+// parsePorts reads a comma-separated list of ports into its canonical form.
+func parsePorts(s string) (string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("%q is not a port from 1 to 65535", strings.TrimSpace(f))
+		}
+		out = append(out, strconv.Itoa(n))
+	}
+	return strings.Join(out, ","), nil
 }
 
 func fieldByName(name string) *field {

@@ -6,6 +6,7 @@ package services
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -99,6 +100,7 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 		Timeout:      p.FetchTimeout,
 		MaxBodyBytes: p.MaxBodyBytes,
 		AllowPrivate: c.allowPrivate,
+		AllowedPorts: p.Ports(),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -113,5 +115,5 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 
 func sameOptions(a, b fetch.Options) bool {
 	return a.UserAgent == b.UserAgent && a.Timeout == b.Timeout && a.MaxBodyBytes == b.MaxBodyBytes &&
-		a.AllowPrivate == b.AllowPrivate
+		a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts)
 }
