@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -56,6 +57,10 @@ type Options struct {
 	// (payloads may be arrays); default 50.
 	URLsPerMessage int
 	Log            *slog.Logger
+	// DynamoOptions and SQSOptions are applied to the pipeline's SDK
+	// clients (the benchmark's billing middleware goes here).
+	DynamoOptions []func(*dynamodb.Options)
+	SQSOptions    []func(*sqs.Options)
 }
 
 // Pipeline is a running local downloader.
@@ -124,8 +129,8 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
-	p.svc = services.New(awsCfg, cfg, services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log})
-	p.sqs = sqs.NewFromConfig(awsCfg)
+	p.svc = services.New(awsCfg, cfg, services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions})
+	p.sqs = sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
 	p.ingest = &ingesthandler.Handler{Ingester: p.svc.Ingester, Params: p.svc.Params.Get, Log: opts.Log}
 	p.check = &checkhandler.Handler{Runner: p.svc.Engine, ShardCount: cfg.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
 	return p, nil
