@@ -1,0 +1,387 @@
+package check_test
+
+// The harness runs the real check engine on the real DynamoDB store (a table
+// made from template.yaml on the test binary's moto server, one per test) and
+// the real fetcher, against HTTP servers on loopback that log every request
+// with the server's own clock. Results go to a recording publisher.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/dynamo"
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// slack absorbs scheduler and timer noise in lower bounds measured on the
+// server: the engine sleeps at least the delay, but the two clocks read at
+// slightly different points (the server logs a response's end just before
+// the bytes leave; the engine takes its time after the last byte arrived).
+const slack = 15 * time.Millisecond
+
+// testParams are small-delay parameters for engine tests. They pass
+// params.Validate except where a test changes them on purpose.
+func testParams() params.Params {
+	p := params.Defaults()
+	p.CheckHostPeriod = 1500 * time.Millisecond
+	p.FetchDelay = 150 * time.Millisecond
+	p.FetchTimeout = 2 * time.Second
+	p.MaxBodyBytes = 64 << 10
+	p.MaxBackoff = 5 * time.Second
+	p.MaxCrawlDelay = 5 * time.Second
+	p.MaxConcurrentHosts = 16
+	return p
+}
+
+// recorder is a Publisher that keeps every result in memory.
+type recorder struct {
+	mu      sync.Mutex
+	results []result.Result
+	// fail, when set, makes Publish fail (and record nothing).
+	fail atomic.Bool
+}
+
+func (r *recorder) Publish(_ context.Context, rs []result.Result) error {
+	if r.fail.Load() {
+		return fmt.Errorf("recorder: publishing %d results refused", len(rs))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results = append(r.results, rs...)
+	return nil
+}
+
+func (r *recorder) all() []result.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.results)
+}
+
+// byURL returns the results per URL (a URL seen twice has two).
+func (r *recorder) byURL() map[string][]result.Result {
+	out := map[string][]result.Result{}
+	for _, res := range r.all() {
+		out[res.URL] = append(out[res.URL], res)
+	}
+	return out
+}
+
+// one returns the only result for url, failing the test when there is not
+// exactly one.
+func (r *recorder) one(t *testing.T, url string) result.Result {
+	t.Helper()
+	rs := r.byURL()[url]
+	if len(rs) != 1 {
+		t.Fatalf("%d results for %s, want exactly 1; all results: %s", len(rs), url, describe(r.all()))
+	}
+	return rs[0]
+}
+
+func describe(rs []result.Result) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "\n  %s %s http=%d attempts=%d loc=%q err=%q", r.URL, r.Status, r.HTTPStatus, r.Attempts, r.Location, r.Error)
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
+}
+
+// env is one test's deployment: its own table, a store on it, a recorder,
+// and a fetcher that may reach loopback.
+type env struct {
+	t     *testing.T
+	st    *stack.Stack
+	ddb   *dynamodb.Client
+	store *dynamo.Store
+	pub   *recorder
+	log   *slog.Logger
+
+	mu sync.Mutex
+	p  params.Params
+}
+
+func newEnv(t *testing.T, p params.Params) *env {
+	t.Helper()
+	st, cfg := stack.DeployForTest(t, stack.Options{})
+	ddb := dynamodb.NewFromConfig(cfg)
+	e := &env{t: t, st: st, ddb: ddb, store: dynamo.New(ddb, st.TableName, time.Now), pub: &recorder{}, p: p}
+	level := slog.LevelError + 1 // quiet unless CHECK_TEST_LOG is set
+	if os.Getenv("CHECK_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	e.log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// setParams changes the parameters engines made from now on see.
+func (e *env) setParams(p params.Params) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.p = p
+}
+
+func (e *env) params() params.Params {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.p
+}
+
+// engine returns a new engine, as a fresh function instance would have: no
+// robots.txt in memory, its own fetcher, the shared store and recorder.
+func (e *env) engine() *check.Engine {
+	var mu sync.Mutex
+	var f *fetch.Fetcher
+	var key params.Params
+	e.t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if f != nil {
+			f.CloseIdleConnections()
+		}
+	})
+	return &check.Engine{
+		Store:     e.store,
+		Publisher: e.pub,
+		Fetcher: func(p params.Params) check.Fetcher {
+			mu.Lock()
+			defer mu.Unlock()
+			if f == nil || key != p {
+				if f != nil {
+					f.CloseIdleConnections()
+				}
+				f, key = fetch.New(fetch.Options{
+					UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes, AllowPrivate: true,
+				}, time.Now), p
+			}
+			return f
+		},
+		Params: func(context.Context) params.Params { return e.params() },
+		Clock:  check.RealClock{},
+		Log:    e.log,
+	}
+}
+
+// seed queues urls on their hosts, due at once. Entries get stable IDs.
+func (e *env) seed(urls ...string) map[string]string {
+	e.t.Helper()
+	return e.seedEntries(nil, urls...)
+}
+
+// seedEntries is seed with a hook to set validators on each entry.
+func (e *env) seedEntries(edit func(*hostqueue.Entry), urls ...string) map[string]string {
+	e.t.Helper()
+	ids := map[string]string{}
+	byKey := map[string][]hostqueue.Entry{}
+	var order []string
+	p := e.params()
+	for i, raw := range urls {
+		m, err := urlmsg.Validate(urlmsg.Input{URL: raw})
+		if err != nil {
+			e.t.Fatalf("seed %s: %v", raw, err)
+		}
+		if m.URL != raw {
+			e.t.Fatalf("seed %s: normalises to %s; use the normal form so results match", raw, m.URL)
+		}
+		ent := hostqueue.Entry{ID: urlmsg.MakeID(e.t.Name(), i, m.URL), URL: m.URL}
+		if edit != nil {
+			edit(&ent)
+		}
+		key := hostqueue.QueueKey(m.Host, p.QueueMode == params.QueueByDomain)
+		if _, ok := byKey[key]; !ok {
+			order = append(order, key)
+		}
+		byKey[key] = append(byKey[key], ent)
+		ids[m.URL] = ent.ID
+	}
+	for _, key := range order {
+		_, err := e.store.Append(e.t.Context(), hostqueue.AppendRequest{
+			Key: key, Entries: byKey[key], Limit: p.PersistLimit, Due: time.Now(),
+		})
+		if err != nil {
+			e.t.Fatalf("seed %s: %v", key, err)
+		}
+	}
+	return ids
+}
+
+// run runs shard 0 of 1 on a new engine until d from now.
+func (e *env) run(d time.Duration) check.Summary {
+	e.t.Helper()
+	return e.runWith(e.engine(), "owner-"+e.t.Name(), d, 0)
+}
+
+func (e *env) runWith(eng *check.Engine, owner string, d, leaseWait time.Duration) check.Summary {
+	e.t.Helper()
+	sum, err := eng.Run(e.t.Context(), check.RunRequest{
+		Shard: 0, ShardCount: 1, Owner: owner, Until: time.Now().Add(d),
+		LeaseWait: leaseWait, Tick: 250 * time.Millisecond,
+	})
+	if err != nil {
+		e.t.Fatalf("run: %v", err)
+	}
+	return sum
+}
+
+// load returns a host's stored state (nil when it has none).
+func (e *env) load(key string) *hostqueue.Host {
+	e.t.Helper()
+	h, err := e.store.Load(e.t.Context(), key, 100)
+	if err != nil {
+		if errors.Is(err, hostqueue.ErrNotFound) {
+			return nil
+		}
+		e.t.Fatalf("load %s: %v", key, err)
+	}
+	return h
+}
+
+// site is one loopback HTTP server whose requests are logged with the
+// server's clock (as demosite.Request, so demosite.Gaps applies).
+type site struct {
+	srv  *httptest.Server
+	host string
+
+	mu   sync.Mutex
+	reqs []demosite.Request
+	hdrs []http.Header
+}
+
+var nextIP atomic.Int32
+
+// newSite serves h on a loopback address of its own (127.0.1.x), so that
+// each site is a distinct host even without the port.
+func newSite(t *testing.T, h http.HandlerFunc) *site {
+	t.Helper()
+	ip := fmt.Sprintf("127.0.1.%d", 2+nextIP.Add(1)%250)
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatalf("listen on %s: %v", ip, err)
+	}
+	s := &site{}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		defer func() {
+			s.mu.Lock()
+			s.reqs = append(s.reqs, demosite.Request{Host: s.host, Path: r.URL.RequestURI(), Start: start, End: time.Now()})
+			s.hdrs = append(s.hdrs, r.Header.Clone())
+			s.mu.Unlock()
+		}()
+		h(w, r)
+	}))
+	s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
+	s.host = ln.Addr().String()
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// url returns the absolute URL of path on the site.
+func (s *site) url(path string) string { return "http://" + s.host + path }
+
+func (s *site) requests() []demosite.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs)
+}
+
+// paths lists the requested paths (with query) in order.
+func (s *site) paths() []string {
+	var out []string
+	for _, r := range s.requests() {
+		out = append(out, r.Path)
+	}
+	return out
+}
+
+// count returns how many times path was requested.
+func (s *site) count(path string) int {
+	n := 0
+	for _, p := range s.paths() {
+		if p == path {
+			n++
+		}
+	}
+	return n
+}
+
+// header returns the headers of the i-th request.
+func (s *site) header(i int) http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hdrs[i]
+}
+
+// gaps returns, in order, the time from each response's end to the next
+// request's start.
+func gaps(reqs []demosite.Request) []time.Duration {
+	var out []time.Duration
+	for i := 1; i < len(reqs); i++ {
+		out = append(out, reqs[i].Start.Sub(reqs[i-1].End))
+	}
+	return out
+}
+
+// minGap is the smallest of gaps, or -1 with fewer than two requests.
+func minGap(reqs []demosite.Request) time.Duration {
+	m := time.Duration(-1)
+	for _, g := range gaps(reqs) {
+		if m < 0 || g < m {
+			m = g
+		}
+	}
+	return m
+}
+
+// withRobots answers /robots.txt with status and body and hands every other
+// path to h.
+func withRobots(status int, body string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			if status == http.StatusOK {
+				w.Header().Set("Content-Type", "text/plain")
+			}
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, body)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// page serves a small text page naming its path.
+func page(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "page %s\n", r.URL.Path)
+}

@@ -1,0 +1,280 @@
+package check_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// TestRobots runs one site per robots.txt behaviour and checks, from the
+// server's log, what was requested, and from the results, what was decided.
+func TestRobots(t *testing.T) {
+	t.Parallel()
+	serve := func(status int, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if status == http.StatusOK {
+				w.Header().Set("Content-Type", "text/plain")
+			}
+			w.WriteHeader(status)
+			_, _ = fmt.Fprint(w, body)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		robots http.HandlerFunc
+		// fetch are the paths that must end fetched, deny those that must
+		// end denied (and never be requested). With deferred, no path may
+		// be requested and none may have a result.
+		fetch, deny []string
+		deferred    bool
+		timeout     time.Duration
+	}{
+		{
+			name:   "allow",
+			robots: serve(200, "User-agent: *\nAllow: /\n"),
+			fetch:  []string{"/a", "/b"},
+		},
+		{
+			name:   "disallow",
+			robots: serve(200, "User-agent: *\nDisallow: /private/\n"),
+			fetch:  []string{"/public", "/privateer"},
+			deny:   []string{"/private/x", "/private/"},
+		},
+		{
+			name: "wildcards",
+			robots: serve(200, "User-agent: *\n"+
+				"Disallow: /*.pdf$\n"+
+				"Disallow: /tmp*/\n"+
+				"Allow: /tmp-ok/\n"),
+			fetch: []string{"/doc.pdf?download=1", "/doc.pdfx", "/tmp-ok/a", "/tmpfile"},
+			deny:  []string{"/doc.pdf", "/a/b/c.pdf", "/tmp1/x", "/tmp/"},
+		},
+		{
+			name: "our group wins over star",
+			robots: serve(200, "User-agent: *\nDisallow: /\n\n"+
+				"User-agent: urldownloader\nDisallow: /not-for-us\n"),
+			fetch: []string{"/open"},
+			deny:  []string{"/not-for-us"},
+		},
+		{
+			name:   "404 allows all",
+			robots: serve(404, "nope"),
+			fetch:  []string{"/a", "/b"},
+		},
+		{
+			name:   "403 allows all",
+			robots: serve(403, "User-agent: *\nDisallow: /\n"),
+			fetch:  []string{"/a", "/b"},
+		},
+		{
+			name:   "401 allows all",
+			robots: serve(401, ""),
+			fetch:  []string{"/a"},
+		},
+		{
+			name: "redirect followed",
+			robots: func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, "/real-robots.txt", http.StatusMovedPermanently)
+			},
+			fetch: []string{"/a"},
+			deny:  []string{"/secret"},
+		},
+		{
+			name:     "500 defers the host",
+			robots:   serve(500, "oops"),
+			fetch:    []string{"/a", "/b"},
+			deferred: true,
+		},
+		{
+			name:     "503 defers the host",
+			robots:   serve(503, ""),
+			fetch:    []string{"/a"},
+			deferred: true,
+		},
+		{
+			name:     "429 defers the host",
+			robots:   serve(429, ""),
+			fetch:    []string{"/a"},
+			deferred: true,
+		},
+		{
+			name: "timeout defers the host",
+			robots: func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(3 * time.Second):
+				}
+			},
+			fetch:    []string{"/a"},
+			deferred: true,
+			timeout:  300 * time.Millisecond,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := testParams()
+			if tc.timeout > 0 {
+				p.FetchTimeout = tc.timeout
+			}
+			e := newEnv(t, p)
+			s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/robots.txt":
+					tc.robots(w, r)
+				case "/real-robots.txt":
+					_, _ = fmt.Fprint(w, "User-agent: *\nDisallow: /secret\n")
+				default:
+					page(w, r)
+				}
+			})
+			var urls []string
+			for _, path := range append(append([]string(nil), tc.fetch...), tc.deny...) {
+				urls = append(urls, s.url(path))
+			}
+			e.seed(urls...)
+			e.run(1500 * time.Millisecond)
+
+			requested := map[string]int{}
+			for _, path := range s.paths() {
+				requested[path]++
+			}
+			if requested["/robots.txt"] == 0 {
+				t.Errorf("robots.txt never requested; requests: %v", s.paths())
+			}
+			if tc.deferred {
+				if got := e.pub.all(); len(got) != 0 {
+					t.Errorf("deferred host produced results:%s", describe(got))
+				}
+				for _, path := range tc.fetch {
+					if requested[path] != 0 {
+						t.Errorf("%s requested although robots.txt was unavailable; requests: %v", path, s.paths())
+					}
+				}
+				h := e.load(s.host)
+				if h == nil || h.Pending != len(urls) {
+					t.Fatalf("stored host = %+v, want all %d urls still pending", h, len(urls))
+				}
+				if h.Errors == 0 || !h.PauseUntil.After(h.LastFetch) {
+					t.Errorf("stored host errors=%d pauseUntil=%v lastFetch=%v, want a back-off recorded", h.Errors, h.PauseUntil, h.LastFetch)
+				}
+				if h.Due.IsZero() {
+					t.Errorf("deferred host left the due index")
+				}
+				// Deferral backs off: the robots.txt retries are spaced by
+				// growing gaps, never closer than the delay.
+				var robots []time.Duration
+				for _, g := range gaps(s.requests()) {
+					robots = append(robots, g)
+				}
+				for i, g := range robots {
+					if g < p.FetchDelay-slack {
+						t.Errorf("robots.txt retry %d came %v after the previous answer, want >= %v", i+1, g, p.FetchDelay)
+					}
+					if i > 0 && g <= robots[i-1] {
+						t.Errorf("robots.txt retry gaps %v do not grow", robots)
+					}
+				}
+				return
+			}
+			if requested["/robots.txt"] != 1 {
+				t.Errorf("robots.txt requested %d times in one run, want 1", requested["/robots.txt"])
+			}
+			for _, path := range tc.fetch {
+				res := e.pub.one(t, s.url(path))
+				if res.Status != result.StatusFetched || res.HTTPStatus != 200 || res.Data != "page "+strings.SplitN(path, "?", 2)[0]+"\n" {
+					t.Errorf("%s: got %s http=%d data=%q err=%q, want fetched", path, res.Status, res.HTTPStatus, res.Data, res.Error)
+				}
+				if requested[path] != 1 {
+					t.Errorf("%s requested %d times, want 1", path, requested[path])
+				}
+			}
+			for _, path := range tc.deny {
+				res := e.pub.one(t, s.url(path))
+				if res.Status != result.StatusDenied || !strings.Contains(res.Error, "robots.txt") {
+					t.Errorf("%s: got %s err=%q, want denied naming robots.txt", path, res.Status, res.Error)
+				}
+				if requested[path] != 0 {
+					t.Errorf("%s is disallowed but was requested %d times", path, requested[path])
+				}
+			}
+			if g := minGap(s.requests()); g >= 0 && g < p.FetchDelay-slack {
+				t.Errorf("smallest gap between requests %v, want >= FetchDelay %v; requests %v", g, p.FetchDelay, s.paths())
+			}
+			if h := e.load(s.host); h != nil && h.Pending != 0 {
+				t.Errorf("%d urls still pending after the run", h.Pending)
+			}
+		})
+	}
+}
+
+// TestRobotsFetchedOnce checks that robots.txt is read once per RobotsTTL:
+// a warm engine uses its memory, a new engine (another function instance)
+// the stored copy, and only an expired TTL makes it read again.
+func TestRobotsFetchedOnce(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	e := newEnv(t, p)
+	s := newSite(t, withRobots(200, "User-agent: *\nDisallow: /no\n", page))
+	warm := e.engine()
+
+	steps := []struct {
+		name       string
+		engine     func() string
+		robotsTTL  time.Duration
+		wantRobots int
+	}{
+		{"first run", func() string { return "warm" }, time.Hour, 1},
+		{"same instance", func() string { return "warm" }, time.Hour, 1},
+		{"new instance, stored copy", func() string { return "new" }, time.Hour, 1},
+		{"ttl expired", func() string { return "new" }, time.Second, 2},
+	}
+	for i, st := range steps {
+		p.RobotsTTL = st.robotsTTL
+		e.setParams(p)
+		u := s.url(fmt.Sprintf("/page/%d", i))
+		no := s.url(fmt.Sprintf("/no/%d", i))
+		e.seed(u, no)
+		eng := warm
+		if st.engine() == "new" {
+			eng = e.engine()
+		}
+		e.runWith(eng, "owner", 800*time.Millisecond, 0)
+		if got := s.count("/robots.txt"); got != st.wantRobots {
+			t.Fatalf("%s: robots.txt requested %d times in all, want %d; requests %v", st.name, got, st.wantRobots, s.paths())
+		}
+		if res := e.pub.one(t, u); res.Status != result.StatusFetched {
+			t.Errorf("%s: %s ended %s (%s)", st.name, u, res.Status, res.Error)
+		}
+		if res := e.pub.one(t, no); res.Status != result.StatusDenied {
+			t.Errorf("%s: %s ended %s, want denied by the cached robots.txt", st.name, no, res.Status)
+		}
+	}
+	if g := minGap(s.requests()); g < p.FetchDelay-slack {
+		t.Errorf("smallest gap %v, want >= %v", g, p.FetchDelay)
+	}
+}
+
+// TestRobotsRequestIsPaced checks that the robots.txt request counts as a
+// request to the host: the first page waits the delay after it.
+func TestRobotsRequestIsPaced(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	p.FetchDelay = 400 * time.Millisecond
+	e := newEnv(t, p)
+	s := newSite(t, withRobots(200, "User-agent: *\nAllow: /\n", page))
+	e.seed(s.url("/a"), s.url("/b"))
+	e.run(1500 * time.Millisecond)
+	reqs := s.requests()
+	if len(reqs) != 3 || reqs[0].Path != "/robots.txt" {
+		t.Fatalf("requests %v, want robots.txt then two pages", s.paths())
+	}
+	for i, g := range gaps(reqs) {
+		if g < p.FetchDelay-slack {
+			t.Errorf("gap %d (%s -> %s) = %v, want >= FetchDelay %v", i, reqs[i].Path, reqs[i+1].Path, g, p.FetchDelay)
+		}
+	}
+}
