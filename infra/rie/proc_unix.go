@@ -1,0 +1,31 @@
+//go:build unix
+
+package rie
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+const terminate = syscall.SIGTERM
+
+// signalProcess sends sig to the emulator process alone.
+func signalProcess(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// killGroup kills the emulator's process group.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// killPID kills one process and its group (the function's runtime runs in
+// a group of its own, led by it).
+func killPID(pid int) {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
