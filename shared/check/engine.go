@@ -58,12 +58,11 @@ const (
 	// headBatch is how many URLs a host worker takes per round: its results
 	// go out as one SQS batch and its progress as one store write.
 	headBatch = 10
-	// leaseTTL is how long a shard lease lives without renewal. It is longer
-	// than any host delay (MaxCrawlDelay caps them), so a successor that
-	// takes over a crashed holder's shard cannot fetch sooner than the delay.
-	leaseTTL = 45 * time.Second
-	// renewEvery renews held leases well before they expire.
-	renewEvery = 10 * time.Second
+	// DefaultLeaseTTL is how long a shard lease lives without renewal.
+	// Workers start a request only if the lease outlives it by the host's
+	// delay (see pace), so a successor that takes over a crashed holder's
+	// shard after expiry cannot come sooner than the delay.
+	DefaultLeaseTTL = 45 * time.Second
 	// idleTTL keeps an idle host's politeness state (last fetch) this long.
 	idleTTL = 24 * time.Hour
 	// commitMargin is the time kept after the last fetch for publishing and
@@ -81,8 +80,31 @@ type Engine struct {
 	Params  func(ctx context.Context) params.Params
 	Clock   Clock
 	Log     *slog.Logger
+	// LeaseTTL overrides DefaultLeaseTTL (local runs with injected crashes
+	// use a short one so takeovers are quick); leases are renewed every
+	// quarter of it.
+	LeaseTTL time.Duration
+	// Crash, when set, is asked at the points where a real invocation can
+	// die (fault injection in the local runner): "fetched" (mid-batch),
+	// "before-publish", "after-publish" (results sent, state not yet
+	// updated). True makes the whole run stop at once, as if killed:
+	// nothing more is published or committed and leases are not released.
+	Crash func(point, key string) bool
 
 	robots robotsCache
+}
+
+// leaseTTL is the lease duration for the parameters in force: at least
+// twice the longest request a worker may start (timeout, the largest delay
+// robots.txt may ask for, commit), so that after a renewal every fetch can
+// still pass the fencing check in pace.
+func (e *Engine) leaseTTL(p params.Params) time.Duration {
+	ttl := e.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	need := p.FetchTimeout + max(p.FetchDelay, p.MaxCrawlDelay) + commitMargin
+	return max(ttl, 2*need)
 }
 
 // RunRequest describes one invocation.
@@ -120,7 +142,8 @@ type run struct {
 	req     RunRequest
 	mu      sync.Mutex
 	active  map[string]bool
-	held    map[int]bool
+	held    map[int]time.Time // lease expiry by virtual shard; zero: not held
+	crashed atomic.Bool
 	hosts   int
 	results map[result.Status]int
 	reqs    atomic.Int64
@@ -137,23 +160,24 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 	if req.Tick <= 0 {
 		req.Tick = time.Second
 	}
-	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]bool{}, results: map[result.Status]int{}}
+	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{}}
 	owned := hostqueue.OwnedShards(req.Shard, req.ShardCount)
 	start := e.Clock.Now()
 	var lastRenew time.Time
 	var leased []int
 	for {
 		now := e.Clock.Now()
-		if !now.Before(req.Until) || ctx.Err() != nil {
+		if !now.Before(req.Until) || ctx.Err() != nil || r.crashed.Load() {
 			break
 		}
-		if now.Sub(lastRenew) >= renewEvery || r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
-			r.renew(ctx, owned, now)
+		p := e.Params(ctx)
+		ttl := e.leaseTTL(p)
+		if now.Sub(lastRenew) >= ttl/4 || r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
+			r.renew(ctx, owned, now, ttl)
 			if r.heldCount() == len(owned) || now.Sub(start) >= req.LeaseWait {
 				lastRenew = now
 			}
 		}
-		p := e.Params(ctx)
 		for _, v := range owned {
 			if r.holding(v) {
 				leased = appendOnce(leased, v)
@@ -169,6 +193,9 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		}
 	}
 	r.wg.Wait()
+	if r.crashed.Load() {
+		return r.summary(owned, leased), ErrCrashed
+	}
 	for _, v := range owned {
 		if r.holding(v) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -178,10 +205,31 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 			cancel()
 		}
 	}
+	return r.summary(owned, leased), nil
+}
+
+// ErrCrashed is returned by Run when an injected crash stopped it.
+var ErrCrashed = errors.New("check run crashed (injected fault)")
+
+func (r *run) summary(owned, leased []int) Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return Summary{
-		Shard: req.Shard, VirtualShards: owned, Leased: leased, Hosts: r.hosts,
+		Shard: r.req.Shard, VirtualShards: owned, Leased: leased, Hosts: r.hosts,
 		Requests: r.reqs.Load(), Results: r.results, Errors: r.errs.Load(),
-	}, nil
+	}
+}
+
+// crash asks the fault injector whether the run dies at this point.
+func (r *run) crash(point, key string) bool {
+	if r.crashed.Load() {
+		return true
+	}
+	if r.e.Crash != nil && r.e.Crash(point, key) {
+		r.crashed.Store(true)
+		return true
+	}
+	return false
 }
 
 func appendOnce(s []int, v int) []int {
@@ -197,8 +245,9 @@ func (r *run) heldCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for _, ok := range r.held {
-		if ok {
+	now := r.e.Clock.Now()
+	for _, until := range r.held {
+		if until.After(now) {
 			n++
 		}
 	}
@@ -206,26 +255,36 @@ func (r *run) heldCount() int {
 }
 
 func (r *run) holding(v int) bool {
+	return r.leaseLeft(v) > 0
+}
+
+// leaseLeft is how long the run's lease on v is still valid.
+func (r *run) leaseLeft(v int) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.held[v]
+	return r.held[v].Sub(r.e.Clock.Now())
 }
 
 // renew takes or renews the lease of every owned virtual shard. A lease that
 // cannot be renewed is given up at once: its hosts' workers stop before
 // their next request.
-func (r *run) renew(ctx context.Context, owned []int, now time.Time) {
+func (r *run) renew(ctx context.Context, owned []int, now time.Time, ttl time.Duration) {
 	for _, v := range owned {
-		ok, err := r.e.Store.AcquireShard(ctx, v, r.req.Owner, now.Add(leaseTTL), now)
+		until := now.Add(ttl)
+		ok, err := r.e.Store.AcquireShard(ctx, v, r.req.Owner, until, now)
 		if err != nil {
+			// The lease may or may not have been renewed: keep the expiry
+			// known so far, which workers respect anyway.
 			r.errs.Add(1)
 			r.e.Log.ErrorContext(ctx, "lease shard", "vshard", v, "error", err)
-			// Keep working under a live lease only if it was renewed
-			// recently enough; the store error says nothing about it.
-			ok = false
+			continue
 		}
 		r.mu.Lock()
-		r.held[v] = ok
+		if ok {
+			r.held[v] = until
+		} else {
+			delete(r.held, v)
+		}
 		r.mu.Unlock()
 	}
 }
@@ -262,7 +321,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 				r.mu.Unlock()
 			}()
 			w := &worker{run: r, key: key, vshard: v, p: p}
-			if err := w.work(ctx); err != nil {
+			if err := w.work(ctx); err != nil && !errors.Is(err, ErrCrashed) {
 				r.errs.Add(1)
 				r.e.Log.ErrorContext(ctx, "work host", "host", key, "error", err)
 			}

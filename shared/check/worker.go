@@ -69,6 +69,9 @@ func (w *worker) work(ctx context.Context) error {
 		stop := false
 		for _, ent := range h.Head {
 			res, out := w.process(ctx, ent)
+			if w.crash("fetched", ent.ID) {
+				return ErrCrashed
+			}
 			if out == outDone {
 				results = append(results, res)
 				done = append(done, ent.ID)
@@ -76,6 +79,9 @@ func (w *worker) work(ctx context.Context) error {
 			}
 			stop = out == outStop
 			break
+		}
+		if w.crash("before-publish", w.key) {
+			return ErrCrashed
 		}
 		if len(results) > 0 {
 			if err := e.Publisher.Publish(ctx, results); err != nil {
@@ -86,6 +92,9 @@ func (w *worker) work(ctx context.Context) error {
 				results, done, stop = nil, nil, true
 			}
 			w.count(results)
+		}
+		if w.crash("after-publish", w.key) {
+			return ErrCrashed
 		}
 		release := stop || len(h.Head) == 0
 		c := hostqueue.Commit{
@@ -145,7 +154,10 @@ func (w *worker) pace(ctx context.Context) bool {
 	if err := w.e.Clock.Sleep(ctx, start.Sub(now)); err != nil {
 		return false
 	}
-	return w.holding(w.vshard)
+	// Fencing: start only if the lease outlives the request and the delay
+	// after it, so a successor that takes the shard over after expiry keeps
+	// the delay even if this run dies mid-request.
+	return !w.crashed.Load() && w.leaseLeft(w.vshard) > w.p.FetchTimeout+w.delay()+commitMargin
 }
 
 // process takes one entry to a terminal result, or decides it must wait.
