@@ -1,0 +1,199 @@
+package check_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// redirects serves a map of path -> Location (301); other paths get a page.
+func redirects(hops map[string]string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if to, ok := hops[r.URL.Path]; ok {
+			if to == "" {
+				w.WriteHeader(http.StatusFound) // no Location at all
+				return
+			}
+			w.Header().Set("Location", to)
+			w.WriteHeader(http.StatusMovedPermanently)
+			return
+		}
+		page(w, r)
+	}
+}
+
+// TestSameHostRedirects checks redirects within a host: followed up to 5
+// hops, each hop a request paced like any other, robots.txt applied to every
+// hop, and loops, long chains and bad targets ending as fetch_error.
+func TestSameHostRedirects(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		hops map[string]string
+		// wantPaths is what the server must see after robots.txt.
+		wantPaths  []string
+		wantStatus result.Status
+		wantErr    string
+		wantData   string
+	}{
+		{
+			name:       "chain of 3",
+			hops:       map[string]string{"/start": "/r1", "/r1": "/r2", "/r2": "/final"},
+			wantPaths:  []string{"/start", "/r1", "/r2", "/final"},
+			wantStatus: result.StatusFetched, wantData: "page /final\n",
+		},
+		{
+			name:       "relative and absolute locations",
+			hops:       map[string]string{"/start": "r1", "/r1": "HOST/final"},
+			wantPaths:  []string{"/start", "/r1", "/final"},
+			wantStatus: result.StatusFetched, wantData: "page /final\n",
+		},
+		{
+			name:       "exactly 5 hops",
+			hops:       map[string]string{"/start": "/h1", "/h1": "/h2", "/h2": "/h3", "/h3": "/h4", "/h4": "/final"},
+			wantPaths:  []string{"/start", "/h1", "/h2", "/h3", "/h4", "/final"},
+			wantStatus: result.StatusFetched, wantData: "page /final\n",
+		},
+		{
+			name:       "6 hops",
+			hops:       map[string]string{"/start": "/h1", "/h1": "/h2", "/h2": "/h3", "/h3": "/h4", "/h4": "/h5", "/h5": "/final"},
+			wantPaths:  []string{"/start", "/h1", "/h2", "/h3", "/h4", "/h5"},
+			wantStatus: result.StatusFetchError, wantErr: "more than 5 redirects",
+		},
+		{
+			name:       "loop",
+			hops:       map[string]string{"/start": "/l1", "/l1": "/l2", "/l2": "/l1"},
+			wantPaths:  []string{"/start", "/l1", "/l2"},
+			wantStatus: result.StatusFetchError, wantErr: "redirect loop",
+		},
+		{
+			name:       "to itself",
+			hops:       map[string]string{"/start": "/start"},
+			wantPaths:  []string{"/start"},
+			wantStatus: result.StatusFetchError, wantErr: "redirect loop",
+		},
+		{
+			name:       "no Location",
+			hops:       map[string]string{"/start": ""},
+			wantPaths:  []string{"/start"},
+			wantStatus: result.StatusFetchError, wantErr: "Location",
+		},
+		{
+			name:       "to a non-http scheme",
+			hops:       map[string]string{"/start": "ftp://example.com/file"},
+			wantPaths:  []string{"/start"},
+			wantStatus: result.StatusFetchError, wantErr: "unacceptable url",
+		},
+		{
+			name:       "into a disallowed path",
+			hops:       map[string]string{"/start": "/secret/x"},
+			wantPaths:  []string{"/start"},
+			wantStatus: result.StatusDenied, wantErr: "robots.txt",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := testParams()
+			e := newEnv(t, p)
+			var s *site
+			hops := map[string]string{}
+			s = newSite(t, withRobots(200, "User-agent: *\nDisallow: /secret/\n", func(w http.ResponseWriter, r *http.Request) {
+				redirects(hops)(w, r)
+			}))
+			for from, to := range tc.hops {
+				hops[from] = strings.ReplaceAll(to, "HOST", "http://"+s.host)
+			}
+			start := s.url("/start")
+			e.seed(start)
+			e.run(2 * time.Second)
+
+			got := s.paths()
+			if len(got) == 0 || got[0] != "/robots.txt" || strings.Join(got[1:], " ") != strings.Join(tc.wantPaths, " ") {
+				t.Fatalf("requests %v, want robots.txt then %v", got, tc.wantPaths)
+			}
+			res := e.pub.one(t, start)
+			if res.Status != tc.wantStatus || !strings.Contains(res.Error, tc.wantErr) || res.Data != tc.wantData {
+				t.Errorf("result %s err=%q data=%q, want %s err~%q data=%q", res.Status, res.Error, res.Data, tc.wantStatus, tc.wantErr, tc.wantData)
+			}
+			if res.Status == result.StatusDenied && res.Location != s.url("/secret/x") {
+				t.Errorf("denied hop location %q, want the disallowed target", res.Location)
+			}
+			for i, g := range gaps(s.requests()) {
+				if g < p.FetchDelay-slack {
+					t.Errorf("hop %d came %v after the previous answer, want >= FetchDelay %v", i, g, p.FetchDelay)
+				}
+			}
+		})
+	}
+}
+
+// TestCrossHostRedirect checks that a redirect to another host is not
+// fetched at once: the result is "redirect" with the location, and the
+// target is queued on its own host (when FollowCrossHostRedirects is on),
+// where that host's robots.txt and delay apply when it comes due.
+func TestCrossHostRedirect(t *testing.T) {
+	t.Parallel()
+	for _, follow := range []bool{true, false} {
+		name := map[bool]string{true: "follow", false: "do not follow"}[follow]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := testParams()
+			p.FollowCrossHostRedirects = follow
+			// A long period keeps the queued target out of the due index
+			// for the whole first run, whatever its hash.
+			p.CheckHostPeriod = time.Minute
+			e := newEnv(t, p)
+			target := newSite(t, withRobots(200, "User-agent: *\nDisallow: /no\n", page))
+			src := newSite(t, withRobots(404, "", redirects(map[string]string{
+				"/go": target.url("/landing?q=1"),
+				"/no": target.url("/no/x"),
+			})))
+			ids := e.seed(src.url("/go"), src.url("/no"))
+			e.run(1500 * time.Millisecond)
+
+			if got := target.paths(); len(got) != 0 {
+				t.Fatalf("target host requested at once: %v", got)
+			}
+			res := e.pub.one(t, src.url("/go"))
+			if res.Status != result.StatusRedirect || res.Location != target.url("/landing?q=1") || res.HTTPStatus != http.StatusMovedPermanently || res.Error != "" {
+				t.Errorf("result %s http=%d location=%q err=%q, want redirect to the target", res.Status, res.HTTPStatus, res.Location, res.Error)
+			}
+			h := e.load(target.host)
+			if !follow {
+				if h != nil {
+					t.Errorf("target host queued although FollowCrossHostRedirects is off: %+v", h)
+				}
+				return
+			}
+			if h == nil || h.Pending != 2 || h.Due.IsZero() {
+				t.Fatalf("target host state %+v, want both targets queued and due", h)
+			}
+			wantID := urlmsg.MakeID(ids[src.url("/go")], 0, target.url("/landing?q=1"))
+			if h.Head[0].URL != target.url("/landing?q=1") || h.Head[0].ID != wantID {
+				t.Errorf("queued %+v, want %s with id %s", h.Head[0], target.url("/landing?q=1"), wantID)
+			}
+
+			// Make the target due now and run again: it is fetched under
+			// its own host's robots.txt.
+			if _, err := e.store.Commit(context.Background(), target.host, hostqueue.Commit{Release: true, NextDue: time.Now(), Want: 10}); err != nil {
+				t.Fatal(err)
+			}
+			e.run(1500 * time.Millisecond)
+			if got := strings.Join(target.paths(), " "); got != "/robots.txt /landing?q=1" {
+				t.Errorf("target requests %s, want its robots.txt then /landing?q=1 (never /no/x)", got)
+			}
+			if res := e.pub.one(t, target.url("/landing?q=1")); res.Status != result.StatusFetched || res.ID != wantID {
+				t.Errorf("target: %s id=%s, want fetched with id %s", res.Status, res.ID, wantID)
+			}
+			if res := e.pub.one(t, target.url("/no/x")); res.Status != result.StatusDenied {
+				t.Errorf("disallowed target: %s, want denied by the target's robots.txt", res.Status)
+			}
+		})
+	}
+}
