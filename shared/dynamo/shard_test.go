@@ -1,0 +1,308 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// keysInShard returns n queue keys that hash into virtual shard vs.
+func keysInShard(tag string, vs, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		k := fmt.Sprintf("%s%d.example", tag, i)
+		if hostqueue.VirtualShard(k) == vs {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (e *env) appendDue(key string, due time.Time) {
+	e.t.Helper()
+	if _, err := e.store.Append(e.t.Context(), hostqueue.AppendRequest{Key: key, Entries: entries("d", 0, 1, 50), Limit: 10, Due: due}); err != nil {
+		e.t.Fatalf("append to %s: %v", key, err)
+	}
+}
+
+func TestDueHosts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	const vs = 3
+
+	// In shard 3: eight hosts due at t0-8s .. t0-1s and one due exactly at
+	// t0, four due a minute later, one released (no work), and hosts of
+	// every other shard due now.
+	keys := keysInShard("due", vs, 14)
+	var due []string
+	for i, k := range keys[:9] {
+		e.appendDue(k, t0.Add(-time.Duration(8-i)*time.Second))
+		due = append(due, k)
+	}
+	for _, k := range keys[9:13] {
+		e.appendDue(k, t0.Add(time.Minute))
+	}
+	idle := keys[13]
+	e.appendDue(idle, t0.Add(-time.Hour))
+	if _, err := e.store.Commit(ctx, idle, hostqueue.Commit{Done: []string{"d-00000"}, Release: true, IdleTTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for v := range hostqueue.VirtualShards {
+		if v != vs {
+			e.appendDue(keysInShard("other", v, 1)[0], t0.Add(-time.Hour))
+		}
+	}
+
+	got, err := e.store.DueHosts(ctx, vs, t0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index sorts by due: the longest-waiting hosts come first.
+	if !slices.Equal(got, due) {
+		t.Errorf("DueHosts(shard %d, t0) =\n  %v\nwant, earliest due first,\n  %v", vs, got, due)
+	}
+	got, err = e.store.DueHosts(ctx, vs, t0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, due[:3]) {
+		t.Errorf("DueHosts(limit 3) = %v, want %v", got, due[:3])
+	}
+	got, err = e.store.DueHosts(ctx, vs, t0.Add(time.Minute), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := keys[:13]; !sameSet(got, want) {
+		t.Errorf("DueHosts(t0+1m) = %v, want %v", got, want)
+	}
+	got, err = e.store.DueHosts(ctx, vs, t0.Add(-time.Hour), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("DueHosts before anything is due = %v", got)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// TestDueHostsPaginates puts more due hosts in one shard than one Query
+// page of DueHosts (1000 items) returns.
+func TestDueHostsPaginates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	const vs, n = 5, 1150
+	keys := keysInShard("page", vs, n)
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for k := range work {
+				if _, err := e.store.Append(ctx, hostqueue.AppendRequest{Key: k, Entries: entries("p", 0, 1, 50), Limit: 10, Due: t0}); err != nil {
+					t.Errorf("append to %s: %v", k, err)
+				}
+			}
+		})
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+
+	for _, limit := range []int{n + 100, n, 1001, 999} {
+		got, err := e.store.DueHosts(ctx, vs, t0, limit)
+		if err != nil {
+			t.Fatalf("DueHosts(limit %d): %v", limit, err)
+		}
+		if len(got) != min(limit, n) {
+			t.Errorf("DueHosts(limit %d) returned %d keys, want %d", limit, len(got), min(limit, n))
+		}
+		if limit >= n && !sameSet(got, keys) {
+			t.Errorf("DueHosts(limit %d) is not the %d hosts of the shard", limit, n)
+		}
+		seen := map[string]bool{}
+		for _, k := range got {
+			if seen[k] {
+				t.Errorf("DueHosts(limit %d) lists %s twice", limit, k)
+			}
+			seen[k] = true
+		}
+	}
+}
+
+func TestShardLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	const vs = 7
+	acquire := func(owner string, until, now time.Time) bool {
+		t.Helper()
+		ok, err := e.store.AcquireShard(ctx, vs, owner, until, now)
+		if err != nil {
+			t.Fatalf("AcquireShard(%s): %v", owner, err)
+		}
+		return ok
+	}
+	release := func(owner string) {
+		t.Helper()
+		if err := e.store.ReleaseShard(ctx, vs, owner); err != nil {
+			t.Fatalf("ReleaseShard(%s): %v", owner, err)
+		}
+	}
+
+	release("a") // no lease yet: nothing to give back, and no error
+	if !acquire("a", t0.Add(time.Minute), t0) {
+		t.Fatal("a free shard was refused")
+	}
+	if acquire("b", t0.Add(time.Minute), t0.Add(30*time.Second)) {
+		t.Error("b took a's live lease")
+	}
+	if !acquire("a", t0.Add(2*time.Minute), t0.Add(30*time.Second)) {
+		t.Error("a could not renew its own lease")
+	}
+	// The renewal counts: at t0+90s the first lease would be over.
+	if acquire("b", t0.Add(3*time.Minute), t0.Add(90*time.Second)) {
+		t.Error("b took a's renewed lease before it ran out")
+	}
+	if !acquire("b", t0.Add(5*time.Minute), t0.Add(2*time.Minute+time.Millisecond)) {
+		t.Error("b could not take a's expired lease")
+	}
+	if acquire("a", t0.Add(5*time.Minute), t0.Add(3*time.Minute)) {
+		t.Error("a got the shard back while b holds it")
+	}
+	release("a") // not the owner: must not free b's lease
+	if acquire("c", t0.Add(5*time.Minute), t0.Add(3*time.Minute)) {
+		t.Error("a released b's lease")
+	}
+	release("b")
+	if !acquire("c", t0.Add(5*time.Minute), t0.Add(3*time.Minute)) {
+		t.Error("b's released lease could not be taken")
+	}
+	// Other shards are independent.
+	if ok, err := e.store.AcquireShard(ctx, vs+1, "a", t0.Add(time.Minute), t0); err != nil || !ok {
+		t.Errorf("shard %d: ok %v err %v, want a free lease", vs+1, ok, err)
+	}
+
+	// Many invocations racing for a free shard: exactly one wins.
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 12 {
+		wg.Go(func() {
+			<-start
+			ok, err := e.store.AcquireShard(ctx, 11, fmt.Sprintf("racer-%d", i), t0.Add(time.Minute), t0)
+			if err != nil {
+				t.Errorf("racer %d: %v", i, err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Errorf("%d racers acquired one shard, want exactly 1", wins.Load())
+	}
+}
+
+func TestRobots(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	const key = "robots.example"
+	fetched := t0.Add(-time.Minute)
+
+	if r, err := e.store.Robots(ctx, key, "https://robots.example"); err != nil || r != nil {
+		t.Fatalf("nothing stored: Robots = %+v, %v; want nil, nil", r, err)
+	}
+
+	var big strings.Builder
+	for i := 0; big.Len() < 300<<10; i++ {
+		fmt.Fprintf(&big, "User-agent: bot%d\nDisallow: /private/%d/\nCrawl-delay: %d\n\n", i, i, i%30)
+	}
+	binary := make([]byte, 64<<10)
+	rng := rand.NewChaCha8([32]byte{1})
+	_, _ = rng.Read(binary)
+	copy(binary, "User-agent: *\nDisallow: /\n\x00\xff")
+
+	cases := []struct {
+		name   string
+		origin string
+		r      hostqueue.Robots
+	}{
+		{"small", "https://robots.example", hostqueue.Robots{Status: 200, Body: []byte("User-agent: *\nDisallow: /x\n"), FetchedAt: fetched}},
+		{"other origin of the key", "http://robots.example:8080", hostqueue.Robots{Status: 200, Body: []byte("User-agent: *\nAllow: /\n"), FetchedAt: fetched}},
+		{"status only", "https://sub.robots.example", hostqueue.Robots{Status: 503, FetchedAt: fetched}},
+		{"300 KB of text", "https://big.robots.example", hostqueue.Robots{Status: 200, Body: []byte(big.String()), FetchedAt: fetched}},
+		{"binary", "https://bin.robots.example", hostqueue.Robots{Status: 200, Body: binary, FetchedAt: fetched}},
+	}
+	for _, tc := range cases {
+		if err := e.store.PutRobots(ctx, key, tc.origin, tc.r); err != nil {
+			t.Fatalf("%s: PutRobots: %v", tc.name, err)
+		}
+	}
+	for _, tc := range cases {
+		got, err := e.fresh().Robots(ctx, key, tc.origin)
+		if err != nil {
+			t.Fatalf("%s: Robots: %v", tc.name, err)
+		}
+		if got == nil {
+			t.Errorf("%s: nothing read back", tc.name)
+			continue
+		}
+		if got.Status != tc.r.Status || !got.FetchedAt.Equal(tc.r.FetchedAt) || !bytes.Equal(got.Body, tc.r.Body) {
+			t.Errorf("%s: read back status %d at %v, %d body bytes; want %d at %v, %d bytes (equal: %v)",
+				tc.name, got.Status, got.FetchedAt, len(got.Body), tc.r.Status, tc.r.FetchedAt, len(tc.r.Body), bytes.Equal(got.Body, tc.r.Body))
+		}
+	}
+
+	// Replacing one keeps the newest.
+	newer := hostqueue.Robots{Status: 404, FetchedAt: t0}
+	if err := e.store.PutRobots(ctx, key, "https://robots.example", newer); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.store.Robots(ctx, key, "https://robots.example"); err != nil || got.Status != 404 || len(got.Body) != 0 || !got.FetchedAt.Equal(t0) {
+		t.Errorf("after replacing: %+v, %v", got, err)
+	}
+
+	// Robots items live under the host's partition but are not part of its
+	// queue: the host can be appended to and drained around them.
+	e.append(key, entries("r", 0, 5, 200), 100)
+	e.wantHead(key, idRange("r", 0, 5))
+	e.checkChunks(key)
+
+	// An incompressible body too big for an item is cut at a line, not
+	// refused: what is kept is a prefix of what was fetched.
+	huge := make([]byte, 900<<10)
+	_, _ = rng.Read(huge)
+	for i := 100; i < len(huge); i += 100 {
+		huge[i] = '\n'
+	}
+	if err := e.store.PutRobots(ctx, key, "https://huge.robots.example", hostqueue.Robots{Status: 200, Body: huge, FetchedAt: t0}); err != nil {
+		t.Fatalf("PutRobots of 900 KB of noise: %v", err)
+	}
+	got, err := e.store.Robots(ctx, key, "https://huge.robots.example")
+	if err != nil || got == nil {
+		t.Fatalf("Robots after a huge put: %+v, %v", got, err)
+	}
+	if len(got.Body) == 0 || len(got.Body) >= len(huge) || !bytes.HasPrefix(huge, got.Body) || got.Body[len(got.Body)-1] != '\n' {
+		t.Errorf("huge body kept as %d bytes: want a non-empty proper prefix of the %d fetched, ending at a line", len(got.Body), len(huge))
+	}
+}
