@@ -297,7 +297,9 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 	if free <= 0 {
 		return
 	}
-	keys, err := r.e.Store.DueHosts(ctx, v, now, free+len(r.active))
+	// Active hosts may be among the due ones; asking for the cap (not
+	// free+len(r.active), which read r.active without r.mu) covers them.
+	keys, err := r.e.Store.DueHosts(ctx, v, now, p.MaxConcurrentHosts)
 	if err != nil {
 		r.errs.Add(1)
 		r.e.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
