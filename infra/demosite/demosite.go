@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sort"
@@ -206,4 +207,26 @@ func (s *Site) Close() {
 func PageIndex(path string) (int, bool) {
 	n, err := strconv.Atoi(strings.TrimPrefix(path, "/page/"))
 	return n, err == nil && strings.HasPrefix(path, "/page/")
+}
+
+// SkewedURLs is the skewed, shuffled workload of the reference design's
+// integration test: the first few hosts get many pages, the rest one or
+// two, all shuffled reproducibly from seed.
+func (s *Site) SkewedURLs(many int, seed uint64) []string {
+	var out []string
+	for i, h := range s.hosts {
+		n := 1 + i%2
+		switch {
+		case i < 3:
+			n = many
+		case i < 10:
+			n = max(many/4, 1)
+		}
+		for p := 0; p < n; p++ {
+			out = append(out, s.URL(h, p))
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }

@@ -9,6 +9,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 
 	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
 	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/moto"
 	"github.com/urldownloader/urldownloader/infra/stack"
 	"github.com/urldownloader/urldownloader/shared/config"
@@ -61,6 +63,11 @@ type Options struct {
 	// clients (the benchmark's billing middleware goes here).
 	DynamoOptions []func(*dynamodb.Options)
 	SQSOptions    []func(*sqs.Options)
+	// Faults, when set, makes the run hostile (see package faults).
+	Faults *faults.Injector
+	// IngestBatchSize overrides the template's event source mapping batch
+	// size (fault runs use small batches for more ingest invocations).
+	IngestBatchSize int
 }
 
 // Pipeline is a running local downloader.
@@ -122,6 +129,9 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 	}
 	p.Stack = st
 	p.esm = st.IngestEventSource
+	if opts.IngestBatchSize > 0 {
+		p.esm.BatchSize = opts.IngestBatchSize
+	}
 	env := st.Env()
 	env["ALLOW_PRIVATE_NETWORKS"] = strconv.FormatBool(opts.AllowPrivate)
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })
@@ -129,7 +139,20 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
-	p.svc = services.New(awsCfg, cfg, services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions})
+	svcOpts := services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions}
+	if opts.Faults != nil {
+		// Faults hit the functions' clients only; the runner's own client
+		// (standing in for producers and the event source mapping) is clean.
+		svcOpts.DynamoOptions = append(slices.Clone(svcOpts.DynamoOptions), opts.Faults.DynamoDBOptions)
+		svcOpts.SQSOptions = append(slices.Clone(svcOpts.SQSOptions), opts.Faults.SQSOptions)
+	}
+	p.svc = services.New(awsCfg, cfg, svcOpts)
+	if opts.Faults != nil {
+		// Short leases so a killed invocation's shards are taken over
+		// quickly; the engine still stretches them to cover the longest
+		// request it may start (fencing).
+		p.svc.Engine.LeaseTTL = 3 * time.Second
+	}
 	p.sqs = sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
 	p.ingest = &ingesthandler.Handler{Ingester: p.svc.Ingester, Params: p.svc.Params.Get, Log: opts.Log}
 	p.check = &checkhandler.Handler{Runner: p.svc.Engine, ShardCount: cfg.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
@@ -226,6 +249,8 @@ type Report struct {
 	IngestInvocations int `json:"ingestInvocations"`
 	CheckInvocations  int `json:"checkInvocations"`
 	FailedRecords     int `json:"failedRecords"`
+	// Faults counts the injected faults by kind (fault runs only).
+	Faults map[faults.Kind]int `json:"faults,omitempty"`
 }
 
 // Run drives ingest and check until every expected ID (and every
@@ -256,6 +281,7 @@ func (p *Pipeline) Run(ctx context.Context, expected map[string]urlmsg.Message, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.report.Elapsed = time.Since(start)
+	c.report.Faults = p.opts.Faults.Counts()
 	for id := range c.want {
 		if c.seen[id] == 0 {
 			c.report.Missing = append(c.report.Missing, id)
@@ -357,7 +383,19 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:input", AWSRegion: "us-east-1",
 		})
 	}
-	resp, err := p.ingest.HandleSQS(ctx, ev)
+	inv := p.opts.Faults
+	var resp events.SQSEventResponse
+	if inv.Fire(faults.IngestCrash, 1) {
+		// Killed mid-batch: some hosts may be written, the response is
+		// lost, and every record comes back.
+		cctx, cancel := context.WithTimeout(ctx, time.Duration(inv.Pick(faults.IngestCrash, 50))*time.Millisecond)
+		_, _ = p.ingest.HandleSQS(cctx, ev)
+		cancel()
+		err = errors.New("ingest invocation killed (injected fault)")
+	} else {
+		resp, err = p.ingest.HandleSQS(ctx, ev)
+	}
+	redeliver := err == nil && inv.Fire(faults.InputRedelivery, 1)
 	failed := map[string]bool{}
 	if err != nil {
 		p.log.Error("ingest invocation failed", "error", err)
@@ -372,7 +410,7 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 	var retry []sqstypes.ChangeMessageVisibilityBatchRequestEntry
 	for i, m := range msgs {
 		id := aws.String(strconv.Itoa(i))
-		if failed[aws.ToString(m.MessageId)] {
+		if failed[aws.ToString(m.MessageId)] || redeliver {
 			retry = append(retry, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: retryDelay})
 		} else {
 			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle})
@@ -397,7 +435,17 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 func (p *Pipeline) schedule(ctx context.Context, shard int, c *collector) {
 	for ctx.Err() == nil {
 		ictx, cancel := context.WithTimeout(ctx, p.opts.CheckRun+checkhandler.DeadlineMargin+15*time.Second)
-		_, err := p.check.Handle(ictx, checkhandler.Event{Shard: &shard})
+		var dup sync.WaitGroup
+		if p.opts.Faults.Fire(faults.DuplicateSchedule, 1) {
+			// EventBridge delivers at least once: the same shard twice.
+			dup.Add(1)
+			go func() {
+				defer dup.Done()
+				_, _ = p.check.Handle(p.opts.Faults.CheckCrash(ictx), checkhandler.Event{Shard: &shard})
+			}()
+		}
+		_, err := p.check.Handle(p.opts.Faults.CheckCrash(ictx), checkhandler.Event{Shard: &shard})
+		dup.Wait()
 		cancel()
 		c.mu.Lock()
 		c.report.CheckInvocations++

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -53,6 +54,9 @@ func run() int {
 	endpoint := flag.String("endpoint", "", "use a running moto at this URL instead of starting one")
 	demoHosts := flag.Int("demo-hosts", 3, "demo site: loopback hosts to serve")
 	demoPages := flag.Int("demo-pages", 4, "demo site: pages per host")
+	demoSkewed := flag.Bool("demo-skewed", false, "demo site: skewed, shuffled workload (3 hosts with --demo-pages pages, 7 with a quarter, the rest 1 or 2)")
+	faultSeed := flag.Int64("faults", 0, "make the run hostile, reproducibly from this seed (0: no faults): killed invocations, DynamoDB throttling/5xx/conflicts, SQS partial failures, duplicated schedules, redelivered input")
+	faultRate := flag.Float64("fault-rate", 0.05, "with --faults: probability of each kind of fault at each opportunity")
 	verbose := flag.Bool("v", false, "log the functions' JSON logs to stderr")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -71,20 +75,31 @@ func run() int {
 	defer cancel()
 
 	var items []urlmsg.Input
+	var site *demosite.Site
 	if *urlsPath == "" {
-		site, err := demosite.Start(demosite.Options{Hosts: *demoHosts})
+		var err error
+		site, err = demosite.Start(demosite.Options{Hosts: *demoHosts})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "localrun:", err)
 			return 1
 		}
 		defer site.Close()
-		for _, u := range site.URLs(*demoPages) {
+		list := site.URLs(*demoPages)
+		if *demoSkewed {
+			list = site.SkewedURLs(*demoPages, 7)
+		}
+		for _, u := range list {
 			items = append(items, urlmsg.Input{URL: u})
 		}
 		// The demo site lives on loopback, which the fetcher refuses unless
 		// private networks are allowed: the demo allows them for itself.
 		*allowPrivate = true
-		fmt.Fprintf(os.Stderr, "localrun: demo site on %s (%d pages each)\n", strings.Join(site.Hosts(), ", "), *demoPages)
+		hosts := site.Hosts()
+		shown := strings.Join(hosts[:min(len(hosts), 4)], ", ")
+		if len(hosts) > 4 {
+			shown += fmt.Sprintf(" and %d more", len(hosts)-4)
+		}
+		fmt.Fprintf(os.Stderr, "localrun: demo site on %s: %d urls\n", shown, len(items))
 	} else {
 		var err error
 		items, err = readURLs(*urlsPath)
@@ -107,9 +122,28 @@ func run() int {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 
+	var inj *faults.Injector
+	ingestBatch, perMessage := 0, 0
+	if *faultSeed != 0 {
+		// More, smaller invocations give the faults more chances to hit.
+		ingestBatch, perMessage = 10, 5
+		if !flagSet("check-run") {
+			*checkRun = 3 * time.Second
+		}
+		inj = faults.New(*faultSeed, *faultRate)
+		// Killed invocations hold their shard leases until they expire;
+		// the lease covers the longest request a worker may start, so keep
+		// requests short in a fault run unless told otherwise.
+		for name, v := range map[string]string{"FetchTimeout": "3s", "MaxCrawlDelay": "2s", "CheckHostPeriod": "2s"} {
+			if _, set := params[name]; !set {
+				params[name] = v
+			}
+		}
+		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj)
+	}
 	p, err := local.Start(ctx, local.Options{
 		ShardCount: *shards, Params: params, AllowPrivate: *allowPrivate, CheckRun: *checkRun,
-		Endpoint: *endpoint, Log: log,
+		Endpoint: *endpoint, Log: log, Faults: inj, IngestBatchSize: ingestBatch, URLsPerMessage: perMessage,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
@@ -133,6 +167,14 @@ func run() int {
 	})
 	w.Flush()
 	printSummary(report)
+	if inj != nil {
+		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj.Summary())
+	}
+	if site != nil {
+		gap, host := demosite.MinGap(site.Requests())
+		fmt.Fprintf(os.Stderr, "localrun: demo site saw %d requests; smallest gap between two requests to one host: %s (%s)\n",
+			len(site.Requests()), gap.Round(time.Millisecond), host)
+	}
 	if runErr != nil {
 		for _, m := range local.Missing(sent.Expected, report.Missing) {
 			fmt.Fprintf(os.Stderr, "localrun: missing result: %s %s\n", m.ID, m.URL)
@@ -146,6 +188,12 @@ func run() int {
 	return 0
 }
 
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func printSummary(r local.Report) {
 	var parts []string
 	keys := make([]string, 0, len(r.ByStatus))
@@ -156,8 +204,12 @@ func printSummary(r local.Report) {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, r.ByStatus[result.Status(k)]))
 	}
-	fmt.Fprintf(os.Stderr, "localrun: summary: expected=%d results=%d %s duplicates=%d missing=%d elapsed=%s ingestInvocations=%d checkInvocations=%d failedRecords=%d\n",
-		r.Expected, r.Results, strings.Join(parts, " "), r.Duplicates, len(r.Missing), r.Elapsed.Round(time.Millisecond),
+	dupPct := 0.0
+	if r.Expected > 0 {
+		dupPct = 100 * float64(r.Duplicates) / float64(r.Expected)
+	}
+	fmt.Fprintf(os.Stderr, "localrun: summary: expected=%d results=%d %s duplicates=%d (%.1f%%) missing=%d elapsed=%s ingestInvocations=%d checkInvocations=%d failedRecords=%d\n",
+		r.Expected, r.Results, strings.Join(parts, " "), r.Duplicates, dupPct, len(r.Missing), r.Elapsed.Round(time.Millisecond),
 		r.IngestInvocations, r.CheckInvocations, r.FailedRecords)
 }
 

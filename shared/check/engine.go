@@ -84,13 +84,6 @@ type Engine struct {
 	// use a short one so takeovers are quick); leases are renewed every
 	// quarter of it.
 	LeaseTTL time.Duration
-	// Crash, when set, is asked at the points where a real invocation can
-	// die (fault injection in the local runner): "fetched" (mid-batch),
-	// "before-publish", "after-publish" (results sent, state not yet
-	// updated). True makes the whole run stop at once, as if killed:
-	// nothing more is published or committed and leases are not released.
-	Crash func(point, key string) bool
-
 	robots robotsCache
 }
 
@@ -144,6 +137,14 @@ type run struct {
 	active  map[string]bool
 	held    map[int]time.Time // lease expiry by virtual shard; zero: not held
 	crashed atomic.Bool
+	crashFn CrashFunc
+	// lastFetch remembers, per host, when this run's last response ended,
+	// in case the store could not record it.
+	lastFetch map[string]time.Time
+	// unrecorded is set when a host's last fetch could not be stored: the
+	// run then keeps its leases until they expire instead of handing them
+	// over early, so nobody can come back to that host before the delay.
+	unrecorded atomic.Bool
 	hosts   int
 	results map[result.Status]int
 	reqs    atomic.Int64
@@ -160,7 +161,8 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 	if req.Tick <= 0 {
 		req.Tick = time.Second
 	}
-	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{}}
+	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{}, lastFetch: map[string]time.Time{}}
+	r.crashFn, _ = ctx.Value(crashKey{}).(CrashFunc)
 	owned := hostqueue.OwnedShards(req.Shard, req.ShardCount)
 	start := e.Clock.Now()
 	var lastRenew time.Time
@@ -196,6 +198,10 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 	if r.crashed.Load() {
 		return r.summary(owned, leased), ErrCrashed
 	}
+	if r.unrecorded.Load() {
+		e.Log.WarnContext(ctx, "keeping shard leases until they expire: a host's last fetch could not be stored", "shard", req.Shard)
+		return r.summary(owned, leased), nil
+	}
 	for _, v := range owned {
 		if r.holding(v) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -220,12 +226,27 @@ func (r *run) summary(owned, leased []int) Summary {
 	}
 }
 
+// CrashFunc is asked at the points where a real invocation can die: after
+// a fetch ("fetched", mid-batch), "before-publish", and "after-publish"
+// (results sent, state not yet updated). True makes the whole run stop at
+// once, as if the process were killed: nothing more is published or
+// committed and leases are not released.
+type CrashFunc func(point, key string) bool
+
+type crashKey struct{}
+
+// WithCrash returns a context whose check run consults crash: the local
+// runner's fault injection. Production contexts carry none.
+func WithCrash(ctx context.Context, crash CrashFunc) context.Context {
+	return context.WithValue(ctx, crashKey{}, crash)
+}
+
 // crash asks the fault injector whether the run dies at this point.
 func (r *run) crash(point, key string) bool {
 	if r.crashed.Load() {
 		return true
 	}
-	if r.e.Crash != nil && r.e.Crash(point, key) {
+	if r.crashFn != nil && r.crashFn(point, key) {
 		r.crashed.Store(true)
 		return true
 	}
@@ -329,6 +350,22 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			}
 		}()
 	}
+}
+
+// remember records a host's last response end in memory.
+func (r *run) remember(key string, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.After(r.lastFetch[key]) {
+		r.lastFetch[key] = t
+	}
+}
+
+// remembered returns the last response end this run saw on a host.
+func (r *run) remembered(key string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastFetch[key]
 }
 
 func (r *run) count(results []result.Result) {

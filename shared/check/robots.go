@@ -99,6 +99,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		}
 		resp, err := w.f.Fetch(ctx, fetch.Request{URL: target})
 		w.lastFetch = w.e.Clock.Now()
+		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)
 		if err != nil {
 			switch {

@@ -59,6 +59,9 @@ func (w *worker) work(ctx context.Context) error {
 	}
 	w.f = e.Fetcher(w.p)
 	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
+	if t := w.remembered(w.key); t.After(w.lastFetch) {
+		w.lastFetch = t
+	}
 	w.attempts = map[string]int{}
 	for id, n := range h.Attempts {
 		w.attempts[id] = n
@@ -101,18 +104,38 @@ func (w *worker) work(ctx context.Context) error {
 			Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
 			Attempts: w.attempts, Release: release, NextDue: w.nextDue(), Want: headBatch, IdleTTL: idleTTL,
 		}
-		// The commit must land even when the run's context is ending: the
-		// results are already out.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
-		h, err = e.Store.Commit(cctx, w.key, c)
-		cancel()
+		w.remember(w.key, w.lastFetch)
+		h, err = w.commit(ctx, c)
 		if err != nil {
+			w.unrecorded.Store(true)
 			return fmt.Errorf("commit %d done urls: %w", len(done), err)
 		}
 		if release {
 			return nil
 		}
 	}
+}
+
+// commit stores progress, retrying for a while: the results are already
+// out, so a lost commit means duplicates, and a lost last-fetch time means
+// the run must keep its leases to stay polite.
+func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Host, error) {
+	// The commit must land even when the run's context is ending.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			if w.e.Clock.Sleep(ctx, time.Duration(100<<attempt)*time.Millisecond) != nil {
+				break
+			}
+		}
+		var h *hostqueue.Host
+		if h, err = w.e.Store.Commit(ctx, w.key, c); err == nil {
+			return h, nil
+		}
+	}
+	return nil, err
 }
 
 // nextDue is when the host should be checked again after this run.
@@ -187,6 +210,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		}
 		resp, err := w.f.Fetch(ctx, req)
 		w.lastFetch = w.e.Clock.Now()
+		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)
 		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.lastFetch.UTC()}
 		if err != nil {

@@ -49,6 +49,7 @@ func serve(args []string) error {
 	urls := fs.String("urls", "urls.jsonl", "write the site's URLs here, one {\"url\"} per line")
 	logPath := fs.String("log", "requests.jsonl", "write the request log here on exit")
 	latency := fs.Duration("latency", 0, "added to every response")
+	skewed := fs.Bool("skewed", false, "skewed, shuffled workload: 3 hosts with --pages pages, 7 with a quarter of that, the rest 1 or 2")
 	_ = fs.Parse(args)
 	site, err := demosite.Start(demosite.Options{Hosts: *hosts, Latency: *latency})
 	if err != nil {
@@ -59,7 +60,11 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, u := range site.URLs(*pages) {
+	list := site.URLs(*pages)
+	if *skewed {
+		list = site.SkewedURLs(*pages, 7)
+	}
+	for _, u := range list {
 		b, _ := json.Marshal(map[string]string{"url": u})
 		fmt.Fprintf(f, "%s\n", b)
 	}
