@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -199,5 +201,25 @@ func TestResponses(t *testing.T) {
 			}
 			tc.check(t, e.pub.one(t, s.url("/x")), s)
 		})
+	}
+}
+
+// TestAddressGuardDenies checks that without AllowPrivate a loopback URL
+// ends as denied by the fetcher's address guard and never reaches the
+// server, robots.txt included.
+func TestAddressGuardDenies(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	e := newEnv(t, p)
+	guarded := fetch.New(fetch.Options{UserAgent: p.UserAgent, Timeout: p.FetchTimeout, AllowedPorts: []int{1, 65535}}, time.Now)
+	e.wrap = func(check.Fetcher) check.Fetcher { return guarded }
+	s := newSite(t, page)
+	e.seed(s.url("/x"))
+	e.run(time.Second)
+	if got := s.paths(); len(got) != 0 {
+		t.Errorf("guarded fetcher reached the server: %v", got)
+	}
+	if res := e.pub.one(t, s.url("/x")); res.Status != result.StatusDenied || res.Error == "" {
+		t.Errorf("%s %q, want denied by the address guard", res.Status, res.Error)
 	}
 }

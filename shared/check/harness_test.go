@@ -120,6 +120,10 @@ type env struct {
 	pub   *recorder
 	log   *slog.Logger
 
+	// wrap, when set, wraps each engine's fetcher (a test's stand-in for
+	// DNS: see TestDomainQueueSharesDelay).
+	wrap func(check.Fetcher) check.Fetcher
+
 	mu sync.Mutex
 	p  params.Params
 }
@@ -184,6 +188,9 @@ func (e *env) engine() *check.Engine {
 					UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes, AllowPrivate: true,
 				}, time.Now), p
 			}
+			if e.wrap != nil {
+				return e.wrap(f)
+			}
 			return f
 		},
 		Params: func(context.Context) params.Params { return e.params() },
@@ -243,10 +250,15 @@ func (e *env) run(d time.Duration) check.Summary {
 
 func (e *env) runWith(eng *check.Engine, owner string, d, leaseWait time.Duration) check.Summary {
 	e.t.Helper()
-	sum, err := eng.Run(e.t.Context(), check.RunRequest{
+	return e.runRequest(eng, check.RunRequest{
 		Shard: 0, ShardCount: 1, Owner: owner, Until: time.Now().Add(d),
 		LeaseWait: leaseWait, Tick: 250 * time.Millisecond,
 	})
+}
+
+func (e *env) runRequest(eng *check.Engine, req check.RunRequest) check.Summary {
+	e.t.Helper()
+	sum, err := eng.Run(e.t.Context(), req)
 	if err != nil {
 		e.t.Fatalf("run: %v", err)
 	}

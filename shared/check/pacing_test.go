@@ -27,7 +27,7 @@ func TestCrawlDelay(t *testing.T) {
 		wantGap    time.Duration
 		denied     bool
 	}{
-		{"1s over a 100ms FetchDelay", "User-agent: *\nCrawl-delay: 1\n", 100 * time.Millisecond, 3, 3600 * time.Millisecond, time.Second, false},
+		{"1s over a 100ms FetchDelay", "User-agent: *\nCrawl-delay: 1\n", 100 * time.Millisecond, 3, 4 * time.Second, time.Second, false},
 		{"fraction", "User-agent: *\nCrawl-delay: 0.5\n", 100 * time.Millisecond, 2, 1800 * time.Millisecond, 500 * time.Millisecond, false},
 		{"FetchDelay above Crawl-delay", "User-agent: *\nCrawl-delay: 0.1\n", 400 * time.Millisecond, 2, 1800 * time.Millisecond, 400 * time.Millisecond, false},
 		{"other agent's Crawl-delay ignored", "User-agent: slowbot\nCrawl-delay: 20\n\nUser-agent: *\nAllow: /\n", 150 * time.Millisecond, 3, 1500 * time.Millisecond, 150 * time.Millisecond, false},
@@ -84,15 +84,17 @@ func TestCrawlDelayAcrossRuns(t *testing.T) {
 	t.Parallel()
 	p := testParams()
 	p.FetchDelay = 100 * time.Millisecond
+	p.CheckHostPeriod = 1100 * time.Millisecond
 	e := newEnv(t, p)
 	s := newSite(t, withRobots(200, "User-agent: *\nCrawl-delay: 1\n", page))
 	urls := []string{s.url("/a"), s.url("/b"), s.url("/c")}
 	e.seed(urls...)
-	e.run(1300 * time.Millisecond) // robots.txt at 0, /a at 1s; /b would start after the end
+	e.run(1800 * time.Millisecond) // robots.txt at 0, /a at 1s; /b would start after the end
 	if got := s.paths(); len(got) != 2 {
 		t.Fatalf("first run requested %v, want robots.txt and /a", got)
 	}
-	e.run(2500 * time.Millisecond)
+	// The host is due again within two periods, then /b and /c 1s apart.
+	e.run(2*p.CheckHostPeriod + 2500*time.Millisecond)
 	reqs := s.requests()
 	if len(reqs) != 4 {
 		t.Fatalf("requests %v, want robots.txt once and three pages", s.paths())
@@ -170,7 +172,7 @@ func TestRetryAfter(t *testing.T) {
 	}{
 		{"429 seconds", func() string { return "1" }, 429, time.Second, 5 * time.Second, 2500 * time.Millisecond},
 		{"503 seconds", func() string { return "1" }, 503, time.Second, 5 * time.Second, 2500 * time.Millisecond},
-		{"429 http-date", func() string { return time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat) }, 429, 2 * time.Second, 5 * time.Second, 4 * time.Second},
+		{"429 http-date", func() string { return time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat) }, 429, 2 * time.Second, 5 * time.Second, 4500 * time.Millisecond},
 		// The server's wait is honoured even beyond MaxBackoff, which caps
 		// only our own exponential back-off (issue 3).
 		{"longer than MaxBackoff", func() string { return "2" }, 429, 2 * time.Second, 500 * time.Millisecond, 3500 * time.Millisecond},
@@ -220,7 +222,7 @@ func TestRetryAfterAcrossRuns(t *testing.T) {
 	}, nil)
 	s := newSite(t, withRobots(404, "", f.serve))
 	ids := e.seed(s.url("/r"))
-	e.run(800 * time.Millisecond)
+	e.run(1400 * time.Millisecond) // the 2s pause outlasts the run
 	if got := s.paths(); len(got) != 2 || got[1] != "/r" {
 		t.Fatalf("first run requested %v, want robots.txt and /r", got)
 	}
@@ -281,7 +283,7 @@ func TestBackoff(t *testing.T) {
 			s := newSite(t, withRobots(404, "", f.serve))
 			e.seed(s.url("/always"), s.url("/after"))
 			// The give-up is a failure too: /after waits 8 x delay.
-			e.run(3 * time.Second)
+			e.run(3500 * time.Millisecond)
 
 			var tries []demosite.Request
 			for _, r := range s.requests() {
@@ -352,17 +354,17 @@ func TestAttemptsAcrossRuns(t *testing.T) {
 	t.Parallel()
 	p := testParams()
 	p.MaxAttempts = 2
-	p.FetchDelay = 400 * time.Millisecond
+	p.FetchDelay = 600 * time.Millisecond
 	e := newEnv(t, p)
 	f := newFlaky(nil, map[string]func(http.ResponseWriter){"/always": status(500)})
 	s := newSite(t, withRobots(404, "", f.serve))
 	ids := e.seed(s.url("/always"))
-	e.run(900 * time.Millisecond) // robots at 0, try 1 at 0.4s, its back-off ends after the run
+	e.run(1500 * time.Millisecond) // robots at 0, try 1 at 0.6s, its 1.2s back-off ends after the run
 	h := e.load(s.host)
 	if h == nil || h.Attempts[ids[s.url("/always")]] != 1 || h.Errors != 1 {
 		t.Fatalf("stored host after one failure %+v, want attempts 1 and errors 1; requests %v", h, s.paths())
 	}
-	e.run(2 * time.Second)
+	e.run(2*p.CheckHostPeriod + 2*time.Second)
 	if n := s.count("/always"); n != 2 {
 		t.Fatalf("/always requested %d times over two runs, want MaxAttempts 2", n)
 	}

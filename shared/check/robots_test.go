@@ -242,7 +242,7 @@ func TestRobotsFetchedOnce(t *testing.T) {
 		if st.engine() == "new" {
 			eng = e.engine()
 		}
-		e.runWith(eng, "owner", 800*time.Millisecond, 0)
+		e.runWith(eng, "owner", 1200*time.Millisecond, 0)
 		if got := s.count("/robots.txt"); got != st.wantRobots {
 			t.Fatalf("%s: robots.txt requested %d times in all, want %d; requests %v", st.name, got, st.wantRobots, s.paths())
 		}
@@ -275,6 +275,26 @@ func TestRobotsRequestIsPaced(t *testing.T) {
 	for i, g := range gaps(reqs) {
 		if g < p.FetchDelay-slack {
 			t.Errorf("gap %d (%s -> %s) = %v, want >= FetchDelay %v", i, reqs[i].Path, reqs[i+1].Path, g, p.FetchDelay)
+		}
+	}
+}
+
+// TestRespectRobotsOff checks that with RespectRobots off robots.txt is
+// neither requested nor applied.
+func TestRespectRobotsOff(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	p.RespectRobots = false
+	e := newEnv(t, p)
+	s := newSite(t, withRobots(200, "User-agent: *\nDisallow: /\nCrawl-delay: 10\n", page))
+	e.seed(s.url("/a"), s.url("/b"))
+	e.run(time.Second)
+	if got := strings.Join(s.paths(), " "); got != "/a /b" {
+		t.Errorf("requests %s, want /a /b and no robots.txt", got)
+	}
+	for _, path := range []string{"/a", "/b"} {
+		if res := e.pub.one(t, s.url(path)); res.Status != result.StatusFetched {
+			t.Errorf("%s: %s %q, want fetched", path, res.Status, res.Error)
 		}
 	}
 }
