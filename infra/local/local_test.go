@@ -242,4 +242,3 @@ func TestDeniedWithoutAllowPrivate(t *testing.T) {
 		t.Errorf("server saw %d requests, want none", n)
 	}
 }
-

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -70,6 +71,32 @@ type Options struct {
 	IngestBatchSize int
 }
 
+// faultDefaults shapes a fault run: more, smaller invocations give the
+// faults more chances to hit, and short requests keep the shard leases that
+// killed invocations leave behind short (a lease covers the longest request
+// a worker may start). Values set by the caller win.
+func faultDefaults(opts *Options) {
+	if opts.IngestBatchSize == 0 {
+		opts.IngestBatchSize = 10
+	}
+	if opts.URLsPerMessage == 0 {
+		opts.URLsPerMessage = 5
+	}
+	if opts.CheckRun == 0 {
+		opts.CheckRun = 3 * time.Second
+	}
+	ps := maps.Clone(opts.Params)
+	if ps == nil {
+		ps = map[string]string{}
+	}
+	for name, v := range map[string]string{"FetchTimeout": "3s", "MaxCrawlDelay": "2s", "CheckHostPeriod": "2s"} {
+		if _, set := ps[name]; !set {
+			ps[name] = v
+		}
+	}
+	opts.Params = ps
+}
+
 // Pipeline is a running local downloader.
 type Pipeline struct {
 	opts   Options
@@ -88,6 +115,9 @@ type Pipeline struct {
 func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if opts.Faults != nil {
+		faultDefaults(&opts)
 	}
 	if opts.CheckRun <= 0 {
 		opts.CheckRun = 20 * time.Second

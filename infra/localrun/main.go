@@ -50,7 +50,7 @@ func run() int {
 	allowPrivate := flag.Bool("allow-private", false, "permit loopback and private-address targets (needed for local sites)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long, print what is missing and exit non-zero")
 	shards := flag.Int("shards", 0, "ShardCount (default: the template's)")
-	checkRun := flag.Duration("check-run", 20*time.Second, "how long each local check invocation starts requests")
+	checkRun := flag.Duration("check-run", 20*time.Second, "how long each local check invocation starts requests (3s in a fault run)")
 	endpoint := flag.String("endpoint", "", "use a running moto at this URL instead of starting one")
 	demoHosts := flag.Int("demo-hosts", 3, "demo site: loopback hosts to serve")
 	demoPages := flag.Int("demo-pages", 4, "demo site: pages per host")
@@ -123,27 +123,16 @@ func run() int {
 	defer w.Flush()
 
 	var inj *faults.Injector
-	ingestBatch, perMessage := 0, 0
 	if *faultSeed != 0 {
-		// More, smaller invocations give the faults more chances to hit.
-		ingestBatch, perMessage = 10, 5
 		if !flagSet("check-run") {
-			*checkRun = 3 * time.Second
+			*checkRun = 0 // the fault run's own default
 		}
 		inj = faults.New(*faultSeed, *faultRate)
-		// Killed invocations hold their shard leases until they expire;
-		// the lease covers the longest request a worker may start, so keep
-		// requests short in a fault run unless told otherwise.
-		for name, v := range map[string]string{"FetchTimeout": "3s", "MaxCrawlDelay": "2s", "CheckHostPeriod": "2s"} {
-			if _, set := params[name]; !set {
-				params[name] = v
-			}
-		}
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj)
 	}
 	p, err := local.Start(ctx, local.Options{
 		ShardCount: *shards, Params: params, AllowPrivate: *allowPrivate, CheckRun: *checkRun,
-		Endpoint: *endpoint, Log: log, Faults: inj, IngestBatchSize: ingestBatch, URLsPerMessage: perMessage,
+		Endpoint: *endpoint, Log: log, Faults: inj,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
