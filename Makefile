@@ -44,7 +44,7 @@ GO_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -t
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test run bench sam-build deploy clean distclean
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test fuzz run bench sam-build deploy clean distclean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -86,10 +86,16 @@ validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-l
 	$(SAM) validate --lint --region $(REGION) --template-file template.yaml
 	$(CFN_LINT) template.yaml
 
-test: tools ## go vet, go test (against moto and the RIE), then validate.
+test: tools ## go vet, go test (against moto and the RIE), a short fuzz, then validate.
 	go vet ./...
 	$(TOOL_ENV) go test -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory validate
+
+FUZZTIME ?= 10s
+fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (seed corpus in testdata/).
+	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
+	go test -run='^$$' -fuzz='^FuzzNormalize$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
 
 run: tools ## Run the whole downloader locally: make run ARGS='...'.
 	$(TOOL_ENV) go run ./infra/localrun $(ARGS)

@@ -248,6 +248,14 @@ func normalizeHostPort(hostport, scheme string) (string, error) {
 		if host == "" {
 			return "", errors.New("host is empty")
 		}
+		// IDNA mapping can turn a character into a space or other
+		// punctuation (U+02D9 maps to " \u0307"); only letters, digits,
+		// '-', '_' and '.' make a host that parses back.
+		if i := strings.IndexFunc(host, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+		}); i >= 0 {
+			return "", fmt.Errorf("host %q maps to %q, which is not a valid name", name, host)
+		}
 	}
 	if port != "" {
 		return host + ":" + port, nil
