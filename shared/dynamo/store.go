@@ -113,19 +113,18 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 				next.Due = req.Due.UnixMilli()
 			}
 		}
-		if err := s.deleteChunks(ctx, pk, dead); err != nil {
-			return hostqueue.AppendResult{}, err
-		}
 		ok, err := s.putHost(ctx, &next, exists, cur.V)
 		if err != nil {
 			s.deleteChunksQuietly(pk, spilled)
 			return hostqueue.AppendResult{}, err
 		}
 		if !ok {
-			// Lost the race: our spilled chunks are referenced by nobody.
+			// Lost the race: our spilled chunks are referenced by nobody,
+			// while the chunks we would have evicted still are.
 			s.deleteChunksQuietly(pk, spilled)
 			continue
 		}
+		s.deleteChunksQuietly(pk, dead)
 		return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending()}, nil
 	}
 }
@@ -198,9 +197,6 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 				next.TTL = s.now().Add(c.IdleTTL).Unix()
 			}
 		}
-		if err := s.deleteChunks(ctx, pk, dead); err != nil {
-			return nil, err
-		}
 		ok, err := s.putHost(ctx, &next, true, cur.V)
 		if err != nil {
 			return nil, err
@@ -208,6 +204,7 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		if !ok {
 			continue
 		}
+		s.deleteChunksQuietly(pk, dead)
 		return s.toHost(ctx, key, &next, c.Want)
 	}
 }
@@ -500,7 +497,11 @@ func (s *Store) deleteChunks(ctx context.Context, pk string, sks []string) error
 	return nil
 }
 
-// deleteChunksQuietly removes chunks nobody references after a lost race.
+// deleteChunksQuietly removes chunks nobody references: those written by
+// an attempt that lost the race, and those a successful write stopped
+// referencing. Deleting them before that write lands would leave the
+// winner of a race referencing a missing chunk, which every later reader
+// takes for consumed (over-evicting, and overcounting Pending meanwhile).
 // It is best effort: a failure leaves an unreferenced item, never a loss.
 func (s *Store) deleteChunksQuietly(pk string, sks []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
