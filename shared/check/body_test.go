@@ -195,7 +195,7 @@ func TestResponses(t *testing.T) {
 			e := newEnv(t, p)
 			s := newSite(t, withRobots(404, "", tc.handler))
 			e.seedEntries(tc.entry, s.url("/x"))
-			e.run(1800 * time.Millisecond)
+			e.runUntil(1, 10*time.Second)
 			if n := s.count("/x"); n != tc.tries {
 				t.Errorf("/x requested %d times, want %d; requests %v", n, tc.tries, s.paths())
 			}
@@ -215,7 +215,7 @@ func TestAddressGuardDenies(t *testing.T) {
 	e.wrap = func(check.Fetcher) check.Fetcher { return guarded }
 	s := newSite(t, page)
 	e.seed(s.url("/x"))
-	e.run(time.Second)
+	e.runUntil(1, 10*time.Second)
 	if got := s.paths(); len(got) != 0 {
 		t.Errorf("guarded fetcher reached the server: %v", got)
 	}

@@ -59,18 +59,26 @@ func testParams() params.Params {
 type recorder struct {
 	mu      sync.Mutex
 	results []result.Result
-	// fail, when set, makes Publish fail (and record nothing).
-	fail atomic.Bool
+	// fail, when set, makes Publish fail (and record nothing); refused
+	// counts the failed calls.
+	fail    atomic.Bool
+	refused atomic.Int32
 }
 
 func (r *recorder) Publish(_ context.Context, rs []result.Result) error {
 	if r.fail.Load() {
+		r.refused.Add(1)
 		return fmt.Errorf("recorder: publishing %d results refused", len(rs))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.results = append(r.results, rs...)
 	return nil
+}
+
+// has returns a stop condition: the recorder holds at least n results.
+func (r *recorder) has(n int) func() bool {
+	return func() bool { return len(r.all()) >= n }
 }
 
 func (r *recorder) all() []result.Result {
@@ -242,20 +250,65 @@ func (e *env) seedEntries(edit func(*hostqueue.Entry), urls ...string) map[strin
 	return ids
 }
 
-// run runs shard 0 of 1 on a new engine until d from now.
+// run runs shard 0 of 1 on a new engine until d from now: a run that ends
+// by its Until, as an invocation does.
 func (e *env) run(d time.Duration) check.Summary {
 	e.t.Helper()
-	return e.runWith(e.engine(), "owner-"+e.t.Name(), d, 0)
+	return e.runWith(e.engine(), "owner-"+e.t.Name(), d, 0, nil)
 }
 
-func (e *env) runWith(eng *check.Engine, owner string, d, leaseWait time.Duration) check.Summary {
+// runUntil runs shard 0 of 1 on a new engine until the recorder holds want
+// results (from all runs so far), or max has passed. Stopping early keeps
+// the tests short, and a generous max keeps them stable on a loaded machine
+// (under -race a run may take a second or more to lease its 16 shards).
+func (e *env) runUntil(want int, max time.Duration) check.Summary {
 	e.t.Helper()
-	return e.runRequest(eng, check.RunRequest{
+	return e.runWith(e.engine(), "owner-"+e.t.Name(), max, 0, e.pub.has(want))
+}
+
+// runUntilSeen runs shard 0 of 1 on a new engine until stop says so (for
+// example once the server has seen some requests), or max has passed. The
+// run is stopped by cancelling its context: its workers stop before their
+// next request, publish and commit, as they do at Until.
+func (e *env) runUntilSeen(stop func() bool, max time.Duration) check.Summary {
+	e.t.Helper()
+	return e.runWith(e.engine(), "owner-"+e.t.Name(), max, 0, stop)
+}
+
+// runWith runs shard 0 of 1 on eng as owner until d from now or, when stop
+// is set, until it reports true.
+func (e *env) runWith(eng *check.Engine, owner string, d, leaseWait time.Duration, stop func() bool) check.Summary {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.t.Context())
+	defer cancel()
+	if stop != nil {
+		go func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if stop() {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	sum, err := eng.Run(ctx, check.RunRequest{
 		Shard: 0, ShardCount: 1, Owner: owner, Until: time.Now().Add(d),
 		LeaseWait: leaseWait, Tick: 250 * time.Millisecond,
 	})
+	if err != nil {
+		e.t.Fatalf("run: %v", err)
+	}
+	return sum
 }
 
+// runRequest runs eng with req as it is.
 func (e *env) runRequest(eng *check.Engine, req check.RunRequest) check.Summary {
 	e.t.Helper()
 	sum, err := eng.Run(e.t.Context(), req)
@@ -335,6 +388,11 @@ func (s *site) paths() []string {
 		out = append(out, r.Path)
 	}
 	return out
+}
+
+// seen returns a stop condition: the server has answered n requests.
+func (s *site) seen(n int) func() bool {
+	return func() bool { return len(s.requests()) >= n }
 }
 
 // count returns how many times path was requested.

@@ -23,15 +23,14 @@ func TestCrawlDelay(t *testing.T) {
 		robots     string
 		fetchDelay time.Duration
 		urls       int
-		run        time.Duration
 		wantGap    time.Duration
 		denied     bool
 	}{
-		{"1s over a 100ms FetchDelay", "User-agent: *\nCrawl-delay: 1\n", 100 * time.Millisecond, 3, 4 * time.Second, time.Second, false},
-		{"fraction", "User-agent: *\nCrawl-delay: 0.5\n", 100 * time.Millisecond, 2, 1800 * time.Millisecond, 500 * time.Millisecond, false},
-		{"FetchDelay above Crawl-delay", "User-agent: *\nCrawl-delay: 0.1\n", 400 * time.Millisecond, 2, 1800 * time.Millisecond, 400 * time.Millisecond, false},
-		{"other agent's Crawl-delay ignored", "User-agent: slowbot\nCrawl-delay: 20\n\nUser-agent: *\nAllow: /\n", 150 * time.Millisecond, 3, 1500 * time.Millisecond, 150 * time.Millisecond, false},
-		{"above MaxCrawlDelay denies", "User-agent: *\nCrawl-delay: 10\n", 100 * time.Millisecond, 3, time.Second, 0, true},
+		{"1s over a 100ms FetchDelay", "User-agent: *\nCrawl-delay: 1\n", 100 * time.Millisecond, 3, time.Second, false},
+		{"fraction", "User-agent: *\nCrawl-delay: 0.5\n", 100 * time.Millisecond, 2, 500 * time.Millisecond, false},
+		{"FetchDelay above Crawl-delay", "User-agent: *\nCrawl-delay: 0.1\n", 400 * time.Millisecond, 2, 400 * time.Millisecond, false},
+		{"other agent's Crawl-delay ignored", "User-agent: slowbot\nCrawl-delay: 20\n\nUser-agent: *\nAllow: /\n", 150 * time.Millisecond, 3, 150 * time.Millisecond, false},
+		{"above MaxCrawlDelay denies", "User-agent: *\nCrawl-delay: 10\n", 100 * time.Millisecond, 3, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -45,7 +44,7 @@ func TestCrawlDelay(t *testing.T) {
 				urls = append(urls, s.url(fmt.Sprintf("/p%d", i)))
 			}
 			e.seed(urls...)
-			e.run(tc.run)
+			e.runUntil(len(urls), 10*time.Second)
 
 			if tc.denied {
 				if got := s.paths(); len(got) != 1 || got[0] != "/robots.txt" {
@@ -89,15 +88,15 @@ func TestCrawlDelayAcrossRuns(t *testing.T) {
 	s := newSite(t, withRobots(200, "User-agent: *\nCrawl-delay: 1\n", page))
 	urls := []string{s.url("/a"), s.url("/b"), s.url("/c")}
 	e.seed(urls...)
-	e.run(1800 * time.Millisecond) // robots.txt at 0, /a at 1s; /b would start after the end
+	e.runUntilSeen(s.seen(2), 10*time.Second) // robots.txt, /a; stop while /b waits
 	if got := s.paths(); len(got) != 2 {
 		t.Fatalf("first run requested %v, want robots.txt and /a", got)
 	}
-	// The host is due again within two periods, then /b and /c 1s apart.
-	e.run(2*p.CheckHostPeriod + 2500*time.Millisecond)
+	// The host is due again within two periods; the rest go 1s apart.
+	e.runUntil(len(urls), 2*p.CheckHostPeriod+6*time.Second)
 	reqs := s.requests()
-	if len(reqs) != 4 {
-		t.Fatalf("requests %v, want robots.txt once and three pages", s.paths())
+	if len(reqs) != 1+len(urls) {
+		t.Fatalf("requests %v, want robots.txt once and %d pages", s.paths(), len(urls))
 	}
 	for i, g := range gaps(reqs) {
 		if g < time.Second-slack {
@@ -168,15 +167,14 @@ func TestRetryAfter(t *testing.T) {
 		// wantGap is the least time from the 429/503 to the next request.
 		wantGap    time.Duration
 		maxBackoff time.Duration
-		run        time.Duration
 	}{
-		{"429 seconds", func() string { return "1" }, 429, time.Second, 5 * time.Second, 2500 * time.Millisecond},
-		{"503 seconds", func() string { return "1" }, 503, time.Second, 5 * time.Second, 2500 * time.Millisecond},
-		{"429 http-date", func() string { return time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat) }, 429, 2 * time.Second, 5 * time.Second, 4500 * time.Millisecond},
+		{"429 seconds", func() string { return "1" }, 429, time.Second, 5 * time.Second},
+		{"503 seconds", func() string { return "1" }, 503, time.Second, 5 * time.Second},
+		{"429 http-date", func() string { return time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat) }, 429, 2 * time.Second, 5 * time.Second},
 		// The server's wait is honoured even beyond MaxBackoff, which caps
 		// only our own exponential back-off (issue 3).
-		{"longer than MaxBackoff", func() string { return "2" }, 429, 2 * time.Second, 500 * time.Millisecond, 3500 * time.Millisecond},
-		{"zero", func() string { return "0" }, 429, 150 * time.Millisecond, 5 * time.Second, 1500 * time.Millisecond},
+		{"longer than MaxBackoff", func() string { return "2" }, 429, 2 * time.Second, 500 * time.Millisecond},
+		{"zero", func() string { return "0" }, 429, 150 * time.Millisecond, 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -188,7 +186,7 @@ func TestRetryAfter(t *testing.T) {
 			}, nil)
 			s := newSite(t, withRobots(404, "", f.serve))
 			e.seed(s.url("/r"), s.url("/next"))
-			e.run(tc.run)
+			e.runUntil(2, 10*time.Second)
 
 			reqs := s.requests()
 			if got := s.paths(); strings.Join(got, " ") != "/robots.txt /r /r /next" {
@@ -222,7 +220,7 @@ func TestRetryAfterAcrossRuns(t *testing.T) {
 	}, nil)
 	s := newSite(t, withRobots(404, "", f.serve))
 	ids := e.seed(s.url("/r"))
-	e.run(1400 * time.Millisecond) // the 2s pause outlasts the run
+	e.runUntilSeen(s.seen(2), 10*time.Second) // stop during the pause
 	if got := s.paths(); len(got) != 2 || got[1] != "/r" {
 		t.Fatalf("first run requested %v, want robots.txt and /r", got)
 	}
@@ -244,7 +242,7 @@ func TestRetryAfterAcrossRuns(t *testing.T) {
 		t.Fatalf("results before the retry:%s", describe(e.pub.all()))
 	}
 
-	e.run(3 * time.Second)
+	e.runUntil(1, 10*time.Second)
 	reqs := s.requests()
 	if len(reqs) != 3 {
 		t.Fatalf("requests %v, want one retry of /r", s.paths())
@@ -283,7 +281,7 @@ func TestBackoff(t *testing.T) {
 			s := newSite(t, withRobots(404, "", f.serve))
 			e.seed(s.url("/always"), s.url("/after"))
 			// The give-up is a failure too: /after waits 8 x delay.
-			e.run(3500 * time.Millisecond)
+			e.runUntil(2, 10*time.Second)
 
 			var tries []demosite.Request
 			for _, r := range s.requests() {
@@ -327,7 +325,7 @@ func TestSuccessResetsBackoff(t *testing.T) {
 	}, nil)
 	s := newSite(t, withRobots(404, "", f.serve))
 	e.seed(s.url("/a"), s.url("/b"))
-	e.run(2500 * time.Millisecond)
+	e.runUntil(2, 10*time.Second)
 	reqs := s.requests()
 	if got := strings.Join(s.paths(), " "); got != "/robots.txt /a /a /a /b /b" {
 		t.Fatalf("requests %s, want /a three times then /b twice", got)
@@ -354,17 +352,17 @@ func TestAttemptsAcrossRuns(t *testing.T) {
 	t.Parallel()
 	p := testParams()
 	p.MaxAttempts = 2
-	p.FetchDelay = 600 * time.Millisecond
+	p.FetchDelay = 400 * time.Millisecond
 	e := newEnv(t, p)
 	f := newFlaky(nil, map[string]func(http.ResponseWriter){"/always": status(500)})
 	s := newSite(t, withRobots(404, "", f.serve))
 	ids := e.seed(s.url("/always"))
-	e.run(1500 * time.Millisecond) // robots at 0, try 1 at 0.6s, its 1.2s back-off ends after the run
+	e.runUntilSeen(s.seen(2), 10*time.Second) // robots.txt, try 1; stop during the back-off
 	h := e.load(s.host)
 	if h == nil || h.Attempts[ids[s.url("/always")]] != 1 || h.Errors != 1 {
 		t.Fatalf("stored host after one failure %+v, want attempts 1 and errors 1; requests %v", h, s.paths())
 	}
-	e.run(2*p.CheckHostPeriod + 2*time.Second)
+	e.runUntil(1, 2*p.CheckHostPeriod+5*time.Second)
 	if n := s.count("/always"); n != 2 {
 		t.Fatalf("/always requested %d times over two runs, want MaxAttempts 2", n)
 	}
@@ -391,7 +389,7 @@ func TestDroppedConnectionIsNotReplayed(t *testing.T) {
 	f := newFlaky(nil, map[string]func(http.ResponseWriter){"/always": resetConn})
 	s := newSite(t, withRobots(404, "", f.serve))
 	e.seed(s.url("/always"))
-	e.run(2 * time.Second)
+	e.runUntil(1, 10*time.Second)
 
 	res := e.pub.one(t, s.url("/always"))
 	if res.Status != result.StatusFetchError || res.Attempts != p.MaxAttempts {

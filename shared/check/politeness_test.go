@@ -69,16 +69,18 @@ func checkPolite(t *testing.T, reqs []demosite.Request, delay time.Duration) {
 func TestOverlappingRuns(t *testing.T) {
 	t.Parallel()
 	for i, tc := range []struct {
-		name       string
-		stagger    time.Duration
-		runA, runB time.Duration
-		leaseWait  time.Duration
+		name    string
+		stagger time.Duration
+		// stopA is how many requests the server sees before a stops (0:
+		// a runs until every url has a result).
+		stopA     int
+		leaseWait time.Duration
 	}{
 		// Whoever wins a virtual shard's lease works it; the other run
 		// does not retry within the test (a lease renews every TTL/4).
-		{"simultaneous", 0, 3 * time.Second, 3 * time.Second, 0},
+		{"simultaneous", 0, 0, 0},
 		// a stops mid-queue; b takes the leases over when a releases them.
-		{"second waits for the lease", 300 * time.Millisecond, 1200 * time.Millisecond, 5 * time.Second, 5 * time.Second},
+		{"second waits for the lease", 300 * time.Millisecond, 9, 12 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -87,7 +89,7 @@ func TestOverlappingRuns(t *testing.T) {
 			p.CheckHostPeriod = 1100 * time.Millisecond
 			e := newEnv(t, p)
 			s := startDemo(t, 3, 10+10*i)
-			urls := s.URLs(8)
+			urls := s.URLs(12) // 2.6s of requests per host: more than a's run
 			e.seed(urls...)
 
 			var wg sync.WaitGroup
@@ -95,12 +97,16 @@ func TestOverlappingRuns(t *testing.T) {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				sa = e.runWith(e.engine(), "invocation-a", tc.runA, 0)
+				stop := e.pub.has(len(urls))
+				if tc.stopA > 0 {
+					stop = func() bool { return len(s.Requests()) >= tc.stopA }
+				}
+				sa = e.runWith(e.engine(), "invocation-a", 12*time.Second, 0, stop)
 			}()
 			go func() {
 				defer wg.Done()
 				time.Sleep(tc.stagger)
-				sb = e.runWith(e.engine(), "invocation-b", tc.runB, tc.leaseWait)
+				sb = e.runWith(e.engine(), "invocation-b", 12*time.Second, tc.leaseWait, e.pub.has(len(urls)))
 			}()
 			wg.Wait()
 			t.Logf("a: leased %d shards, %d requests; b: leased %d shards, %d requests", len(sa.Leased), sa.Requests, len(sb.Leased), sb.Requests)
@@ -131,10 +137,12 @@ func TestRunEndsMidQueue(t *testing.T) {
 	e := newEnv(t, p)
 	s := startDemo(t, 1, 40)
 	host := s.Hosts()[0]
-	urls := s.URLs(15)
+	urls := s.URLs(30)
 	e.seed(urls...)
 
-	e.run(1500 * time.Millisecond)
+	// Ended by Until, as an invocation is: 31 requests 150ms apart take
+	// 4.5s, and a loaded machine may take a second or two to start.
+	e.run(3 * time.Second)
 	first := len(e.pub.all())
 	if first == 0 || first >= len(urls) {
 		t.Fatalf("first run produced %d of %d results, want some but not all", first, len(urls))
@@ -162,7 +170,7 @@ func TestRunEndsMidQueue(t *testing.T) {
 		t.Errorf("pending %v, want the unfinished urls %v", got, want)
 	}
 
-	e.run(4500 * time.Millisecond)
+	e.runUntil(len(urls), 2*p.CheckHostPeriod+8*time.Second)
 	checkExactlyOnce(t, e.pub, urls)
 	checkPolite(t, s.Requests(), p.FetchDelay)
 	robots := 0
@@ -191,11 +199,12 @@ func TestDelayAcrossRuns(t *testing.T) {
 	s := startDemo(t, 1, 50)
 	urls := s.URLs(3)
 	e.seed(urls...)
-	e.run(1800 * time.Millisecond) // robots.txt at 0, page 0 at 1s, page 1 after the end
+	// Stop right after page 0: page 1 is due 1s after it.
+	e.runUntilSeen(func() bool { return len(s.Requests()) >= 2 }, 10*time.Second)
 	if n := len(s.Requests()); n != 2 {
-		t.Fatalf("first run made %d requests, want 2", n)
+		t.Fatalf("first run made %d requests, want robots.txt and page 0", n)
 	}
-	e.run(2*p.CheckHostPeriod + 2500*time.Millisecond)
+	e.runUntil(len(urls), 2*p.CheckHostPeriod+6*time.Second)
 	checkExactlyOnce(t, e.pub, urls)
 	checkPolite(t, s.Requests(), p.FetchDelay)
 }
@@ -211,7 +220,7 @@ func TestPublishFailureKeepsURLs(t *testing.T) {
 	urls := s.URLs(3)
 	e.seed(urls...)
 	e.pub.fail.Store(true)
-	sum := e.run(2 * time.Second)
+	sum := e.runUntilSeen(func() bool { return e.pub.refused.Load() > 0 }, 10*time.Second)
 	if len(e.pub.all()) != 0 || sum.Errors == 0 {
 		t.Fatalf("failing publisher: %d results, %d errors counted", len(e.pub.all()), sum.Errors)
 	}
@@ -219,7 +228,7 @@ func TestPublishFailureKeepsURLs(t *testing.T) {
 		t.Fatalf("stored host %+v, want all %d urls still queued", h, len(urls))
 	}
 	e.pub.fail.Store(false)
-	e.run(4 * time.Second)
+	e.runUntil(len(urls), 2*p.CheckHostPeriod+5*time.Second)
 	checkExactlyOnce(t, e.pub, urls)
 	checkPolite(t, s.Requests(), p.FetchDelay)
 }
@@ -235,7 +244,7 @@ func TestRandomizeDelay(t *testing.T) {
 	s := startDemo(t, 1, 70)
 	urls := s.URLs(6)
 	e.seed(urls...)
-	e.run(3500 * time.Millisecond)
+	e.runUntil(len(urls), 10*time.Second)
 	checkExactlyOnce(t, e.pub, urls)
 	g := gaps(s.Requests())
 	lo, hi := slices.Min(g), slices.Max(g)
@@ -354,7 +363,7 @@ func TestDomainQueueSharesDelay(t *testing.T) {
 				}
 			}
 			e.seed(urls...)
-			e.run(2500 * time.Millisecond)
+			e.runUntil(len(urls), 10*time.Second)
 
 			by := e.pub.byURL()
 			for j, u := range urls {
@@ -392,7 +401,7 @@ func TestMaxConcurrentHosts(t *testing.T) {
 	s := startDemo(t, 3, 100)
 	urls := s.URLs(2)
 	e.seed(urls...)
-	sum := e.run(3 * time.Second)
+	sum := e.runUntil(len(urls), 10*time.Second)
 	checkExactlyOnce(t, e.pub, urls)
 	if sum.Hosts != 3 || sum.Results[result.StatusFetched] != len(urls) {
 		t.Errorf("summary %+v, want 3 hosts and %d fetched", sum, len(urls))
@@ -414,12 +423,14 @@ func TestDeadlineStopsRequests(t *testing.T) {
 	p.FetchTimeout = time.Second
 	e := newEnv(t, p)
 	s := startDemo(t, 1, 110)
-	urls := s.URLs(20)
+	urls := s.URLs(30)
 	e.seed(urls...)
 	start := time.Now()
-	deadline := start.Add(4 * time.Second)
+	// Requests may start until 3s in (deadline - timeout - 2s margin); the
+	// run goes on to 4s without starting more.
+	deadline := start.Add(6 * time.Second)
 	e.runRequest(e.engine(), check.RunRequest{
-		Shard: 0, ShardCount: 1, Owner: "deadline", Until: start.Add(3 * time.Second), Deadline: deadline,
+		Shard: 0, ShardCount: 1, Owner: "deadline", Until: start.Add(4 * time.Second), Deadline: deadline,
 		Tick: 250 * time.Millisecond,
 	})
 	if time.Now().After(deadline) {

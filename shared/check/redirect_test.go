@@ -111,7 +111,7 @@ func TestSameHostRedirects(t *testing.T) {
 			}
 			start := s.url("/start")
 			e.seed(start)
-			e.run(2 * time.Second)
+			e.runUntil(1, 10*time.Second)
 
 			got := s.paths()
 			if len(got) == 0 || got[0] != "/robots.txt" || strings.Join(got[1:], " ") != strings.Join(tc.wantPaths, " ") {
@@ -155,7 +155,7 @@ func TestCrossHostRedirect(t *testing.T) {
 				"/no": target.url("/no/x"),
 			})))
 			ids := e.seed(src.url("/go"), src.url("/no"))
-			e.run(1500 * time.Millisecond)
+			e.runUntil(2, 10*time.Second)
 
 			if got := target.paths(); len(got) != 0 {
 				t.Fatalf("target host requested at once: %v", got)
@@ -184,7 +184,7 @@ func TestCrossHostRedirect(t *testing.T) {
 			if _, err := e.store.Commit(context.Background(), target.host, hostqueue.Commit{Release: true, NextDue: time.Now(), Want: 10}); err != nil {
 				t.Fatal(err)
 			}
-			e.run(1500 * time.Millisecond)
+			e.runUntil(4, 10*time.Second)
 			if got := strings.Join(target.paths(), " "); got != "/robots.txt /landing?q=1" {
 				t.Errorf("target requests %s, want its robots.txt then /landing?q=1 (never /no/x)", got)
 			}

@@ -136,7 +136,13 @@ func TestRobots(t *testing.T) {
 				urls = append(urls, s.url(path))
 			}
 			e.seed(urls...)
-			e.run(1500 * time.Millisecond)
+			if tc.deferred {
+				// Until robots.txt has been tried twice: the first
+				// back-off is seen, and no page may come in between.
+				e.runUntilSeen(func() bool { return s.count("/robots.txt") >= 2 }, 5*time.Second)
+			} else {
+				e.runUntil(len(urls), 10*time.Second)
+			}
 
 			requested := map[string]int{}
 			for _, path := range s.paths() {
@@ -222,27 +228,33 @@ func TestRobotsFetchedOnce(t *testing.T) {
 	warm := e.engine()
 
 	steps := []struct {
-		name       string
-		engine     func() string
+		name string
+		// fresh runs a new engine (another function instance, nothing in
+		// memory) instead of the warm one.
+		fresh      bool
 		robotsTTL  time.Duration
 		wantRobots int
 	}{
-		{"first run", func() string { return "warm" }, time.Hour, 1},
-		{"same instance", func() string { return "warm" }, time.Hour, 1},
-		{"new instance, stored copy", func() string { return "new" }, time.Hour, 1},
-		{"ttl expired", func() string { return "new" }, time.Second, 2},
+		{"first run", false, time.Hour, 1},
+		{"same instance", false, time.Hour, 1},
+		{"new instance, stored copy", true, time.Hour, 1},
+		{"ttl expired", true, time.Second, 2},
 	}
 	for i, st := range steps {
 		p.RobotsTTL = st.robotsTTL
 		e.setParams(p)
+		if reqs := s.requests(); len(reqs) > 0 && st.robotsTTL < time.Hour {
+			// Let the stored robots.txt (the first request) age past the TTL.
+			time.Sleep(st.robotsTTL - time.Since(reqs[0].End) + 50*time.Millisecond)
+		}
 		u := s.url(fmt.Sprintf("/page/%d", i))
 		no := s.url(fmt.Sprintf("/no/%d", i))
 		e.seed(u, no)
 		eng := warm
-		if st.engine() == "new" {
+		if st.fresh {
 			eng = e.engine()
 		}
-		e.runWith(eng, "owner", 1200*time.Millisecond, 0)
+		e.runWith(eng, "owner", 10*time.Second, 0, e.pub.has(2*(i+1)))
 		if got := s.count("/robots.txt"); got != st.wantRobots {
 			t.Fatalf("%s: robots.txt requested %d times in all, want %d; requests %v", st.name, got, st.wantRobots, s.paths())
 		}
@@ -267,7 +279,7 @@ func TestRobotsRequestIsPaced(t *testing.T) {
 	e := newEnv(t, p)
 	s := newSite(t, withRobots(200, "User-agent: *\nAllow: /\n", page))
 	e.seed(s.url("/a"), s.url("/b"))
-	e.run(1500 * time.Millisecond)
+	e.runUntil(2, 10*time.Second)
 	reqs := s.requests()
 	if len(reqs) != 3 || reqs[0].Path != "/robots.txt" {
 		t.Fatalf("requests %v, want robots.txt then two pages", s.paths())
@@ -288,7 +300,7 @@ func TestRespectRobotsOff(t *testing.T) {
 	e := newEnv(t, p)
 	s := newSite(t, withRobots(200, "User-agent: *\nDisallow: /\nCrawl-delay: 10\n", page))
 	e.seed(s.url("/a"), s.url("/b"))
-	e.run(time.Second)
+	e.runUntil(2, 10*time.Second)
 	if got := strings.Join(s.paths(), " "); got != "/a /b" {
 		t.Errorf("requests %s, want /a /b and no robots.txt", got)
 	}
