@@ -199,14 +199,16 @@ func TestShardLease(t *testing.T) {
 		t.Errorf("shard %d: ok %v err %v, want a free lease", vs+1, ok, err)
 	}
 
-	// Many invocations racing for a free shard: exactly one wins.
+	// Many invocations racing for a free shard: exactly one wins. (Through
+	// atomicConditions: moto alone may let two conditional writes through.)
+	racers := e.wrapped(atomicConditions{Client: e.db, mu: &sync.Mutex{}})
 	var wins atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range 12 {
 		wg.Go(func() {
 			<-start
-			ok, err := e.store.AcquireShard(ctx, 11, fmt.Sprintf("racer-%d", i), t0.Add(time.Minute), t0)
+			ok, err := racers.AcquireShard(ctx, 11, fmt.Sprintf("racer-%d", i), t0.Add(time.Minute), t0)
 			if err != nil {
 				t.Errorf("racer %d: %v", i, err)
 			}
