@@ -331,6 +331,24 @@ func (e *env) load(key string) *hostqueue.Host {
 	return h
 }
 
+// dueNow makes a host due at once while keeping its politeness state (last
+// fetch, pause, errors, attempts), so a test can check that the worker
+// itself, not only the due index, honours that state.
+func (e *env) dueNow(key string) {
+	e.t.Helper()
+	h := e.load(key)
+	if h == nil {
+		e.t.Fatalf("dueNow %s: no such host", key)
+	}
+	_, err := e.store.Commit(e.t.Context(), key, hostqueue.Commit{
+		LastFetch: h.LastFetch, PauseUntil: h.PauseUntil, Errors: h.Errors, Attempts: h.Attempts,
+		Release: true, NextDue: time.Now(), Want: 10, IdleTTL: time.Hour,
+	})
+	if err != nil {
+		e.t.Fatalf("dueNow %s: %v", key, err)
+	}
+}
+
 // site is one loopback HTTP server whose requests are logged with the
 // server's clock (as demosite.Request, so demosite.Gaps applies).
 type site struct {

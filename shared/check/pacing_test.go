@@ -242,6 +242,8 @@ func TestRetryAfterAcrossRuns(t *testing.T) {
 		t.Fatalf("results before the retry:%s", describe(e.pub.all()))
 	}
 
+	// Due at once: only the stored PauseUntil holds the new engine back.
+	e.dueNow(s.host)
 	e.runUntil(1, 10*time.Second)
 	reqs := s.requests()
 	if len(reqs) != 3 {

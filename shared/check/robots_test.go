@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,5 +309,49 @@ func TestRespectRobotsOff(t *testing.T) {
 		if res := e.pub.one(t, s.url(path)); res.Status != result.StatusFetched {
 			t.Errorf("%s: %s %q, want fetched", path, res.Status, res.Error)
 		}
+	}
+}
+
+// TestRobotsRetryAfter checks that a 429 or 503 on robots.txt with
+// Retry-After pauses the host as long as the server asked, like the same
+// answer on a page: the robots.txt retry must not come sooner.
+func TestRobotsRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{429, 503} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			t.Parallel()
+			p := testParams()
+			e := newEnv(t, p)
+			var mu sync.Mutex
+			n := 0
+			s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					mu.Lock()
+					n++
+					first := n == 1
+					mu.Unlock()
+					if first {
+						w.Header().Set("Retry-After", "2")
+						w.WriteHeader(code)
+						return
+					}
+					w.WriteHeader(http.StatusNotFound)
+					return
+				}
+				page(w, r)
+			})
+			e.seed(s.url("/a"))
+			e.runUntil(1, 10*time.Second)
+			reqs := s.requests()
+			if got := strings.Join(s.paths(), " "); got != "/robots.txt /robots.txt /a" {
+				t.Fatalf("requests %s, want robots.txt twice then /a", got)
+			}
+			if g := reqs[1].Start.Sub(reqs[0].End); g < 2*time.Second-slack {
+				t.Errorf("robots.txt retried %v after its %d with Retry-After: 2, want >= 2s", g, code)
+			}
+			if res := e.pub.one(t, s.url("/a")); res.Status != result.StatusFetched {
+				t.Errorf("/a: %s %q, want fetched", res.Status, res.Error)
+			}
+		})
 	}
 }
