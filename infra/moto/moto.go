@@ -16,16 +16,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/urldownloader/urldownloader/infra/proc"
 )
 
 // Region is the region of every configuration this package makes. moto
@@ -99,7 +101,9 @@ func start(ctx context.Context, bin string, port int) (*Server, error) {
 	s.cmd.Stdout = s.output
 	s.cmd.Stderr = s.output
 	// Not exec.CommandContext: ctx bounds the start only, not the server's life.
-	if err := startProcess(s.cmd, s.done); err != nil {
+	// SIGKILL on the parent's death: a test binary that never calls Close
+	// (see Shared) leaves no moto_server behind.
+	if err := proc.Start(s.cmd, s.done, syscall.SIGKILL); err != nil {
 		return nil, fmt.Errorf("run %s: %w", bin, err)
 	}
 	if err := s.waitReady(ctx); err != nil {
@@ -139,7 +143,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 // safe to call more than once.
 func (s *Server) Close() error {
 	s.once.Do(func() {
-		killGroup(s.cmd)
+		// The whole group, so any helper process moto spawned dies too.
+		proc.KillGroup(s.cmd)
 		<-s.done
 	})
 	return nil
@@ -165,45 +170,15 @@ func (s *Server) Reset(ctx context.Context) error {
 }
 
 // FindServer returns the moto_server command to run: $MOTO_SERVER if set,
-// else .venv/bin/moto_server in the module root (the directory holding
-// go.mod, found by walking up from the working directory, as `go test`
-// runs each package in its own directory).
+// else .venv/bin/moto_server in the module root (see ModuleRoot). Its
+// errors tell to run `make tools`.
 func FindServer() (string, error) {
-	if p := os.Getenv(EnvServer); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w (run `make tools`)", EnvServer, p, err)
-		}
-		return p, nil
-	}
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", fmt.Errorf("find moto_server: %w", err)
-	}
-	p := filepath.Join(root, ".venv", "bin", "moto_server")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("find moto_server: %s is missing: run `make tools` (or set %s)", p, EnvServer)
-	}
-	return p, nil
+	return proc.FindTool(EnvServer, ".venv/bin/moto_server")
 }
 
 // ModuleRoot returns the nearest directory at or above the working
-// directory that holds a go.mod file.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod in the working directory or above it")
-		}
-		dir = parent
-	}
-}
+// directory that holds a go.mod file (see proc.ModuleRoot).
+func ModuleRoot() (string, error) { return proc.ModuleRoot() }
 
 // AWSConfig returns an SDK configuration for the moto server at endpoint:
 // static test credentials, Region, and every service's BaseEndpoint set to
@@ -227,6 +202,8 @@ func AWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 		},
 		RetryMaxAttempts: 3,
 		HTTPClient:       &http.Client{Timeout: 2 * time.Minute},
+		// moto does not make conditional writes atomic; see atomic.go.
+		APIOptions: []func(*middleware.Stack) error{atomicConditions},
 	}
 	return cfg, nil
 }
