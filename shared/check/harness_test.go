@@ -408,9 +408,17 @@ func (s *site) paths() []string {
 	return out
 }
 
-// seen returns a stop condition: the server has answered n requests.
+// seen returns a stop condition: the server answered its n-th request a
+// moment ago (so the engine has read the answer: a run cancelled while the
+// response is still on its way would see a cancelled request instead).
 func (s *site) seen(n int) func() bool {
-	return func() bool { return len(s.requests()) >= n }
+	return func() bool { return settled(s.requests(), n) }
+}
+
+// settled reports whether reqs holds n requests, the last answered more
+// than 100ms ago.
+func settled(reqs []demosite.Request, n int) bool {
+	return len(reqs) >= n && time.Since(reqs[len(reqs)-1].End) > 100*time.Millisecond
 }
 
 // count returns how many times path was requested.

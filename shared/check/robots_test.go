@@ -140,7 +140,7 @@ func TestRobots(t *testing.T) {
 			if tc.deferred {
 				// Until robots.txt has been tried twice: the first
 				// back-off is seen, and no page may come in between.
-				e.runUntilSeen(func() bool { return s.count("/robots.txt") >= 2 }, 5*time.Second)
+				e.runUntilSeen(s.seen(2), 5*time.Second)
 			} else {
 				e.runUntil(len(urls), 10*time.Second)
 			}
