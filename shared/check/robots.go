@@ -126,15 +126,6 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 			w.pauseUntil = w.lastFetch.Add(min(resp.RetryAfter, max(w.p.MaxBackoff, maxRetryAfter)))
 			return nil, outRetry
 		}
-		if (resp.HTTPStatus == http.StatusTooManyRequests || resp.HTTPStatus == http.StatusServiceUnavailable) && resp.RetryAfterSet {
-			// The server said how long to wait: honour it as for a page
-			// (see failed), and never come back sooner than the back-off.
-			w.deferHost()
-			if until := w.lastFetch.Add(min(resp.RetryAfter, max(w.p.MaxBackoff, maxRetryAfter))); until.After(w.pauseUntil) {
-				w.pauseUntil = until
-			}
-			return nil, outRetry
-		}
 		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.lastFetch}, outDone
 	}
 	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
