@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+
+	"github.com/urldownloader/urldownloader/infra/proc"
 )
 
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -22,7 +24,7 @@ func Build(ctx context.Context, dir, name string) (string, error) {
 	if !validName.MatchString(name) {
 		return "", fmt.Errorf("build function %q: want a folder name under functions/", name)
 	}
-	root, err := moduleRoot()
+	root, err := proc.ModuleRoot()
 	if err != nil {
 		return "", fmt.Errorf("build function %s: %w", name, err)
 	}

@@ -7,39 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 )
-
-// startProcess starts cmd in its own process group and closes done when it
-// exits. The emulator gets SIGTERM when its parent dies, so it stops the
-// function and exits even if Close is never called; SIGTERM rather than
-// SIGKILL because the function runs in a process group of its own that only
-// the emulator knows to kill.
-//
-// Pdeathsig fires when the OS thread that forked the child exits, not the
-// process, and the Go runtime may retire threads. So the fork and the wait
-// run on one locked thread that lives exactly as long as the child.
-func startProcess(cmd *exec.Cmd, done chan struct{}) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// No UnlockOSThread: the thread ends with this goroutine, after
-		// the child is gone.
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(done)
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(done)
-	}()
-	return <-started
-}
 
 // childPIDs lists the emulator's child processes (the function's runtime).
 func childPIDs(cmd *exec.Cmd) []int {

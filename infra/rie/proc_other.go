@@ -2,26 +2,7 @@
 
 package rie
 
-import (
-	"os/exec"
-	"syscall"
-)
-
-// startProcess starts cmd in its own process group and closes done when it
-// exits. Outside Linux there is no parent-death signal (and the emulator
-// itself supports only Linux).
-func startProcess(cmd *exec.Cmd, done chan struct{}) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		close(done)
-		return err
-	}
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	return nil
-}
+import "os/exec"
 
 // childPIDs needs /proc; elsewhere Close relies on the emulator's SIGTERM
 // handling to stop the function.

@@ -16,13 +16,6 @@ func signalProcess(cmd *exec.Cmd, sig syscall.Signal) {
 	}
 }
 
-// killGroup kills the emulator's process group.
-func killGroup(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-}
-
 // killPID kills one process and its group (the function's runtime runs in
 // a group of its own, led by it).
 func killPID(pid int) {

@@ -38,7 +38,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/urldownloader/urldownloader/infra/proc"
 )
 
 // EnvEmulator names the environment variable that gives the aws-lambda-rie
@@ -217,7 +220,10 @@ func start(ctx context.Context, bin string, opts Options) (*Emulator, error) {
 	// goroutines for as long as an orphaned function keeps it open.
 	e.cmd.Stdout = stdoutW
 	e.cmd.Stderr = stderrW
-	err = startProcess(e.cmd, e.done)
+	// SIGTERM on the parent's death, not SIGKILL: the function runs in a
+	// process group of its own that only the emulator knows to kill, and
+	// SIGTERM makes it do so and exit even if Close is never called.
+	err = proc.Start(e.cmd, e.done, syscall.SIGTERM)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
@@ -479,7 +485,7 @@ func (e *Emulator) Close() error {
 		case <-e.done:
 		case <-time.After(3 * time.Second):
 		}
-		killGroup(e.cmd)
+		proc.KillGroup(e.cmd)
 		for _, pid := range children {
 			killPID(pid)
 		}
@@ -502,42 +508,10 @@ func (e *Emulator) exitedError() error {
 
 // FindEmulator returns the aws-lambda-rie binary to run: $AWS_LAMBDA_RIE if
 // set, else .bin/aws-lambda-rie in the module root (the directory holding
-// go.mod at or above the working directory).
+// go.mod at or above the working directory). Its errors tell to run
+// `make tools`.
 func FindEmulator() (string, error) {
-	if p := os.Getenv(EnvEmulator); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w (run `make tools`)", EnvEmulator, p, err)
-		}
-		return p, nil
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", fmt.Errorf("find aws-lambda-rie: %w", err)
-	}
-	p := filepath.Join(root, ".bin", "aws-lambda-rie")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("find aws-lambda-rie: %s is missing: run `make tools` (or set %s)", p, EnvEmulator)
-	}
-	return p, nil
-}
-
-// moduleRoot returns the nearest directory at or above the working
-// directory that holds a go.mod file.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod in the working directory or above it")
-		}
-		dir = parent
-	}
+	return proc.FindTool(EnvEmulator, ".bin/aws-lambda-rie")
 }
 
 func freePorts(n int) ([]int, error) {

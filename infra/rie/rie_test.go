@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/urldownloader/urldownloader/infra/proc"
 )
 
 var testFn struct {
@@ -23,7 +25,7 @@ var testFn struct {
 func buildTestFn(t *testing.T) string {
 	t.Helper()
 	testFn.once.Do(func() {
-		root, err := moduleRoot()
+		root, err := proc.ModuleRoot()
 		if err != nil {
 			testFn.err = err
 			return
