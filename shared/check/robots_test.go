@@ -355,3 +355,47 @@ func TestRobotsRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestRobotsProtocolErrorNotCached checks the rule fetchRobots documents
+// for a robots.txt that fails without a transient cause (here a malformed
+// HTTP answer): "allow" for now, but "Not stored", so the next function
+// instance reads robots.txt again instead of ignoring it for RobotsTTL.
+func TestRobotsProtocolErrorNotCached(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	e := newEnv(t, p)
+	var mu sync.Mutex
+	broken := true
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			mu.Lock()
+			b := broken
+			broken = false
+			mu.Unlock()
+			if b {
+				if c, buf, err := http.NewResponseController(w).Hijack(); err == nil {
+					_, _ = buf.WriteString("this is not HTTP\r\n\r\n")
+					_ = buf.Flush()
+					_ = c.Close()
+				}
+				return
+			}
+			_, _ = fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+			return
+		}
+		page(w, r)
+	})
+	e.seed(s.url("/a"))
+	e.runUntil(1, 10*time.Second)
+	if got, err := e.store.Robots(t.Context(), s.host, "http://"+s.host); err != nil || got != nil {
+		t.Errorf("stored robots.txt after a malformed answer: %+v (err %v), want none stored", got, err)
+	}
+	e.seed(s.url("/private/x"))
+	e.runUntil(2, 10*time.Second)
+	if n := s.count("/robots.txt"); n != 2 {
+		t.Errorf("robots.txt requested %d times, want again by the new instance", n)
+	}
+	if res := e.pub.one(t, s.url("/private/x")); res.Status != result.StatusDenied || s.count("/private/x") != 0 {
+		t.Errorf("/private/x: %s (requested %d times), want denied by the now readable robots.txt", res.Status, s.count("/private/x"))
+	}
+}
