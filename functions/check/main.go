@@ -4,31 +4,21 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/urldownloader/urldownloader/functions/check/handler"
-	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/services"
 )
 
 func main() {
-	cfg, err := config.FromEnv(nil)
+	s, log, err := services.FromEnv(context.Background())
 	if err != nil {
-		slog.Error("start check", "error", err)
+		log.Error("start check", "error", err)
 		os.Exit(1)
 	}
-	log := cfg.Logger()
-	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background())
-	if err != nil {
-		log.Error("load AWS config", "error", err)
-		os.Exit(1)
-	}
-	s := services.New(awsCfg, cfg, services.Options{Log: log})
-	h := &handler.Handler{Runner: s.Engine, ShardCount: cfg.ShardCount, Run: cfg.CheckRun, Now: time.Now, Log: log}
+	h := &handler.Handler{Runner: s.Engine, ShardCount: s.Config.ShardCount, Run: s.Config.CheckRun, Now: time.Now, Log: log}
 	lambda.Start(h.Handle)
 }

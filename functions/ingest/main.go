@@ -4,30 +4,20 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/urldownloader/urldownloader/functions/ingest/handler"
-	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/services"
 )
 
 func main() {
-	cfg, err := config.FromEnv(nil)
+	s, log, err := services.FromEnv(context.Background())
 	if err != nil {
-		slog.Error("start ingest", "error", err)
+		log.Error("start ingest", "error", err)
 		os.Exit(1)
 	}
-	log := cfg.Logger()
-	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background())
-	if err != nil {
-		log.Error("load AWS config", "error", err)
-		os.Exit(1)
-	}
-	s := services.New(awsCfg, cfg, services.Options{Log: log})
 	h := &handler.Handler{Ingester: s.Ingester, Params: s.Params.Get, Log: log}
 	lambda.Start(h.Handle)
 }

@@ -5,12 +5,15 @@
 package services
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -81,6 +84,24 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 			Params: cache.Get, Clock: clock, Log: log,
 		},
 	}
+}
+
+// FromEnv wires the services of a deployed function from its environment:
+// config.FromEnv, the JSON logger that configuration asks for, and the AWS
+// configuration Lambda provides. It makes no network call. The logger is
+// never nil, so the caller can log the error and exit: it is slog.Default
+// when the function environment itself is bad.
+func FromEnv(ctx context.Context) (*Services, *slog.Logger, error) {
+	cfg, err := config.FromEnv(nil)
+	if err != nil {
+		return nil, slog.Default(), err
+	}
+	log := cfg.Logger()
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, log, fmt.Errorf("load AWS config: %w", err)
+	}
+	return New(awsCfg, cfg, Options{Log: log}), log, nil
 }
 
 // fetcherCache keeps one fetcher (and so one pool of kept-alive connections)
