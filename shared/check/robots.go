@@ -73,13 +73,21 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	if out != outDone {
 		return nil, out
 	}
-	rules, err := robots.Parse(rb.Status, rb.Body)
+	var rules *robots.Rules
+	err = errNoAnswer
+	if rb.Status != 0 {
+		rules, err = robots.Parse(rb.Status, rb.Body)
+	}
 	if errors.Is(err, robots.ErrUnavailable) {
 		w.deferHost()
 		return nil, outRetry
 	}
 	if err != nil {
+		// No usable answer (an error that is not the server's verdict, a
+		// redirect without a target): allow for this worker only, and ask
+		// again next time instead of trusting it for RobotsTTL.
 		rules, _ = robots.Parse(http.StatusNotFound, nil)
+		return &policy{rules: rules, fetchedAt: rb.FetchedAt}, outDone
 	}
 	p := &policy{rules: rules, fetchedAt: rb.FetchedAt}
 	w.e.robots.put(origin, p)
@@ -88,6 +96,8 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	return p, outDone
 }
+
+var errNoAnswer = errors.New("robots.txt got no answer")
 
 // fetchRobots gets origin's robots.txt, following up to robots.MaxRedirects
 // redirects, each request paced like any other to this host.
@@ -111,8 +121,9 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 			default:
 				// Refused by the address guard, no such host, TLS: the URLs
 				// themselves will fail the same way and get that result;
-				// robots.txt has nothing to add. Not stored.
-				return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
+				// robots.txt has nothing to add. Status 0 marks "no answer",
+				// which policyFor neither caches nor stores.
+				return &hostqueue.Robots{Status: 0, FetchedAt: w.lastFetch}, outDone
 			}
 		}
 		if resp.HTTPStatus >= 300 && resp.HTTPStatus < 400 && resp.Location != "" {
@@ -128,6 +139,9 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		}
 		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.lastFetch}, outDone
 	}
+	// Still redirected after MaxRedirects hops: RFC 9309 says to treat
+	// robots.txt as unavailable in the 4xx sense (allow), which is a real
+	// verdict and cached.
 	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
 }
 

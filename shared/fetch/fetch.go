@@ -14,10 +14,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -203,6 +205,15 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	if req.LastModified != "" {
 		hreq.Header.Set("If-Modified-Since", req.LastModified)
 	}
+
+	// net/http silently sends a GET again on a new connection when a
+	// kept-alive one dies before answering, so the server would see two
+	// requests with no delay between them. A request whose Body is neither
+	// nil nor http.NoBody (and has no GetBody) is not replayable; the
+	// transport still probes the empty body, finds EOF at once and sends a
+	// plain GET with no body. The failure then comes back as a connection
+	// error, which the caller paces and retries like any other.
+	hreq.Body = io.NopCloser(strings.NewReader(""))
 
 	resp, err := f.client.Do(hreq)
 	if err != nil {

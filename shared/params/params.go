@@ -56,8 +56,9 @@ type Params struct {
 	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured; a host
 	// asking for more gets its URLs denied instead of stalling the queue.
 	MaxCrawlDelay time.Duration
-	// MaxBackoff caps the exponential back-off after repeated errors (and
-	// the wait taken from Retry-After) for one host.
+	// MaxBackoff caps the exponential back-off after repeated errors on
+	// one host. A server's Retry-After is honoured up to 24h, or up to
+	// MaxBackoff when that is longer.
 	MaxBackoff time.Duration
 	// MaxAttempts is how many times one URL is tried before its error is final.
 	MaxAttempts int
