@@ -15,6 +15,9 @@ import (
 // carrying 100 KB is billed as two.
 const SQSChunkBytes = 64 << 10
 
+// EmptySuffix marks the line of ReceiveMessage calls that returned nothing.
+const EmptySuffix = "(empty)"
+
 // SQSLine is the usage of one SQS API on one queue.
 type SQSLine struct {
 	Op    string `json:"op"`
@@ -104,6 +107,11 @@ func (c *SQSCounter) handle(ctx context.Context, in middleware.InitializeInput, 
 			for _, m := range r.Messages {
 				bytes += len(deref(m.Body))
 			}
+		}
+		if msgs == 0 {
+			// Empty polls cost by the hour, not by the message: keep
+			// them apart.
+			op += EmptySuffix
 		}
 	case *sqs.DeleteMessageInput:
 		queue, msgs = deref(p.QueueUrl), 1
