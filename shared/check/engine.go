@@ -84,7 +84,7 @@ type Engine struct {
 	// use a short one so takeovers are quick); leases are renewed every
 	// quarter of it.
 	LeaseTTL time.Duration
-	robots robotsCache
+	robots   robotsCache
 }
 
 // leaseTTL is the lease duration for the parameters in force: at least
@@ -145,11 +145,11 @@ type run struct {
 	// run then keeps its leases until they expire instead of handing them
 	// over early, so nobody can come back to that host before the delay.
 	unrecorded atomic.Bool
-	hosts   int
-	results map[result.Status]int
-	reqs    atomic.Int64
-	errs    atomic.Int64
-	wg      sync.WaitGroup
+	hosts      int
+	results    map[result.Status]int
+	reqs       atomic.Int64
+	errs       atomic.Int64
+	wg         sync.WaitGroup
 }
 
 // Run performs one invocation of a shard's check. It returns when Until has
