@@ -50,6 +50,9 @@ type hostItem struct {
 	CO  int               `dynamodbav:"co,omitempty"`
 	AT  map[string]int    `dynamodbav:"at,omitempty"`
 	TTL int64             `dynamodbav:"ttl,omitempty"`
+	// HC marks a host that has spilled chunks since its queue was last
+	// empty: only such a host can have orphan chunks to collect.
+	HC bool `dynamodbav:"hc,omitempty"`
 }
 
 type chunkRef struct {
@@ -61,6 +64,9 @@ type chunkItem struct {
 	PK string            `dynamodbav:"pk"`
 	SK string            `dynamodbav:"sk"`
 	Q  []hostqueue.Entry `dynamodbav:"q"`
+	// T is when the chunk was written (ms): orphans are collected only
+	// once they are far older than any write in progress.
+	T int64 `dynamodbav:"t,omitempty"`
 }
 
 type leaseItem struct {

@@ -197,6 +197,10 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 				next.TTL = s.now().Add(c.IdleTTL).Unix()
 			}
 		}
+		collect := c.Release && next.pending() == 0 && next.HC
+		if collect {
+			next.HC = false
+		}
 		ok, err := s.putHost(ctx, &next, true, cur.V)
 		if err != nil {
 			return nil, err
@@ -205,8 +209,48 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			continue
 		}
 		s.deleteChunksQuietly(pk, dead)
+		if collect {
+			s.collectOrphans(pk)
+		}
 		return s.toHost(ctx, key, &next, c.Want)
 	}
+}
+
+// orphanAge is how old an unreferenced chunk must be before it is deleted:
+// far longer than any append takes between writing a chunk and the host
+// item that references it, so a chunk of a write in progress is never
+// taken for an orphan.
+const orphanAge = time.Hour
+
+// collectOrphans deletes the chunk items of a host whose queue has just
+// become empty: none is referenced any more, so any left is an orphan of a
+// crashed or lost write (or a failed best-effort delete). Young chunks are
+// left alone (they may belong to an append in progress) and are collected
+// at a later drain. Best effort: a failure leaves items, never a loss.
+func (s *Store) collectOrphans(pk string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:              &s.table,
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :c)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: pk},
+			":c":  &types.AttributeValueMemberS{Value: chunkPrefix},
+		},
+		ProjectionExpression: aws.String("sk, t"),
+	})
+	if err != nil {
+		return
+	}
+	cutoff := s.now().Add(-orphanAge).UnixMilli()
+	var old []string
+	for _, it := range out.Items {
+		var c chunkItem
+		if attributevalue.UnmarshalMap(it, &c) == nil && c.T < cutoff {
+			old = append(old, c.SK)
+		}
+	}
+	_ = s.deleteChunks(ctx, pk, old)
 }
 
 // DueHosts implements hostqueue.Store.
@@ -346,7 +390,7 @@ func (s *Store) spill(ctx context.Context, next *hostItem) ([]string, error) {
 			n++
 		}
 		id := newChunkID()
-		item, err := attributevalue.MarshalMap(chunkItem{PK: next.PK, SK: chunkPrefix + id, Q: q[:n]})
+		item, err := attributevalue.MarshalMap(chunkItem{PK: next.PK, SK: chunkPrefix + id, Q: q[:n], T: s.now().UnixMilli()})
 		if err != nil {
 			return written, fmt.Errorf("encode chunk of %s: %w", next.PK, err)
 		}
@@ -360,6 +404,7 @@ func (s *Store) spill(ctx context.Context, next *hostItem) ([]string, error) {
 		q = q[n:]
 	}
 	next.Q = nil
+	next.HC = true
 	return written, nil
 }
 
