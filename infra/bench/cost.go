@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/urldownloader/urldownloader/infra/billing"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// CostResult is one billing scenario, from the first ingest to the last
+// result.
+type CostResult struct {
+	Name, Shape  string
+	URLs, Hosts  int
+	Delay        time.Duration
+	Wall         time.Duration
+	Usage        billing.Usage
+	SQS          []billing.SQSLine
+	Results      map[string]int
+	IngestCalls  int
+	CheckInvokes int
+	Duplicates   int
+	Store        StoreCalls
+}
+
+// kindOf names the store's item kinds (see shared/dynamo/layout.go).
+func kindOf(_ string, key map[string]types.AttributeValue) string {
+	pk, _ := key["pk"].(*types.AttributeValueMemberS)
+	sk, _ := key["sk"].(*types.AttributeValueMemberS)
+	if pk == nil || sk == nil {
+		return "?"
+	}
+	switch {
+	case strings.HasPrefix(pk.Value, "s#"):
+		return "lease"
+	case sk.Value == "h":
+		return "host"
+	case strings.HasPrefix(sk.Value, "c#"):
+		return "chunk"
+	case strings.HasPrefix(sk.Value, "r#"):
+		return "robots"
+	}
+	return "?"
+}
+
+// Background kinds cost by the hour, not by the URL: lease renewals and the
+// due-index polls of every check invocation.
+func isBackground(kind string) bool { return kind == "lease" || strings.HasPrefix(kind, "query") }
+
+// WriteUnits sums the write units (table and index) of the lines that pass
+// keep.
+func (c *CostResult) WriteUnits(keep func(kind string) bool) (table, index float64) {
+	for _, l := range c.Usage.Lines {
+		if keep(l.Kind) {
+			table += l.WriteUnits
+			index += l.IndexWriteUnits
+		}
+	}
+	return table, index
+}
+
+// ReadUnits sums the read units of the lines that pass keep.
+func (c *CostResult) ReadUnits(keep func(kind string) bool) float64 {
+	var r float64
+	for _, l := range c.Usage.Lines {
+		if keep(l.Kind) {
+			r += l.ReadUnits
+		}
+	}
+	return r
+}
+
+// SQSRequests sums billed requests of the SQS lines that pass keep.
+func (c *CostResult) SQSRequests(keep func(l billing.SQSLine) bool) int {
+	n := 0
+	for _, l := range c.SQS {
+		if keep(l) {
+			n += l.Billed
+		}
+	}
+	return n
+}
+
+// The SQS requests the downloader itself makes (and AWS bills to its
+// account): the event source mapping's receives that got messages, its
+// deletes and visibility changes, and the results sent.
+func ourSQS(l billing.SQSLine) bool {
+	switch {
+	case l.Queue == "input" && l.Op == "ReceiveMessage":
+		return true
+	case l.Queue == "input" && (l.Op == "DeleteMessageBatch" || l.Op == "ChangeMessageVisibilityBatch"):
+		return true
+	case l.Queue == "output" && strings.HasPrefix(l.Op, "SendMessage"):
+		return true
+	}
+	return false
+}
+
+func idleSQS(l billing.SQSLine) bool {
+	return l.Queue == "input" && l.Op == "ReceiveMessage"+billing.EmptySuffix
+}
+
+func (e *benchEnv) runTimeout(urlsOnOneHost int, delay time.Duration) time.Duration {
+	return max(e.cfg.Timeout, time.Duration(urlsOnOneHost)*delay*3/2+time.Minute)
+}
+
+// trickle: hosts hosts with one URL each, each URL ingested as its own
+// batch (the domain call an ingest invocation with one record makes), while
+// the checks run.
+func (e *benchEnv) trickle(ctx context.Context) (*CostResult, error) {
+	n := e.cfg.TrickleHosts
+	site, err := e.site(n)
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	ctx, cancel := context.WithTimeout(ctx, e.runTimeout(1, e.cfg.CostDelay))
+	defer cancel()
+	b, err := e.start(ctx, "trickle", e.cfg.CostDelay, nil, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	var msgs []urlmsg.Message
+	expected := map[string]urlmsg.Message{}
+	for i, u := range site.URLs(1) {
+		body, _ := json.Marshal(urlmsg.Input{URL: u})
+		ms, _, err := urlmsg.Parse(fmt.Sprintf("trickle-%d", i), body)
+		if err != nil || len(ms) != 1 {
+			return nil, fmt.Errorf("parse %s: %v", u, err)
+		}
+		msgs = append(msgs, ms[0])
+		expected[ms[0].ID] = ms[0]
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	var rep driveReport
+	var runErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rep, runErr = b.drive(ctx, expected, nil)
+	}()
+	svc := b.p.Services()
+	for _, m := range msgs {
+		pp := svc.Params.Get(ctx)
+		r := svc.Ingester.Ingest(ctx, hostqueue.IngestParams{
+			PersistLimit: pp.PersistLimit, CheckHostPeriod: pp.CheckHostPeriod, ByDomain: pp.QueueMode == params.QueueByDomain,
+		}, []urlmsg.Message{m})
+		for _, err := range r.Failed {
+			cancel()
+			wg.Wait()
+			return nil, fmt.Errorf("ingest %s: %w", m.URL, err)
+		}
+	}
+	wg.Wait()
+	if runErr != nil {
+		return nil, fmt.Errorf("trickle run: %w", runErr)
+	}
+	rep.IngestInvocations = len(msgs)
+	return b.result("trickle", fmt.Sprintf("%d hosts x 1 URL, one URL per ingest call", n), n, n, e.cfg.CostDelay, time.Since(start), rep), nil
+}
+
+// burst: urls URLs to one host, sent in 50-URL messages; the event source
+// mapping delivers them in one batch.
+func (e *benchEnv) burst(ctx context.Context) (*CostResult, error) {
+	n := e.cfg.BurstURLs
+	site, err := e.site(1)
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	ctx, cancel := context.WithTimeout(ctx, e.runTimeout(n, e.cfg.CostDelay))
+	defer cancel()
+	b, err := e.start(ctx, "burst", e.cfg.CostDelay, map[string]string{"PersistLimit": "1000"}, 50, true)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	start := time.Now()
+	expected, err := b.send(ctx, site.URLs(n))
+	if err != nil {
+		return nil, err
+	}
+	rep, err := b.drive(ctx, expected, nil)
+	if err != nil {
+		return nil, fmt.Errorf("burst run: %w", err)
+	}
+	return b.result("burst", fmt.Sprintf("%d URLs to 1 host, PersistLimit 1000, 50 URLs per message", n), n, 1, e.cfg.CostDelay, time.Since(start), rep), nil
+}
+
+// wide: hosts x perHost URLs, shuffled, one URL per message, in batches as
+// large as the template's event source mapping delivers them. The producer
+// sends one batch's worth of messages whenever the previous ones are
+// ingested (moto's queue slows down with its length, see motoShim).
+func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
+	h, u := e.cfg.WideHosts, e.cfg.WidePerHost
+	site, err := e.site(h)
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	ctx, cancel := context.WithTimeout(ctx, e.runTimeout(u, e.cfg.CostDelay))
+	defer cancel()
+	b, err := e.start(ctx, "wide", e.cfg.CostDelay, nil, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	urls := site.URLs(u)
+	rng := rand.New(rand.NewPCG(7, 11))
+	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
+	batch := max(1, b.p.Stack.IngestEventSource.BatchSize)
+	next := 0
+	feed := func(ctx context.Context, ingested int) (map[string]urlmsg.Message, bool, error) {
+		if ingested < next {
+			return nil, false, nil
+		}
+		wave := urls[next:min(next+batch, len(urls))]
+		next += len(wave)
+		sent, err := b.send(ctx, wave)
+		return sent, next >= len(urls), err
+	}
+	start := time.Now()
+	rep, err := b.drive(ctx, nil, feed)
+	if err != nil {
+		return nil, fmt.Errorf("wide run: %w", err)
+	}
+	shape := fmt.Sprintf("%d hosts x %d URLs shuffled, 1 URL per message, ESM batches of %d", h, u, batch)
+	return b.result("wide", shape, len(urls), h, e.cfg.CostDelay, time.Since(start), rep), nil
+}
+
+func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Duration, rep driveReport) *CostResult {
+	return &CostResult{
+		Name: name, Shape: shape, URLs: urls, Hosts: hosts, Delay: delay, Wall: wall,
+		Usage: b.meter.Usage(), SQS: b.counter.Lines(), Results: rep.ByStatus,
+		IngestCalls: rep.IngestInvocations, CheckInvokes: rep.CheckInvocations, Duplicates: rep.Duplicates,
+		Store: b.store.calls(),
+	}
+}
+
+// costAndLambda runs the billing scenarios, with the long, light burst in
+// the background while the others (and the Lambda figures) run.
+func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
+	if err := e.moto.Reset(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	var burst *CostResult
+	var burstErr error
+	if !e.cfg.SkipCost {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.log.Info("cost: burst (background)", "urls", e.cfg.BurstURLs)
+			burst, burstErr = e.burst(ctx)
+			if burstErr == nil {
+				e.log.Info("cost: burst done", "wall", burst.Wall.Round(time.Millisecond))
+			}
+		}()
+		for _, sc := range []struct {
+			name string
+			run  func(context.Context) (*CostResult, error)
+		}{{"trickle", e.trickle}, {"wide", e.wide}} {
+			e.log.Info("cost: " + sc.name)
+			r, err := sc.run(ctx)
+			if err != nil {
+				wg.Wait()
+				return fmt.Errorf("cost %s: %w", sc.name, err)
+			}
+			e.log.Info("cost: "+sc.name+" done", "wall", r.Wall.Round(time.Millisecond))
+			res.Cost = append(res.Cost, r)
+		}
+	}
+	if !e.cfg.SkipLambda {
+		lr, err := e.lambda(ctx)
+		if err != nil {
+			wg.Wait()
+			return fmt.Errorf("lambda figures: %w", err)
+		}
+		res.Lambda = lr
+	}
+	wg.Wait()
+	if burstErr != nil {
+		return fmt.Errorf("cost burst: %w", burstErr)
+	}
+	if burst != nil {
+		res.Cost = append([]*CostResult{burst}, res.Cost...)
+	}
+	return nil
+}

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/infra/billing"
+	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// sink stands in for the output queue's consumer side: an SQS endpoint on
+// loopback that accepts SendMessageBatch as SQS does (JSON protocol, MD5s
+// of the bodies) and records each result's ID. The publisher's requests
+// still go through the SDK and HTTP and are counted; only moto's queue,
+// whose cost grows with its length (see motoShim), is left out, together
+// with a consumer receiving and deleting results, which is not part of the
+// downloader.
+type sink struct {
+	srv *http.Server
+	url *url.URL
+
+	mu       sync.Mutex
+	want     map[string]bool
+	missing  int
+	seen     map[string]int
+	byStatus map[string]int
+	dups     int
+	sealed   bool
+	closed   bool
+	done     chan struct{}
+}
+
+func startSink() (*sink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &sink{seen: map[string]int{}, byStatus: map[string]int{}, done: make(chan struct{})}
+	s.url = &url.URL{Scheme: "http", Host: ln.Addr().String()}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+func (s *sink) Close() { _ = s.srv.Close() }
+
+// add adds IDs whose results the run waits for; seal says no more will
+// come, so the run ends when all have arrived.
+func (s *sink) add(ids map[string]urlmsg.Message, seal bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.want == nil {
+		s.want = map[string]bool{}
+	}
+	for id := range ids {
+		if !s.want[id] {
+			s.want[id] = true
+			if s.seen[id] == 0 {
+				s.missing++
+			}
+		}
+	}
+	s.sealed = s.sealed || seal
+	s.check()
+}
+
+func (s *sink) check() {
+	if s.sealed && s.missing == 0 && !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+}
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	type entry struct {
+		ID          string `json:"Id"`
+		MessageBody string `json:"MessageBody"`
+	}
+	var in struct {
+		Entries     []entry `json:"Entries"`
+		MessageBody string  `json:"MessageBody"`
+	}
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &in)
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.sqs#InvalidRequest","message":"bad body"}`))
+		return
+	}
+	md5hex := func(b string) string { h := md5.Sum([]byte(b)); return hex.EncodeToString(h[:]) }
+	switch r.Header.Get("X-Amz-Target") {
+	case "AmazonSQS.SendMessageBatch":
+		type ok struct {
+			ID               string `json:"Id"`
+			MessageID        string `json:"MessageId"`
+			MD5OfMessageBody string `json:"MD5OfMessageBody"`
+		}
+		out := struct {
+			Successful []ok  `json:"Successful"`
+			Failed     []any `json:"Failed"`
+		}{Failed: []any{}}
+		for _, e := range in.Entries {
+			s.record(e.MessageBody)
+			out.Successful = append(out.Successful, ok{ID: e.ID, MessageID: newMessageID(), MD5OfMessageBody: md5hex(e.MessageBody)})
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	case "AmazonSQS.SendMessage":
+		s.record(in.MessageBody)
+		_ = json.NewEncoder(w).Encode(map[string]string{"MessageId": newMessageID(), "MD5OfMessageBody": md5hex(in.MessageBody)})
+	default:
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.sqs#UnsupportedOperation","message":"the bench sink only takes sends"}`))
+	}
+}
+
+var msgSeq atomic.Int64
+
+func newMessageID() string {
+	return fmt.Sprintf("00000000-0000-4000-8000-%012d", msgSeq.Add(1))
+}
+
+func (s *sink) record(body string) {
+	var r struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal([]byte(body), &r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[r.ID]++
+	if s.seen[r.ID] > 1 {
+		s.dups++
+		return
+	}
+	s.byStatus[r.Status]++
+	if s.want[r.ID] {
+		s.missing--
+		s.check()
+	}
+}
+
+// queueRedirect sends the SDK requests for one queue URL to another
+// endpoint (the sink); the rest go where the client's config says.
+type queueRedirect struct {
+	queue    atomic.Value // string
+	endpoint *url.URL
+}
+
+type redirectKey struct{}
+
+func (q *queueRedirect) option(o *sqs.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		if err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("BenchRedirectMark", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			target, _ := q.queue.Load().(string)
+			var u *string
+			switch p := in.Parameters.(type) {
+			case *sqs.SendMessageBatchInput:
+				u = p.QueueUrl
+			case *sqs.SendMessageInput:
+				u = p.QueueUrl
+			}
+			if target != "" && u != nil && *u == target {
+				ctx = middleware.WithStackValue(ctx, redirectKey{}, true)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before); err != nil {
+			return err
+		}
+		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("BenchRedirect", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			if on, _ := middleware.GetStackValue(ctx, redirectKey{}).(bool); on {
+				if req, ok := in.Request.(*smithyhttp.Request); ok {
+					req.URL.Scheme, req.URL.Host = q.endpoint.Scheme, q.endpoint.Host
+				}
+			}
+			return next.HandleFinalize(ctx, in)
+		}), middleware.After)
+	})
+}
+
+// bench is one pipeline of the benchmark with its sink and, when metered,
+// its billing meter and SQS counter.
+type bench struct {
+	p       *local.Pipeline
+	ddbLat  *latencies
+	store   *countingStore
+	sink    *sink
+	meter   *billing.Meter
+	counter *billing.SQSCounter
+	log     *slog.Logger
+}
+
+func (b *bench) Close() {
+	b.p.Close()
+	b.sink.Close()
+}
+
+// start brings up a pipeline on the run's moto whose output queue is the
+// sink, with the template's defaults, the given fetch delay and
+// cfg.Params; metered adds the billing middleware.
+func (e *benchEnv) start(ctx context.Context, name string, delay time.Duration, extra map[string]string, urlsPerMessage int, metered bool) (*bench, error) {
+	sk, err := startSink()
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{sink: sk, log: e.log, ddbLat: &latencies{}}
+	redirect := &queueRedirect{endpoint: sk.url}
+	sqsOpts := []func(*sqs.Options){redirect.option}
+	ddbOpts := []func(*dynamodb.Options){b.ddbLat.dynamo}
+	if metered {
+		awsCfg, err := moto.AWSConfig(ctx, e.moto.Endpoint)
+		if err != nil {
+			sk.Close()
+			return nil, err
+		}
+		b.meter = billing.NewMeter(dynamodb.NewFromConfig(awsCfg), kindOf)
+		b.counter = billing.NewSQSCounter(nil)
+		ddbOpts = append(ddbOpts, b.meter.Option)
+		sqsOpts = append(sqsOpts, b.counter.Option)
+	}
+	p, err := e.pipeline(ctx, name, delay, extra, func(o *local.Options) {
+		o.DynamoOptions, o.SQSOptions = ddbOpts, sqsOpts
+		if urlsPerMessage > 0 {
+			o.URLsPerMessage = urlsPerMessage
+		}
+	})
+	if err != nil {
+		sk.Close()
+		return nil, err
+	}
+	b.p = p
+	// Count the domain's store calls; the engine and the ingester share
+	// the one store, as in a function instance.
+	svc := p.Services()
+	b.store = &countingStore{Store: svc.Store}
+	svc.Engine.Store, svc.Ingester.Store = b.store, b.store
+	redirect.queue.Store(p.Stack.OutputQueueURL)
+	if b.counter != nil {
+		b.counter.Name(p.Stack.InputQueueURL, "input")
+		b.counter.Name(p.Stack.OutputQueueURL, "output")
+		b.counter.Name(p.Stack.InputDLQURL, "input-dlq")
+	}
+	return b, nil
+}
+
+// driveReport is what a drive did.
+type driveReport struct {
+	ByStatus          map[string]int
+	Duplicates        int
+	IngestInvocations int
+	IngestRecords     int
+	CheckInvocations  int
+	Missing           int
+	// IngestedAt is when the last ingest turn that took records ended.
+	IngestedAt time.Time
+}
+
+// feedFunc is a producer called before each event source mapping turn with
+// the records ingested so far; it returns the IDs of what it sent and
+// whether it is done.
+type feedFunc func(ctx context.Context, ingested int) (sent map[string]urlmsg.Message, last bool, err error)
+
+// drive runs the pipeline the way AWS would: the input queue's event source
+// mapping (IngestOnce, after feed), and each shard's check invocations back
+// to back, until the sink has a result for every expected ID or ctx ends.
+func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, feed feedFunc) (driveReport, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.sink.add(expected, feed == nil)
+	total := len(expected)
+	svc := b.p.Services()
+	var rep driveReport
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ingested := 0
+		for ctx.Err() == nil {
+			if feed != nil {
+				more, last, err := feed(ctx, ingested)
+				if err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+					cancel()
+					return
+				}
+				mu.Lock()
+				total += len(more)
+				mu.Unlock()
+				b.sink.add(more, last)
+				if last {
+					feed = nil
+				}
+			}
+			n, failed, err := b.p.IngestOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				b.log.Warn("ingest turn", "error", err)
+				time.Sleep(200 * time.Millisecond)
+			}
+			ingested += n - failed
+			if n > 0 {
+				mu.Lock()
+				rep.IngestInvocations++
+				rep.IngestRecords += n
+				rep.IngestedAt = time.Now()
+				mu.Unlock()
+			}
+		}
+	}()
+	run := 55 * time.Second
+	if s, err := strconv.Atoi(b.p.Stack.Env()["CHECK_RUN_SECONDS"]); err == nil && s > 0 {
+		run = time.Duration(s) * time.Second
+	}
+	for s := 0; s < svc.Config.ShardCount; s++ {
+		h := &checkhandler.Handler{Runner: svc.Engine, ShardCount: svc.Config.ShardCount, Run: run, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				ictx, icancel := context.WithTimeout(ctx, run+checkhandler.DeadlineMargin+15*time.Second)
+				_, err := h.Handle(ictx, checkhandler.Event{Shard: &s})
+				icancel()
+				mu.Lock()
+				rep.CheckInvocations++
+				mu.Unlock()
+				if err != nil && ctx.Err() == nil {
+					b.log.Warn("check invocation", "shard", s, "error", err)
+					time.Sleep(500 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	var err error
+	select {
+	case <-b.sink.done:
+	case err = <-errc:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cancel()
+	wg.Wait()
+	b.sink.mu.Lock()
+	rep.ByStatus = map[string]int{}
+	for k, v := range b.sink.byStatus {
+		rep.ByStatus[k] = v
+	}
+	rep.Duplicates, rep.Missing = b.sink.dups, b.sink.missing
+	b.sink.mu.Unlock()
+	if err == nil && rep.Missing > 0 {
+		err = fmt.Errorf("%d of %d urls have no result", rep.Missing, total)
+	}
+	if err != nil {
+		return rep, fmt.Errorf("%w (%d of %d results)", err, total-rep.Missing, total)
+	}
+	return rep, nil
+}
+
+// send queues urls on the input queue as a producer would.
+func (b *bench) send(ctx context.Context, urls []string) (map[string]urlmsg.Message, error) {
+	items := make([]urlmsg.Input, len(urls))
+	for i, u := range urls {
+		items[i] = urlmsg.Input{URL: u}
+	}
+	sent, err := b.p.Send(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	if len(sent.Rejected) > 0 {
+		return nil, fmt.Errorf("%d urls rejected, first: %+v", len(sent.Rejected), sent.Rejected[0])
+	}
+	return sent.Expected, nil
+}

@@ -1,0 +1,224 @@
+// Command bench measures the downloader against the limits that matter to
+// someone choosing it: politeness efficiency against the physical bound H/d
+// and against Colly on the same loopback site, the DynamoDB units and SQS
+// requests AWS would bill per URL, and the Lambda functions' sizes and
+// start-up. It runs the real engine and the real store on moto (see
+// infra/local), prints one table and writes it, with the machine's details,
+// into docs/benchmarks.md between the generated-section markers.
+//
+//	make bench                      # the full run, under 10 minutes on 2 cores
+//	go run ./infra/bench -smoke     # seconds: tiny sizes, writes nothing
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urldownloader/urldownloader/infra/moto"
+)
+
+// Config sizes one benchmark run.
+type Config struct {
+	// Hosts lists the H of the politeness runs; PerHost is U, PerHostAt
+	// overrides it for some H.
+	Hosts     []int
+	PerHost   int
+	PerHostAt map[int]int
+	Delay     time.Duration
+	// Latency is the demo site's fixed response time.
+	Latency time.Duration
+	// PlotHosts is the H whose run is drawn.
+	PlotHosts int
+
+	// The cost scenarios.
+	TrickleHosts      int
+	BurstURLs         int
+	WideHosts         int
+	WidePerHost       int
+	CostDelay         time.Duration
+	SkipCost, SkipPol bool
+
+	// Lambda figures.
+	SkipLambda bool
+	// LambdaBuild runs `make build` for the arm64 sizes.
+	LambdaBuild bool
+	BenchTime   time.Duration
+
+	// Params are extra runtime parameters for every pipeline (smoke mode
+	// shortens CheckHostPeriod so it ends in seconds).
+	Params map[string]string
+	// Timeout bounds each pipeline run.
+	Timeout time.Duration
+
+	// Out is the markdown file to update; PNG is the plot's path. Empty:
+	// write nothing.
+	Out, PNG string
+	Smoke    bool
+	// StockMoto runs moto without the shim that removes its O(queue
+	// length) SQS costs (see motoShim).
+	StockMoto bool
+}
+
+// FullConfig is what `make bench` runs (issue 5's sizes).
+func FullConfig() Config {
+	return Config{
+		Hosts: []int{50, 200, 1000}, PerHost: 40, PerHostAt: map[int]int{},
+		Delay: 250 * time.Millisecond, Latency: 5 * time.Millisecond, PlotHosts: 200,
+		TrickleHosts: 500, BurstURLs: 1000, WideHosts: 2000, WidePerHost: 5, CostDelay: 250 * time.Millisecond,
+		LambdaBuild: true, BenchTime: 2 * time.Second,
+		Timeout: 4 * time.Minute,
+		Out:     "docs/benchmarks.md", PNG: "docs/benchmarks-h200.png",
+	}
+}
+
+// SmokeConfig is a seconds-long run of every part, for `make test`.
+func SmokeConfig() Config {
+	return Config{
+		Hosts: []int{4}, PerHost: 3, PerHostAt: map[int]int{},
+		Delay: 100 * time.Millisecond, Latency: time.Millisecond, PlotHosts: 4,
+		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
+		BenchTime: 50 * time.Millisecond,
+		Params:    map[string]string{"CheckHostPeriod": "1500ms"},
+		Timeout:   time.Minute,
+		Smoke:     true,
+	}
+}
+
+func main() {
+	smoke := flag.Bool("smoke", false, "a seconds-long run of every part with tiny sizes; writes nothing unless -out is given")
+	out := flag.String("out", "", "markdown file to update (default docs/benchmarks.md; none in smoke mode)")
+	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs (default 50,200,1000)")
+	perHost := flag.Int("u", 0, "URLs per host in the politeness runs (default 40)")
+	only := flag.String("only", "", "run only these parts: politeness,cost,lambda")
+	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
+	stockMoto := flag.Bool("stock-moto", false, "run moto without the shim for its quadratic SQS queues (slow: for comparison)")
+	flag.Parse()
+
+	cfg := FullConfig()
+	if *smoke {
+		cfg = SmokeConfig()
+	}
+	if *out != "" {
+		cfg.Out = *out
+		cfg.PNG = strings.TrimSuffix(*out, filepath.Ext(*out)) + "-h" + strconv.Itoa(cfg.PlotHosts) + ".png"
+	}
+	if *hosts != "" {
+		cfg.Hosts = nil
+		for _, f := range strings.Split(*hosts, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "bench: -hosts %q: want positive integers\n", *hosts)
+				os.Exit(2)
+			}
+			cfg.Hosts = append(cfg.Hosts, n)
+		}
+	}
+	if *perHost > 0 {
+		cfg.PerHost = *perHost
+	}
+	if *only != "" {
+		parts := map[string]bool{}
+		for _, p := range strings.Split(*only, ",") {
+			parts[strings.TrimSpace(p)] = true
+		}
+		cfg.SkipPol, cfg.SkipCost, cfg.SkipLambda = !parts["politeness"], !parts["cost"], !parts["lambda"]
+	}
+	if *noBuild {
+		cfg.LambdaBuild = false
+	}
+	cfg.StockMoto = *stockMoto
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := Run(ctx, cfg, os.Stderr)
+	if res != nil {
+		fmt.Println(res.Table())
+	}
+	if err != nil {
+		pprof.StopCPUProfile()
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Run performs the benchmark, logging progress to logw, and writes the
+// report when cfg.Out is set.
+func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	start := time.Now()
+	root, err := moto.ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	res := &Results{Config: cfg, Started: start}
+	res.Machine = describeMachine(ctx, root)
+	if !cfg.StockMoto {
+		undo, err := installMotoShim()
+		if err != nil {
+			return nil, err
+		}
+		defer undo()
+	}
+	srv, err := moto.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	env := &benchEnv{cfg: cfg, moto: srv, log: log, root: root}
+	if env.motoPID, err = findMotoPID(srv.Endpoint); err != nil {
+		log.Warn("moto's CPU will not be reported", "error", err)
+	}
+
+	if !cfg.SkipPol {
+		for _, h := range cfg.Hosts {
+			pr, err := env.politeness(ctx, h)
+			if err != nil {
+				return res, fmt.Errorf("politeness H=%d: %w", h, err)
+			}
+			res.Politeness = append(res.Politeness, pr)
+		}
+	}
+	if !cfg.SkipCost || !cfg.SkipLambda {
+		if err := env.costAndLambda(ctx, res); err != nil {
+			return res, err
+		}
+	}
+	res.Elapsed = time.Since(start)
+	res.Machine.LoadAfter = loadAverage()
+	if cfg.Out != "" {
+		if err := res.Write(inRoot(root, cfg.Out), inRoot(root, cfg.PNG)); err != nil {
+			return res, err
+		}
+		log.Info("wrote report", "file", cfg.Out, "plot", cfg.PNG)
+	}
+	return res, nil
+}
+
+// inRoot resolves a relative path against the module root.
+func inRoot(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}

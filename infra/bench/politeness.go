@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocolly/colly/v2"
+
+	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// benchEnv is what the parts of a run share.
+type benchEnv struct {
+	cfg     Config
+	moto    *moto.Server
+	motoPID int
+	log     *slog.Logger
+	root    string
+	seq     atomic.Int64
+	// firstIP hands out disjoint loopback ranges to the sites of a run.
+	firstIP atomic.Int64
+	// shape is what the last pipeline started with.
+	shape struct {
+		shards, maxConc int
+		period          string
+	}
+}
+
+// site starts a demo site on loopback addresses no other site of this run
+// uses.
+func (e *benchEnv) site(hosts int) (*demosite.Site, error) {
+	first := e.firstIP.Add(int64(hosts)) - int64(hosts) + 2
+	return demosite.Start(demosite.Options{Hosts: hosts, FirstIP: int(first), Latency: e.cfg.Latency})
+}
+
+// pipeline starts a local downloader on the run's moto with the template's
+// defaults, the given fetch delay and cfg.Params.
+func (e *benchEnv) pipeline(ctx context.Context, name string, delay time.Duration, extra map[string]string, mod func(*local.Options)) (*local.Pipeline, error) {
+	params := map[string]string{"FetchDelay": delay.String()}
+	for k, v := range e.cfg.Params {
+		params[k] = v
+	}
+	for k, v := range extra {
+		params[k] = v
+	}
+	opts := local.Options{
+		Endpoint:     e.moto.Endpoint,
+		Prefix:       fmt.Sprintf("bench-%s-%d", name, e.seq.Add(1)),
+		Params:       params,
+		AllowPrivate: true,
+		// The template's CHECK_RUN_SECONDS: one invocation starts requests
+		// for 55 s, then the next (locally at once) takes over.
+		CheckRun: 55 * time.Second,
+		Log:      slog.New(slog.NewJSONHandler(discardErrors{e.log}, &slog.HandlerOptions{Level: slog.LevelError})),
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	p, err := local.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.shape.shards = p.Stack.ShardCount
+	e.shape.maxConc, _ = strconv.Atoi(p.Stack.Params["MaxConcurrentHosts"])
+	e.shape.period = p.Stack.Params["CheckHostPeriod"]
+	return p, nil
+}
+
+// discardErrors forwards the pipeline's error logs to the bench's log, so
+// a run that goes wrong says why.
+type discardErrors struct{ log *slog.Logger }
+
+func (d discardErrors) Write(p []byte) (int, error) {
+	d.log.Warn("pipeline", "log", string(p))
+	return len(p), nil
+}
+
+// RunStats describe one system's run over the site, from the site's own
+// request log.
+type RunStats struct {
+	System string
+	// Requests counts every request the site served (robots.txt included).
+	Requests int
+	Robots   int
+	Wall     time.Duration
+	// FirstStart is the p50 and max, over hosts, of the time from the run's
+	// start to the host's first request.
+	FirstStartP50, FirstStartMax time.Duration
+	// OverallRate is Requests over the span from the first request's start
+	// to the last one's end.
+	OverallRate float64
+	// SteadyRate is the request rate while every host is between its first
+	// and last request; SteadyWindow is that window (zero when the hosts
+	// were never all busy at once for two delays).
+	SteadyRate   float64
+	SteadyWindow time.Duration
+	// PeakRate is the highest rate over any one-second window.
+	PeakRate float64
+	// Pacing is d divided by the mean time between the starts of two
+	// consecutive requests to one host: 1.0 when a host is asked again as
+	// soon as its delay allows, lower when the system is late.
+	Pacing float64
+	// Gaps, between a response's end and the next request's start on one
+	// host.
+	MinGap         time.Duration
+	MinGapHost     string
+	GapP50, GapP99 time.Duration
+	CPU            CPUShare
+	// Ingested is when the last URL was in the store (ours only).
+	Ingested time.Duration
+	// Dynamo is the store's requests to moto and their latency (ours only).
+	Dynamo             Latency
+	Results            map[string]int
+	Duplicates, Errors int
+
+	reqs  []demosite.Request
+	start time.Time
+	gaps  []time.Duration
+}
+
+// PolitenessResult is one H of the politeness benchmark.
+type PolitenessResult struct {
+	Hosts, PerHost int
+	Delay          time.Duration
+	// Bound is H/d in requests per second.
+	Bound float64
+	Ours  RunStats
+	Colly RunStats
+	// MaxHostsPerShard is the most hosts one check invocation owns, against
+	// MaxConcurrentHosts, the most it works at once.
+	MaxHostsPerShard, MaxConcurrentHosts, ShardCount int
+	CheckHostPeriod                                  string
+}
+
+func (e *benchEnv) politeness(ctx context.Context, hosts int) (*PolitenessResult, error) {
+	cfg := e.cfg
+	u := cfg.PerHost
+	if n, ok := cfg.PerHostAt[hosts]; ok {
+		u = n
+	}
+	if err := e.moto.Reset(ctx); err != nil {
+		return nil, err
+	}
+	site, err := e.site(hosts)
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	urls := site.URLs(u)
+	rng := rand.New(rand.NewPCG(uint64(hosts), 5))
+	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
+	res := &PolitenessResult{Hosts: hosts, PerHost: u, Delay: cfg.Delay, Bound: float64(hosts) / cfg.Delay.Seconds()}
+	e.log.Info("politeness: ours", "hosts", hosts, "urls", len(urls))
+	ours, err := e.oursRun(ctx, site, urls, hosts)
+	if err != nil {
+		return nil, err
+	}
+	res.Ours = ours
+	res.ShardCount, res.MaxConcurrentHosts, res.CheckHostPeriod = e.shape.shards, e.shape.maxConc, e.shape.period
+	perShard := map[int]int{}
+	for _, h := range site.Hosts() {
+		perShard[hostqueue.VirtualShard(h)%max(1, res.ShardCount)]++
+	}
+	for _, n := range perShard {
+		res.MaxHostsPerShard = max(res.MaxHostsPerShard, n)
+	}
+	e.log.Info("politeness: ours done", "wall", ours.Wall.Round(time.Millisecond), "steady", ours.SteadyRate, "bound", res.Bound, "motoCPU", ours.CPU.Moto)
+	// Let the pipeline's connections close before the other system starts.
+	time.Sleep(500 * time.Millisecond)
+	e.log.Info("politeness: colly", "hosts", hosts)
+	cr, err := e.collyRun(ctx, site, urls, hosts)
+	if err != nil {
+		return nil, err
+	}
+	res.Colly = cr
+	e.log.Info("politeness: colly done", "wall", cr.Wall.Round(time.Millisecond), "steady", cr.SteadyRate)
+	return res, nil
+}
+
+func (e *benchEnv) oursRun(ctx context.Context, site *demosite.Site, urls []string, hosts int) (RunStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	b, err := e.start(ctx, "pol"+strconv.Itoa(hosts), e.cfg.Delay, nil, 0, false)
+	if err != nil {
+		return RunStats{}, err
+	}
+	defer b.Close()
+	sampler := startSampler(e.motoPID, 500*time.Millisecond)
+	start := time.Now()
+	expected, err := b.send(ctx, urls)
+	if err != nil {
+		sampler.Stop()
+		return RunStats{}, err
+	}
+	rep, err := b.drive(ctx, expected, nil)
+	wall := time.Since(start)
+	sampler.Stop()
+	if err != nil {
+		return RunStats{}, fmt.Errorf("run: %w", err)
+	}
+	st := analyze("urldownloader", site.Requests(), start, time.Now(), e.cfg.Delay, hosts)
+	st.Wall = wall
+	st.CPU = sampler.share(start, start.Add(wall))
+	st.Results = rep.ByStatus
+	for s, n := range rep.ByStatus {
+		if s != string(result.StatusFetched) {
+			st.Errors += n
+		}
+	}
+	st.Duplicates = rep.Duplicates
+	st.Dynamo = b.ddbLat.summary()
+	if !rep.IngestedAt.IsZero() {
+		st.Ingested = rep.IngestedAt.Sub(start)
+	}
+	return st, nil
+}
+
+func (e *benchEnv) collyRun(ctx context.Context, site *demosite.Site, urls []string, hosts int) (RunStats, error) {
+	c := colly.NewCollector(colly.Async(true))
+	rules := make([]*colly.LimitRule, 0, hosts)
+	for _, h := range site.Hosts() {
+		rules = append(rules, &colly.LimitRule{DomainGlob: h, Delay: e.cfg.Delay, Parallelism: 1})
+	}
+	if err := c.Limits(rules); err != nil {
+		return RunStats{}, fmt.Errorf("colly limits: %w", err)
+	}
+	var ok, failed atomic.Int64
+	c.OnResponse(func(*colly.Response) { ok.Add(1) })
+	c.OnError(func(*colly.Response, error) { failed.Add(1) })
+	sampler := startSampler(e.motoPID, 500*time.Millisecond)
+	start := time.Now()
+	for _, u := range urls {
+		if err := c.Visit(u); err != nil {
+			failed.Add(1)
+		}
+	}
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		sampler.Stop()
+		return RunStats{}, ctx.Err()
+	}
+	wall := time.Since(start)
+	sampler.Stop()
+	st := analyze("colly", site.Requests(), start, time.Now(), e.cfg.Delay, hosts)
+	st.Wall = wall
+	st.CPU = sampler.share(start, start.Add(wall))
+	st.Results = map[string]int{"fetched": int(ok.Load())}
+	st.Errors = int(failed.Load())
+	if st.Errors > 0 {
+		return st, fmt.Errorf("colly: %d requests failed", st.Errors)
+	}
+	return st, nil
+}
+
+// analyze computes a run's figures from the site's log, taking the
+// requests that started between from and to.
+func analyze(system string, all []demosite.Request, from, to time.Time, d time.Duration, hosts int) RunStats {
+	st := RunStats{System: system, start: from}
+	by := map[string][]demosite.Request{}
+	for _, r := range all {
+		if r.Start.Before(from) || r.Start.After(to) {
+			continue
+		}
+		st.reqs = append(st.reqs, r)
+		by[r.Host] = append(by[r.Host], r)
+		if r.Path == "/robots.txt" {
+			st.Robots++
+		}
+	}
+	st.Requests = len(st.reqs)
+	if st.Requests == 0 {
+		return st
+	}
+	var firsts []time.Duration
+	var busyFrom, busyTo time.Time
+	var pairs int
+	var span time.Duration
+	first, last := st.reqs[0].Start, st.reqs[0].End
+	st.MinGap = -1
+	for h, rs := range by {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
+		firsts = append(firsts, rs[0].Start.Sub(from))
+		if rs[0].Start.Before(first) {
+			first = rs[0].Start
+		}
+		if l := rs[len(rs)-1]; l.End.After(last) {
+			last = l.End
+		}
+		if busyFrom.IsZero() || rs[0].Start.After(busyFrom) {
+			busyFrom = rs[0].Start
+		}
+		if busyTo.IsZero() || rs[len(rs)-1].Start.Before(busyTo) {
+			busyTo = rs[len(rs)-1].Start
+		}
+		for i := 1; i < len(rs); i++ {
+			g := rs[i].Start.Sub(rs[i-1].End)
+			st.gaps = append(st.gaps, g)
+			if st.MinGap < 0 || g < st.MinGap {
+				st.MinGap, st.MinGapHost = g, h
+			}
+		}
+		pairs += len(rs) - 1
+		span += rs[len(rs)-1].Start.Sub(rs[0].Start)
+	}
+	slices.Sort(firsts)
+	st.FirstStartP50, st.FirstStartMax = firsts[len(firsts)/2], firsts[len(firsts)-1]
+	if len(by) < hosts {
+		// A host never asked: the steady state never had every host busy.
+		busyTo = busyFrom
+	}
+	st.OverallRate = float64(st.Requests) / last.Sub(first).Seconds()
+	if w := busyTo.Sub(busyFrom); w >= 2*d {
+		n := 0
+		for _, r := range st.reqs {
+			if !r.Start.Before(busyFrom) && r.Start.Before(busyTo) {
+				n++
+			}
+		}
+		st.SteadyWindow, st.SteadyRate = w, float64(n)/w.Seconds()
+	}
+	if span > 0 {
+		st.Pacing = d.Seconds() * float64(pairs) / span.Seconds()
+	}
+	slices.Sort(st.gaps)
+	if len(st.gaps) > 0 {
+		st.GapP50 = st.gaps[len(st.gaps)/2]
+		st.GapP99 = st.gaps[min(len(st.gaps)-1, len(st.gaps)*99/100)]
+	}
+	// The peak over one-second windows, sliding by request.
+	starts := make([]time.Time, len(st.reqs))
+	for i, r := range st.reqs {
+		starts[i] = r.Start
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	j := 0
+	for i := range starts {
+		for starts[i].Sub(starts[j]) >= time.Second {
+			j++
+		}
+		st.PeakRate = max(st.PeakRate, float64(i-j+1))
+	}
+	return st
+}

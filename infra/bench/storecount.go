@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// countingStore counts the domain calls on the store, to explain the
+// billed units: how often a host was appended to, loaded, committed, and
+// released (a check session ending).
+type countingStore struct {
+	hostqueue.Store
+	appends, loads, commits, releases, dueQueries atomic.Int64
+}
+
+// StoreCalls are a countingStore's counts.
+type StoreCalls struct {
+	Appends, Loads, Commits, Releases, DueQueries int64
+}
+
+func (c *countingStore) calls() StoreCalls {
+	return StoreCalls{c.appends.Load(), c.loads.Load(), c.commits.Load(), c.releases.Load(), c.dueQueries.Load()}
+}
+
+func (c *countingStore) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+	c.appends.Add(1)
+	return c.Store.Append(ctx, req)
+}
+
+func (c *countingStore) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
+	c.loads.Add(1)
+	return c.Store.Load(ctx, key, want)
+}
+
+func (c *countingStore) Commit(ctx context.Context, key string, cm hostqueue.Commit) (*hostqueue.Host, error) {
+	c.commits.Add(1)
+	if cm.Release {
+		c.releases.Add(1)
+	}
+	return c.Store.Commit(ctx, key, cm)
+}
+
+func (c *countingStore) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
+	c.dueQueries.Add(1)
+	return c.Store.DueHosts(ctx, vshard, now, limit)
+}
