@@ -28,6 +28,9 @@ type Machine struct {
 	Colly      string
 	LoadBefore string
 	LoadAfter  string
+	// Commit is the code measured: HEAD, with "+changes" when the work
+	// tree differs from it.
+	Commit string
 }
 
 func describeMachine(ctx context.Context, root string) Machine {
@@ -53,6 +56,12 @@ func describeMachine(ctx context.Context, root string) Machine {
 	if out, err := exec.CommandContext(ctx, py, "-c", "import sys, importlib.metadata as m; print(sys.version.split()[0], m.version('moto'))").Output(); err == nil {
 		if f := strings.Fields(string(out)); len(f) == 2 {
 			m.Python, m.Moto = f[0], f[1]
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+		if st, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+			m.Commit += " +changes"
 		}
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {

@@ -195,8 +195,8 @@ func (r *Results) machineSection() string {
 		b.WriteString(" -smoke")
 	}
 	b.WriteString(").\n\n")
-	fmt.Fprintf(&b, "| machine | |\n|---|---|\n| CPU | %s, %d cores |\n| memory | %.1f GiB |\n| OS | %s |\n| Go | %s |\n| moto | %s (Python %s), one process |\n| Colly | %s |\n| load average before / after | %s / %s |\n\n",
-		m.CPU, m.Cores, m.MemoryGiB, m.Kernel, m.Go, m.Moto, m.Python, m.Colly, m.LoadBefore, m.LoadAfter)
+	fmt.Fprintf(&b, "| machine | |\n|---|---|\n| CPU | %s, %d cores |\n| memory | %.1f GiB |\n| OS | %s |\n| Go | %s |\n| moto | %s (Python %s), one process |\n| Colly | %s |\n| load average before / after | %s / %s |\n| code | %s |\n\n",
+		m.CPU, m.Cores, m.MemoryGiB, m.Kernel, m.Go, m.Moto, m.Python, m.Colly, m.LoadBefore, m.LoadAfter, m.Commit)
 	return b.String()
 }
 
