@@ -58,8 +58,10 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	if p := w.e.robots.get(origin); p != nil && now.Sub(p.fetchedAt) < w.p.RobotsTTL {
 		return p, outDone
 	}
-	stored, err := w.e.Store.Robots(ctx, w.key, origin)
-	if err != nil {
+	var stored *hostqueue.Robots
+	if r, ok := w.inlineRobots[origin]; ok {
+		stored = &r
+	} else if stored, err = w.e.Store.Robots(ctx, w.key, origin); err != nil {
 		w.e.Log.WarnContext(ctx, "read stored robots.txt", "origin", origin, "error", err)
 	}
 	if stored != nil && now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
@@ -91,9 +93,12 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	p := &policy{rules: rules, fetchedAt: rb.FetchedAt}
 	w.e.robots.put(origin, p)
-	if err := w.e.Store.PutRobots(ctx, w.key, origin, *rb); err != nil {
-		w.e.Log.WarnContext(ctx, "store robots.txt", "origin", origin, "error", err)
+	// Stored with the next commit: small answers ride in the host's own
+	// state at no extra write.
+	if w.newRobots == nil {
+		w.newRobots = map[string]hostqueue.Robots{}
 	}
+	w.newRobots[origin] = *rb
 	return p, outDone
 }
 

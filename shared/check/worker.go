@@ -37,6 +37,10 @@ type worker struct {
 	attempts   map[string]int
 	// crawlDelay is the largest robots.txt Crawl-delay seen for this queue.
 	crawlDelay time.Duration
+	// inlineRobots are the robots.txt answers kept in the host's state;
+	// newRobots those fetched since the last commit, stored with the next.
+	inlineRobots map[string]hostqueue.Robots
+	newRobots    map[string]hostqueue.Robots
 }
 
 // outcome of processing one entry.
@@ -62,6 +66,7 @@ func (w *worker) work(ctx context.Context) error {
 	if t := w.remembered(w.key); t.After(w.lastFetch) {
 		w.lastFetch = t
 	}
+	w.inlineRobots = h.Robots
 	w.attempts = map[string]int{}
 	for id, n := range h.Attempts {
 		w.attempts[id] = n
@@ -99,10 +104,15 @@ func (w *worker) work(ctx context.Context) error {
 		if w.crash("after-publish", w.key) {
 			return ErrCrashed
 		}
-		release := stop || len(h.Head) == 0
+		// A batch that took the whole queue releases the host in the same
+		// write (one write fewer per session: the store keeps the host due
+		// if an ingest added URLs meanwhile).
+		drained := len(done) == len(h.Head) && h.Pending <= len(h.Head)
+		release := stop || len(h.Head) == 0 || drained
 		c := hostqueue.Commit{
 			Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
 			Attempts: w.attempts, Release: release, NextDue: w.nextDue(), Want: headBatch, IdleTTL: idleTTL,
+			Robots: w.newRobots,
 		}
 		w.remember(w.key, w.lastFetch)
 		h, err = w.commit(ctx, c)
@@ -110,6 +120,7 @@ func (w *worker) work(ctx context.Context) error {
 			w.unrecorded.Store(true)
 			return fmt.Errorf("commit %d done urls: %w", len(done), err)
 		}
+		w.inlineRobots, w.newRobots = h.Robots, nil
 		if release {
 			return nil
 		}

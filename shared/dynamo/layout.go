@@ -53,6 +53,15 @@ type hostItem struct {
 	// HC marks a host that has spilled chunks since its queue was last
 	// empty: only such a host can have orphan chunks to collect.
 	HC bool `dynamodbav:"hc,omitempty"`
+	// RB holds small robots.txt answers by origin (most are a bare 404),
+	// written with the commit instead of as a robots item of their own.
+	RB map[string]inlineRobots `dynamodbav:"rb,omitempty"`
+}
+
+type inlineRobots struct {
+	S int    `dynamodbav:"s"`
+	B []byte `dynamodbav:"b,omitempty"` // gzip
+	T int64  `dynamodbav:"t"`
 }
 
 type chunkRef struct {

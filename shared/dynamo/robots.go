@@ -52,36 +52,62 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 		return nil, fmt.Errorf("decode robots.txt of %s: %w", origin, err)
 	}
 	r := &hostqueue.Robots{Status: it.Status, FetchedAt: time.UnixMilli(it.At)}
-	if len(it.Body) > 0 {
-		zr, err := gzip.NewReader(bytes.NewReader(it.Body))
-		if err != nil {
-			return nil, fmt.Errorf("decode robots.txt of %s: %w", origin, err)
-		}
-		if r.Body, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("decode robots.txt of %s: %w", origin, err)
-		}
+	if r.Body, err = gunzip(it.Body); err != nil {
+		return nil, fmt.Errorf("decode robots.txt of %s: %w", origin, err)
 	}
 	return r, nil
+}
+
+// maxInlineRobots is the largest gzipped robots.txt kept in the host item:
+// small enough that the host item stays within one write unit.
+const maxInlineRobots = 200
+
+// inline returns r in the host item's form when it is small enough.
+func inline(r hostqueue.Robots) (inlineRobots, bool) {
+	z := gzipped(r.Body)
+	if len(z) > maxInlineRobots {
+		return inlineRobots{}, false
+	}
+	return inlineRobots{S: r.Status, B: z, T: r.FetchedAt.UnixMilli()}, true
+}
+
+func (ir inlineRobots) robots() (hostqueue.Robots, error) {
+	r := hostqueue.Robots{Status: ir.S, FetchedAt: time.UnixMilli(ir.T)}
+	var err error
+	r.Body, err = gunzip(ir.B)
+	return r, err
+}
+
+func gzipped(body []byte) []byte {
+	if len(body) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func gunzip(z []byte) ([]byte, error) {
+	if len(z) == 0 {
+		return nil, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
 
 // PutRobots implements hostqueue.Store.
 func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
 	body := r.Body
-	var z []byte
-	for {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		_, _ = zw.Write(body)
-		_ = zw.Close()
-		z = buf.Bytes()
-		if len(body) == 0 {
-			z = nil
-		}
-		if len(z) <= maxRobotsStored {
-			break
-		}
+	z := gzipped(body)
+	for len(z) > maxRobotsStored {
 		// An incompressible giant: keep its first half, cut at a line.
 		body = body[:bytes.LastIndexByte(body[:len(body)/2], '\n')+1]
+		z = gzipped(body)
 	}
 	item, err := attributevalue.MarshalMap(robotsItem{
 		PK: hostPK(key), SK: robotsPrefix + origin, Status: r.Status, Body: z,

@@ -9,6 +9,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
 	"strings"
 	"sync"
@@ -195,6 +196,26 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 				next.Due = 0
 				next.AT = nil
 				next.TTL = s.now().Add(c.IdleTTL).Unix()
+			}
+		}
+		var big map[string]hostqueue.Robots
+		for origin, r := range c.Robots {
+			if ir, ok := inline(r); ok {
+				next.RB = maps.Clone(next.RB)
+				if next.RB == nil {
+					next.RB = map[string]inlineRobots{}
+				}
+				next.RB[origin] = ir
+			} else {
+				if big == nil {
+					big = map[string]hostqueue.Robots{}
+				}
+				big[origin] = r
+			}
+		}
+		for origin, r := range big {
+			if err := s.PutRobots(ctx, key, origin, r); err != nil {
+				return nil, err
 			}
 		}
 		collect := c.Release && next.pending() == 0 && next.HC
@@ -424,6 +445,14 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 	}
 	if it.PU != 0 {
 		h.PauseUntil = time.UnixMilli(it.PU)
+	}
+	for origin, ir := range it.RB {
+		if r, err := ir.robots(); err == nil {
+			if h.Robots == nil {
+				h.Robots = map[string]hostqueue.Robots{}
+			}
+			h.Robots[origin] = r
+		}
 	}
 	co := it.CO
 	for _, c := range it.C {

@@ -41,6 +41,9 @@ type Host struct {
 	Errors int
 	// Attempts counts failed attempts of the entries that have some.
 	Attempts map[string]int
+	// Robots holds the robots.txt answers small enough to live in the
+	// host's own state, by origin (larger ones: Store.Robots).
+	Robots map[string]Robots
 }
 
 // Robots is a robots.txt as last fetched: the final status and body.
@@ -92,6 +95,10 @@ type Commit struct {
 	Want int
 	// IdleTTL is how long an idle host's state (last fetch, robots) is kept.
 	IdleTTL time.Duration
+	// Robots are robots.txt answers fetched since the last commit, by
+	// origin; the store keeps small ones in the host's state (no write of
+	// their own) and larger ones in items of their own.
+	Robots map[string]Robots
 }
 
 // Store keeps host queues. Implementations must make Append and Commit safe
