@@ -372,6 +372,7 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 	window := time.Duration(p.esm.MaximumBatchingWindowInSeconds) * time.Second
 	var msgs []sqstypes.Message
 	var first time.Time
+	payload, largest := 0, 0
 	for len(msgs) < batchSize && ctx.Err() == nil {
 		wait := int32(1)
 		if len(msgs) > 0 {
@@ -398,7 +399,13 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 			first = time.Now()
 		}
 		msgs = append(msgs, out.Messages...)
-		if window > 0 && time.Since(first) >= window {
+		for _, m := range out.Messages {
+			n := recordSize(m)
+			payload += n
+			largest = max(largest, n)
+		}
+		// Stop before one more receive (ten records) could cross the limit.
+		if window > 0 && time.Since(first) >= window || payload+10*largest >= maxBatchPayload {
 			break
 		}
 	}
@@ -458,6 +465,20 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 		}
 	}
 	return len(msgs), len(failed), nil
+}
+
+// maxBatchPayload is Lambda's limit on a synchronous invocation's event,
+// which caps an SQS event source mapping's batch whatever its BatchSize.
+const maxBatchPayload = 6 << 20
+
+// recordSize is a message's share of the event JSON: its body and ids plus
+// the record's fixed fields and attributes.
+func recordSize(m sqstypes.Message) int {
+	n := len(aws.ToString(m.Body)) + len(aws.ToString(m.ReceiptHandle)) + len(aws.ToString(m.MessageId)) + 500
+	for k, v := range m.Attributes {
+		n += len(k) + len(v) + 6
+	}
+	return n
 }
 
 // schedule invokes check for one shard back to back, each invocation with
