@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -82,20 +83,79 @@ func (u Usage) Total() Line {
 type Meter struct {
 	raw      Reader
 	classify Classify
+	opts     MeterOptions
 
-	mu       sync.Mutex
-	schemas  map[string]*schema
-	lines    map[[2]string]*Line
-	sideErrs int
+	mu        sync.Mutex
+	schemas   map[string]*schema
+	lines     map[[2]string]*Line
+	sideErrs  int
+	sideReads int
+	known     map[string]map[string]types.AttributeValue // table+key -> item (nil: absent)
 }
 
-// NewMeter returns a meter that reads through raw, which must not carry the
-// meter itself.
+// MeterOptions choose how the meter learns the old item of a write.
+type MeterOptions struct {
+	// Remember keeps the last version of every item the meter has seen
+	// (written, read, or read on the side) and reads on the side only the
+	// items it has not seen. It is exact when every writer of the table
+	// goes through metered clients, and spares the server one read per
+	// write.
+	Remember bool
+	// FreshTables, with Remember, takes an item never seen as absent: the
+	// tables were empty when metering began, so no side read is made.
+	FreshTables bool
+}
+
+// NewMeter returns a meter that reads every old item on the side through
+// raw, which must not carry the meter itself.
 func NewMeter(raw Reader, classify Classify) *Meter {
+	return NewMeterWith(raw, classify, MeterOptions{})
+}
+
+// NewMeterWith is NewMeter with options.
+func NewMeterWith(raw Reader, classify Classify, opts MeterOptions) *Meter {
 	if classify == nil {
 		classify = func(string, map[string]types.AttributeValue) string { return "" }
 	}
-	return &Meter{raw: raw, classify: classify, schemas: map[string]*schema{}, lines: map[[2]string]*Line{}}
+	return &Meter{raw: raw, classify: classify, opts: opts, schemas: map[string]*schema{}, lines: map[[2]string]*Line{}, known: map[string]map[string]types.AttributeValue{}}
+}
+
+// SideReads counts the reads the meter made on its own.
+func (m *Meter) SideReads() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sideReads
+}
+
+// keyString identifies an item of a table by its key attributes.
+func keyString(table string, key map[string]types.AttributeValue) string {
+	names := slices.Sorted(maps.Keys(key))
+	var b strings.Builder
+	b.WriteString(table)
+	for _, n := range names {
+		b.WriteString("\x00")
+		b.WriteString(n)
+		b.WriteString("=")
+		switch v := key[n].(type) {
+		case *types.AttributeValueMemberS:
+			b.WriteString("S:" + v.Value)
+		case *types.AttributeValueMemberN:
+			b.WriteString("N:" + v.Value)
+		case *types.AttributeValueMemberB:
+			b.WriteString("B:" + string(v.Value))
+		}
+	}
+	return b.String()
+}
+
+// remember records an item's current version (nil: absent).
+func (m *Meter) remember(table string, key, item map[string]types.AttributeValue) {
+	if !m.opts.Remember {
+		return
+	}
+	m.mu.Lock()
+	m.known[keyString(table, key)] = item
+	m.mu.Unlock()
 }
 
 // Option adds the meter to a DynamoDB client:
@@ -296,8 +356,25 @@ func IndexWriteUnits(hashKey, rangeKey string, gsis []types.GlobalSecondaryIndex
 	return s.indexWriteUnits(old, new)
 }
 
-// current reads an item as it is now (consistently), nil when absent.
+// current returns an item as it is before a write: remembered, or read on
+// the side; nil when absent.
 func (m *Meter) current(ctx context.Context, table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if m.opts.Remember {
+		m.mu.Lock()
+		it, ok := m.known[keyString(table, key)]
+		m.mu.Unlock()
+		if ok || m.opts.FreshTables {
+			return it
+		}
+	}
+	return m.read(ctx, table, key)
+}
+
+// read reads an item as it is now (consistently), nil when absent.
+func (m *Meter) read(ctx context.Context, table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	m.mu.Lock()
+	m.sideReads++
+	m.mu.Unlock()
 	out, err := m.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		m.mu.Lock()
@@ -306,8 +383,10 @@ func (m *Meter) current(ctx context.Context, table string, key map[string]types.
 		return nil
 	}
 	if len(out.Item) == 0 {
+		m.remember(table, key, nil)
 		return nil
 	}
+	m.remember(table, key, out.Item)
 	return out.Item
 }
 
@@ -337,6 +416,9 @@ func (m *Meter) write(op, table string, s *schema, key, old, new map[string]type
 		}
 		l.IndexWriteUnits += s.indexWriteUnits(old, new)
 	})
+	if !failed {
+		m.remember(table, key, new)
+	}
 }
 
 func (m *Meter) request(op, kind string) {
@@ -401,7 +483,7 @@ func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next 
 		}
 		new := old
 		if err == nil {
-			new = m.current(ctx, table, p.Key)
+			new = m.read(ctx, table, p.Key)
 		}
 		m.request("UpdateItem", m.classify(table, p.Key))
 		m.write("UpdateItem", table, s, p.Key, old, new, err != nil, 1)
@@ -419,7 +501,9 @@ func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next 
 		}
 		if p.ProjectionExpression != nil && len(item) > 0 {
 			// A projection does not lower the bill: the whole item is read.
-			item = m.current(ctx, table, p.Key)
+			item = m.read(ctx, table, p.Key)
+		} else if len(item) > 0 {
+			m.remember(table, p.Key, item)
 		}
 		kind := m.classify(table, p.Key)
 		m.request("GetItem", kind)
@@ -561,7 +645,7 @@ func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next 
 		}
 		for i, x := range ws {
 			if x.op == "Update" && err == nil {
-				ws[i].new = m.current(ctx, x.table, x.key)
+				ws[i].new = m.read(ctx, x.table, x.key)
 			}
 		}
 		// Transactional writes cost twice the standard units, whether they

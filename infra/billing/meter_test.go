@@ -18,9 +18,24 @@ import (
 )
 
 // TestMeterOnMoto runs real requests through the middleware and checks the
-// units it bills: old item sizes read on the side, index puts and deletes,
-// failed conditions, reads.
+// units it bills: old item sizes (read on the side, or remembered), index
+// puts and deletes, failed conditions, reads. Every way of learning the old
+// item must bill the same.
 func TestMeterOnMoto(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      billing.MeterOptions
+		sideReads int
+	}{
+		{"side reads", billing.MeterOptions{}, 4},
+		{"remember", billing.MeterOptions{Remember: true}, 1},
+		{"remember, fresh tables", billing.MeterOptions{Remember: true, FreshTables: true}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testMeter(t, tc.opts, tc.sideReads) })
+	}
+}
+
+func testMeter(t *testing.T, opts billing.MeterOptions, wantSideReads int) {
 	srv := moto.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -55,12 +70,12 @@ func TestMeterOnMoto(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	meter := billing.NewMeter(raw, func(_ string, key map[string]types.AttributeValue) string {
+	meter := billing.NewMeterWith(raw, func(_ string, key map[string]types.AttributeValue) string {
 		if sk, ok := key["sk"].(*types.AttributeValueMemberS); ok {
 			return sk.Value
 		}
 		return "?"
-	})
+	}, opts)
 	db := dynamodb.NewFromConfig(cfg, meter.Option)
 	big := strings.Repeat("x", 3000) // 3 KB: 3 write units
 	put := func(item map[string]types.AttributeValue, cond string) error {
@@ -116,6 +131,9 @@ func TestMeterOnMoto(t *testing.T) {
 	}
 	if u.SideReadErrors != 0 {
 		t.Errorf("side read errors: %d", u.SideReadErrors)
+	}
+	if n := meter.SideReads(); n != wantSideReads {
+		t.Errorf("side reads = %d, want %d", n, wantSideReads)
 	}
 }
 
