@@ -31,6 +31,8 @@ type CostResult struct {
 	CheckInvokes int
 	Duplicates   int
 	Store        StoreCalls
+	// SideReads are the meter's own reads (not billed to the downloader).
+	SideReads int
 }
 
 // kindOf names the store's item kinds (see shared/dynamo/layout.go).
@@ -201,8 +203,9 @@ func (e *benchEnv) burst(ctx context.Context) (*CostResult, error) {
 
 // wide: hosts x perHost URLs, shuffled, one URL per message, in batches as
 // large as the template's event source mapping delivers them. The producer
-// sends one batch's worth of messages whenever the previous ones are
-// ingested (moto's queue slows down with its length, see motoShim).
+// keeps one to two batches' worth of messages on the queue, sending the
+// next batch's worth when at most one is left (rather than all at once:
+// moto's queue slows down with its length, see motoShim).
 func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 	h, u := e.cfg.WideHosts, e.cfg.WidePerHost
 	site, err := e.site(h)
@@ -210,7 +213,7 @@ func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 		return nil, err
 	}
 	defer site.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.runTimeout(u, e.cfg.CostDelay))
+	ctx, cancel := context.WithTimeout(ctx, max(5*time.Minute, e.runTimeout(u, e.cfg.CostDelay)))
 	defer cancel()
 	b, err := e.start(ctx, "wide", e.cfg.CostDelay, nil, 1, true)
 	if err != nil {
@@ -223,7 +226,7 @@ func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 	batch := max(1, b.p.Stack.IngestEventSource.BatchSize)
 	next := 0
 	feed := func(ctx context.Context, ingested int) (map[string]urlmsg.Message, bool, error) {
-		if ingested < next {
+		if next-ingested > batch {
 			return nil, false, nil
 		}
 		wave := urls[next:min(next+batch, len(urls))]
@@ -245,7 +248,7 @@ func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Dur
 		Name: name, Shape: shape, URLs: urls, Hosts: hosts, Delay: delay, Wall: wall,
 		Usage: b.meter.Usage(), SQS: b.counter.Lines(), Results: rep.ByStatus,
 		IngestCalls: rep.IngestInvocations, CheckInvokes: rep.CheckInvocations, Duplicates: rep.Duplicates,
-		Store: b.store.calls(),
+		Store: b.store.calls(), SideReads: b.meter.SideReads(),
 	}
 }
 
@@ -254,6 +257,9 @@ func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Dur
 func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 	if err := e.moto.Reset(ctx); err != nil {
 		return err
+	}
+	if e.cfg.Smoke {
+		return e.smokeCost(ctx, res)
 	}
 	var wg sync.WaitGroup
 	var burst *CostResult
@@ -268,20 +274,16 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 				e.log.Info("cost: burst done", "wall", burst.Wall.Round(time.Millisecond))
 			}
 		}()
-		for _, sc := range []struct {
-			name string
-			run  func(context.Context) (*CostResult, error)
-		}{{"trickle", e.trickle}, {"wide", e.wide}} {
-			e.log.Info("cost: " + sc.name)
-			r, err := sc.run(ctx)
-			if err != nil {
-				wg.Wait()
-				return fmt.Errorf("cost %s: %w", sc.name, err)
-			}
-			e.log.Info("cost: "+sc.name+" done", "wall", r.Wall.Round(time.Millisecond))
-			res.Cost = append(res.Cost, r)
+		e.log.Info("cost: trickle")
+		r, err := e.trickle(ctx)
+		if err != nil {
+			wg.Wait()
+			return fmt.Errorf("cost trickle: %w", err)
 		}
+		e.log.Info("cost: trickle done", "wall", r.Wall.Round(time.Millisecond))
+		res.Cost = append(res.Cost, r)
 	}
+	// The Lambda figures before wide, which loads moto most.
 	if !e.cfg.SkipLambda {
 		lr, err := e.lambda(ctx)
 		if err != nil {
@@ -290,12 +292,66 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 		}
 		res.Lambda = lr
 	}
+	if !e.cfg.SkipCost {
+		e.log.Info("cost: wide")
+		r, err := e.wide(ctx)
+		if err != nil {
+			wg.Wait()
+			return fmt.Errorf("cost wide: %w", err)
+		}
+		e.log.Info("cost: wide done", "wall", r.Wall.Round(time.Millisecond))
+		res.Cost = append(res.Cost, r)
+	}
 	wg.Wait()
 	if burstErr != nil {
 		return fmt.Errorf("cost burst: %w", burstErr)
 	}
 	if burst != nil {
 		res.Cost = append([]*CostResult{burst}, res.Cost...)
+	}
+	return nil
+}
+
+// PerMillion is what the measured DynamoDB units and the downloader's own
+// SQS requests cost per million URLs at list prices.
+func (c *CostResult) PerMillion() float64 {
+	all := func(string) bool { return true }
+	t, ix := c.WriteUnits(all)
+	n := float64(c.URLs)
+	return ((t+ix)/n*priceWRU + c.ReadUnits(all)/n*priceRRU + float64(c.SQSRequests(ourSQS))/n*priceSQS) * 1e6
+}
+
+// smokeCost runs the three scenarios at once and then the Lambda figures:
+// at smoke sizes nothing here is a timing.
+func (e *benchEnv) smokeCost(ctx context.Context, res *Results) error {
+	runs := []func(context.Context) (*CostResult, error){e.burst, e.trickle, e.wide}
+	out := make([]*CostResult, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	if !e.cfg.SkipCost {
+		for i, f := range runs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i], errs[i] = f(ctx)
+			}()
+		}
+	}
+	var lerr error
+	if !e.cfg.SkipLambda {
+		res.Lambda, lerr = e.lambda(ctx)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("cost scenario %d: %w", i, err)
+		}
+		if out[i] != nil {
+			res.Cost = append(res.Cost, out[i])
+		}
+	}
+	if lerr != nil {
+		return fmt.Errorf("lambda figures: %w", lerr)
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func SmokeConfig() Config {
 		Delay: 100 * time.Millisecond, Latency: time.Millisecond, PlotHosts: 4,
 		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
 		BenchTime: 50 * time.Millisecond,
-		Params:    map[string]string{"CheckHostPeriod": "1500ms"},
+		Params:    map[string]string{"CheckHostPeriod": "1100ms"},
 		Timeout:   time.Minute,
 		Smoke:     true,
 	}

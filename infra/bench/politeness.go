@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,8 @@ type benchEnv struct {
 	// firstIP hands out disjoint loopback ranges to the sites of a run.
 	firstIP atomic.Int64
 	// shape is what the last pipeline started with.
-	shape struct {
+	shapeMu sync.Mutex
+	shape   struct {
 		shards, maxConc int
 		period          string
 	}
@@ -71,6 +73,8 @@ func (e *benchEnv) pipeline(ctx context.Context, name string, delay time.Duratio
 	if err != nil {
 		return nil, err
 	}
+	e.shapeMu.Lock()
+	defer e.shapeMu.Unlock()
 	e.shape.shards = p.Stack.ShardCount
 	e.shape.maxConc, _ = strconv.Atoi(p.Stack.Params["MaxConcurrentHosts"])
 	e.shape.period = p.Stack.Params["CheckHostPeriod"]
@@ -167,7 +171,9 @@ func (e *benchEnv) politeness(ctx context.Context, hosts int) (*PolitenessResult
 		return nil, err
 	}
 	res.Ours = ours
+	e.shapeMu.Lock()
 	res.ShardCount, res.MaxConcurrentHosts, res.CheckHostPeriod = e.shape.shards, e.shape.maxConc, e.shape.period
+	e.shapeMu.Unlock()
 	perShard := map[int]int{}
 	for _, h := range site.Hosts() {
 		perShard[hostqueue.VirtualShard(h)%max(1, res.ShardCount)]++

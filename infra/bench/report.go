@@ -101,8 +101,8 @@ func (r *Results) Table() string {
 	if len(r.Cost) > 0 {
 		w("### 2. DynamoDB billed units and SQS requests per URL\n\n")
 		w("Computed by infra/billing from every request the store and the pipeline made (item sizes before and after, 1 KB write units, 4 KB read units, eventually consistent reads at half, KEYS_ONLY GSI puts and deletes, failed conditions billed). \"Background\" is what costs by the hour, not by the URL: shard-lease renewals and the due-index polls. Fetch delay %s for all three.\n\n", r.Cost[0].Delay)
-		w("| scenario | shape | URLs | wall | **write units / URL** | table / GSI | per-URL items / background | read units / URL | one-item-per-URL model | **SQS requests / URL** | idle ESM polls | producer + consumer requests / URL |\n")
-		w("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		w("| scenario | shape | URLs | wall | **write units / URL** | table / GSI | per-URL items / background | read units / URL | one-item-per-URL model | **SQS requests / URL** | idle ESM polls | producer + consumer requests / URL | $ per million URLs |\n")
+		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {
 			all := func(string) bool { return true }
 			t, ix := c.WriteUnits(all)
@@ -113,8 +113,8 @@ func (r *Results) Table() string {
 			ours := c.SQSRequests(ourSQS)
 			idle := c.SQSRequests(idleSQS)
 			others := c.SQSRequests(func(l billing.SQSLine) bool { return !ourSQS(l) && !idleSQS(l) })
-			w("| %s | %s | %d | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f | %.2f | %d | **%.3f** | %d | %.3f |\n",
-				c.Name, c.Shape, c.URLs, secs(c.Wall), (t+ix)/n, t/n, ix/n, (wt+wi)/n, (bt+bi)/n, rd/n, oneItemPerURLWrites, float64(ours)/n, idle, float64(others)/n)
+			w("| %s | %s | %d | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f | %.2f | %d | **%.3f** | %d | %.3f | $%.2f |\n",
+				c.Name, c.Shape, c.URLs, secs(c.Wall), (t+ix)/n, t/n, ix/n, (wt+wi)/n, (bt+bi)/n, rd/n, oneItemPerURLWrites, float64(ours)/n, idle, float64(others)/n, c.PerMillion())
 		}
 		w("\nStore calls behind the units (per host): appends (one per host per ingest batch), check sessions (loads), commits and releases (a session ends with a release, which takes the host out of the due index or moves its due time):\n\n| scenario | hosts | appends / host | sessions / host | commits / host | releases / host | due-index queries | check invocations | ingest batches |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {
@@ -152,12 +152,8 @@ func (r *Results) Table() string {
 				w("| %s | %s | %s (%s) | %d | %d | %d |\n", c.Name, l.Queue, l.Op, who, l.Requests, l.Billed, l.Messages)
 			}
 		}
-		if c := r.find("wide"); c != nil {
-			t, ix := c.WriteUnits(func(string) bool { return true })
-			n := float64(c.URLs)
-			perM := ((t+ix)/n*priceWRU + c.ReadUnits(func(string) bool { return true })/n*priceRRU + float64(c.SQSRequests(ourSQS))/n*priceSQS) * 1e6
-			w("\nAt these units the wide scenario costs **$%.2f per million URLs** in DynamoDB and SQS (on-demand $%.3f per million write units, $%.3f per million read units, SQS $%.2f per million requests; us-east-1 list prices), before Lambda time (see below) and before the producer's own SQS sends.\n\n", perM, priceWRU*1e6, priceRRU*1e6, priceSQS*1e6)
-		}
+		w("\nDollars per million URLs: the measured write and read units at DynamoDB on-demand $%.3f and $%.3f per million, and the downloader's own SQS requests at $%.2f per million (us-east-1 list prices); without Lambda time (section 3) and the producer's own sends. The meter read %s items on the side to learn old item sizes (once per item; after that it remembers what it saw written).\n\n",
+			priceWRU*1e6, priceRRU*1e6, priceSQS*1e6, sideReads(r.Cost))
 	}
 	if l := r.Lambda; l != nil {
 		w("### 3. Lambda figures\n\n")
@@ -245,4 +241,12 @@ func (r *Results) Write(path, png string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+func sideReads(cs []*CostResult) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%d (%s)", c.SideReads, c.Name))
+	}
+	return strings.Join(parts, ", ")
 }
