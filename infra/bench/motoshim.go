@@ -20,8 +20,10 @@ import (
 // it would make the benchmark measure moto's queue, not the downloader.
 //
 // The shim replaces moto's unix_time (utcnow minus the epoch, as datetimes)
-// with time.time(), which is the same number, and the retention check on
-// receive with a read of the one attribute it needs.
+// with time.time(), which is the same number, the retention check on
+// receive with a read of the one attribute it needs, the message counts
+// with 0 while a message is being sent (sending reads one other attribute),
+// and a batch delete's two scans of the queue per entry with one scan.
 //
 // DynamoDB's Query has the same shape of problem: every query, on the table
 // or on an index, first sorts all the table's items (Python comparisons of
@@ -63,6 +65,49 @@ def _retained(self, queue_name, message):
     q = self.get_queue(queue_name)
     return int(q.message_retention_period) + message.sent_timestamp / 1000 > time.time()
 sm.SQSBackend.is_message_valid_based_on_retention_period = _retained
+# Sending reads the queue's attributes for one flag; the message counts in
+# them (three scans of the queue) are not used there.
+_sending = threading.local()
+def _cheap_when_sending(prop):
+    def fget(self):
+        return 0 if getattr(_sending, "on", False) else prop.fget(self)
+    return property(fget)
+for _name in ("approximate_number_of_messages", "approximate_number_of_messages_delayed", "approximate_number_of_messages_not_visible"):
+    setattr(sm.Queue, _name, _cheap_when_sending(getattr(sm.Queue, _name)))
+_send_message = sm.SQSBackend.send_message
+def send_message(self, *args, **kwargs):
+    _sending.on = True
+    try:
+        return _send_message(self, *args, **kwargs)
+    finally:
+        _sending.on = False
+sm.SQSBackend.send_message = send_message
+# A batch delete scans the queue once, not twice per entry.
+def delete_message_batch(self, queue_name, receipts):
+    queue = self.get_queue(queue_name)
+    handles = {r["ReceiptHandle"] for r in receipts} - set(queue.deleted_messages)
+    matched = set()
+    if handles:
+        keep = []
+        for m in queue._messages:
+            hit = handles.intersection(m.all_receipt_handles)
+            if hit:
+                matched |= hit
+                queue.pending_messages.discard(m)
+                queue.deleted_messages.update(m.all_receipt_handles)
+            else:
+                keep.append(m)
+        queue._messages = keep
+    success, errors = [], []
+    for r in receipts:
+        h = r["ReceiptHandle"]
+        if h in matched or h in queue.deleted_messages:
+            success.append(r["Id"])
+        else:
+            errors.append({"Id": r["Id"], "SenderFault": True, "Code": "ReceiptHandleIsInvalid",
+                           "Message": f'The input receipt handle "{h}" is not a valid receipt handle.'})
+    return success, errors
+sm.SQSBackend.delete_message_batch = delete_message_batch
 from moto.server import main
 sys.argv[0] = "moto_server"
 sys.exit(main())
