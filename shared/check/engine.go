@@ -186,6 +186,12 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 				r.dispatch(ctx, v, p, now)
 			}
 		}
+		// Idle costs nothing: once every shard is leased, no worker is busy
+		// and no host falls due before the run would end, stop now; the
+		// next scheduled invocation picks up whatever arrives meanwhile.
+		if r.heldCount() == len(owned) && r.activeCount() == 0 && !r.dueBefore(ctx, owned, req.Until) {
+			break
+		}
 		tick := min(req.Tick, p.CheckHostPeriod/2)
 		if r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
 			tick = min(tick, 250*time.Millisecond)
@@ -350,6 +356,24 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			}
 		}()
 	}
+}
+
+func (r *run) activeCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+// dueBefore tells whether any host of the owned shards is due before t. On
+// a store error it answers true, so the run keeps going.
+func (r *run) dueBefore(ctx context.Context, owned []int, t time.Time) bool {
+	for _, v := range owned {
+		keys, err := r.e.Store.DueHosts(ctx, v, t, 1)
+		if err != nil || len(keys) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // remember records a host's last response end in memory.
