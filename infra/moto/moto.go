@@ -10,7 +10,6 @@
 package moto
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,7 +53,7 @@ type Server struct {
 
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when the process has exited
-	output *tailBuffer
+	output *proc.Tail
 	once   sync.Once
 }
 
@@ -95,7 +94,7 @@ func start(ctx context.Context, bin string, port int) (*Server, error) {
 	s := &Server{
 		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		done:     make(chan struct{}),
-		output:   &tailBuffer{max: 16 << 10},
+		output:   &proc.Tail{Max: 16 << 10},
 	}
 	s.cmd = exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	s.cmd.Stdout = s.output
@@ -232,28 +231,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it: moto logs every
-// request, and only the end matters when it fails to start.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if extra := b.buf.Len() - b.max; extra > 0 {
-		b.buf.Next(extra)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

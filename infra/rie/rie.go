@@ -36,7 +36,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -113,7 +112,7 @@ type Emulator struct {
 	closed  sync.Once
 
 	outMu sync.Mutex
-	out   *tailBuffer
+	out   *proc.Tail
 
 	mu      sync.Mutex
 	reports []*Report
@@ -192,7 +191,7 @@ func start(ctx context.Context, bin string, opts Options) (*Emulator, error) {
 		// margin covers its own bookkeeping after a timeout.
 		client: &http.Client{Timeout: time.Duration(timeoutSec)*time.Second + 30*time.Second},
 		sem:    make(chan struct{}, 1),
-		out:    &tailBuffer{max: 256 << 10},
+		out:    &proc.Tail{Max: 256 << 10},
 		byID:   map[string]*Report{},
 	}
 	e.cmd = exec.Command(bin,
@@ -549,27 +548,4 @@ func clip(b []byte, n int) []byte {
 		return append(b[:n:n], "..."...)
 	}
 	return b
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if extra := b.buf.Len() - b.max; extra > 0 {
-		b.buf.Next(extra)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Clone(b.buf.String())
 }
