@@ -182,7 +182,7 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 	}
 	wantESM := stack.EventSourceMapping{
 		Function: stack.IngestFunction, QueueURL: st.InputQueueURL,
-		BatchSize: 1000, MaximumBatchingWindowInSeconds: 2, ReportBatchItemFailures: true,
+		BatchSize: 10000, MaximumBatchingWindowInSeconds: 5, ReportBatchItemFailures: true,
 		MaxReceiveCount: 5, DLQURL: st.InputDLQURL,
 	}
 	if st.IngestEventSource != wantESM {
