@@ -149,6 +149,17 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 	for _, id := range c.Done {
 		done[id] = true
 	}
+	// Small robots.txt answers ride in the host item (applied at every
+	// attempt below); large ones get an item of their own, written once
+	// here rather than again on every lost race.
+	small := map[string]inlineRobots{}
+	for origin, r := range c.Robots {
+		if ir, ok := inline(r); ok {
+			small[origin] = ir
+		} else if err := s.PutRobots(ctx, key, origin, r); err != nil {
+			return nil, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		if attempt >= maxAttempts {
 			return nil, fmt.Errorf("commit %s: %w after %d attempts", key, hostqueue.ErrConflict, attempt)
@@ -198,25 +209,12 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 				next.TTL = s.now().Add(c.IdleTTL).Unix()
 			}
 		}
-		var big map[string]hostqueue.Robots
-		for origin, r := range c.Robots {
-			if ir, ok := inline(r); ok {
-				next.RB = maps.Clone(next.RB)
-				if next.RB == nil {
-					next.RB = map[string]inlineRobots{}
-				}
-				next.RB[origin] = ir
-			} else {
-				if big == nil {
-					big = map[string]hostqueue.Robots{}
-				}
-				big[origin] = r
+		if len(small) > 0 {
+			next.RB = maps.Clone(next.RB)
+			if next.RB == nil {
+				next.RB = map[string]inlineRobots{}
 			}
-		}
-		for origin, r := range big {
-			if err := s.PutRobots(ctx, key, origin, r); err != nil {
-				return nil, err
-			}
+			maps.Copy(next.RB, small)
 		}
 		collect := c.Release && next.pending() == 0 && next.HC
 		if collect {
