@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/middleware"
@@ -197,15 +198,33 @@ func AWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = 3
 				o.MaxBackoff = time.Second
+				// The client-side retry budget protects AWS from retry
+				// storms; against one local process a burst of resets
+				// would only turn into errors the code under test never
+				// meets on AWS.
+				o.RateLimiter = ratelimit.None
 			})
 		},
 		RetryMaxAttempts: 3,
-		HTTPClient:       &http.Client{Timeout: 2 * time.Minute},
+		HTTPClient:       &http.Client{Timeout: 2 * time.Minute, Transport: motoTransport},
 		// moto does not make conditional writes atomic; see atomic.go.
 		APIOptions: []func(*middleware.Stack) error{atomicConditions},
 	}
 	return cfg, nil
 }
+
+// motoTransport is shared by every client of every config: moto is one
+// Python process serving a thread per connection, and a burst of a
+// thousand requests at once (a shard's workers when hosts fall due
+// together) overflows its listen backlog into connection resets. Requests
+// beyond the cap wait for a connection instead; kept-alive connections
+// spare the handshakes.
+var motoTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxConnsPerHost = 64
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
 
 // Env returns the environment variables that point an SDK that loads its
 // configuration from the environment (config.LoadDefaultConfig, as the
