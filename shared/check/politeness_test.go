@@ -300,7 +300,7 @@ func TestIngesterQueueKeys(t *testing.T) {
 			}
 			in := &hostqueue.Ingester{Store: e.store, Publisher: e.pub, Now: time.Now}
 			res := in.Ingest(t.Context(), hostqueue.IngestParams{
-				PersistLimit: 100, CheckHostPeriod: 2 * time.Second, ByDomain: tc.mode == params.QueueByDomain,
+				PersistLimit: 100, ByDomain: tc.mode == params.QueueByDomain,
 			}, msgs)
 			if len(res.Failed) != 0 || res.Appended != len(msgs) {
 				t.Fatalf("ingest: %+v", res)

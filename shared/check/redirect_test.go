@@ -1,13 +1,11 @@
 package check_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -134,9 +132,10 @@ func TestSameHostRedirects(t *testing.T) {
 }
 
 // TestCrossHostRedirect checks that a redirect to another host is not
-// fetched at once: the result is "redirect" with the location, and the
+// followed inline: the result is "redirect" with the location, and the
 // target is queued on its own host (when FollowCrossHostRedirects is on),
-// where that host's robots.txt and delay apply when it comes due.
+// which then comes due like any host that becomes active and is fetched
+// under that host's own robots.txt and delay.
 func TestCrossHostRedirect(t *testing.T) {
 	t.Parallel()
 	for _, follow := range []bool{true, false} {
@@ -145,9 +144,6 @@ func TestCrossHostRedirect(t *testing.T) {
 			t.Parallel()
 			p := testParams()
 			p.FollowCrossHostRedirects = follow
-			// A long period keeps the queued target out of the due index
-			// for the whole first run, whatever its hash.
-			p.CheckHostPeriod = time.Minute
 			e := newEnv(t, p)
 			target := newSite(t, withRobots(200, "User-agent: *\nDisallow: /no\n", page))
 			src := newSite(t, withRobots(404, "", redirects(map[string]string{
@@ -155,39 +151,33 @@ func TestCrossHostRedirect(t *testing.T) {
 				"/no": target.url("/no/x"),
 			})))
 			ids := e.seed(src.url("/go"), src.url("/no"))
-			e.runUntil(2, 10*time.Second)
-
-			if got := target.paths(); len(got) != 0 {
-				t.Fatalf("target host requested at once: %v", got)
+			if !follow {
+				e.runUntil(2, 10*time.Second)
+				if got := target.paths(); len(got) != 0 {
+					t.Errorf("target host requested although FollowCrossHostRedirects is off: %v", got)
+				}
+				if h := e.load(target.host); h != nil {
+					t.Errorf("target host queued although FollowCrossHostRedirects is off: %+v", h)
+				}
+			} else {
+				e.runUntil(4, 15*time.Second)
 			}
 			res := e.pub.one(t, src.url("/go"))
 			if res.Status != result.StatusRedirect || res.Location != target.url("/landing?q=1") || res.HTTPStatus != http.StatusMovedPermanently || res.Error != "" {
 				t.Errorf("result %s http=%d location=%q err=%q, want redirect to the target", res.Status, res.HTTPStatus, res.Location, res.Error)
 			}
-			h := e.load(target.host)
 			if !follow {
-				if h != nil {
-					t.Errorf("target host queued although FollowCrossHostRedirects is off: %+v", h)
-				}
 				return
 			}
-			if h == nil || h.Pending != 2 || h.Due.IsZero() {
-				t.Fatalf("target host state %+v, want both targets queued and due", h)
-			}
-			wantID := urlmsg.MakeID(ids[src.url("/go")], 0, target.url("/landing?q=1"))
-			if h.Head[0].URL != target.url("/landing?q=1") || h.Head[0].ID != wantID {
-				t.Errorf("queued %+v, want %s with id %s", h.Head[0], target.url("/landing?q=1"), wantID)
-			}
-
-			// Make the target due now and run again: it is fetched under
-			// its own host's robots.txt.
-			if _, err := e.store.Commit(context.Background(), target.host, hostqueue.Commit{Release: true, NextDue: time.Now(), Want: 10}); err != nil {
-				t.Fatal(err)
-			}
-			e.runUntil(4, 10*time.Second)
 			if got := strings.Join(target.paths(), " "); got != "/robots.txt /landing?q=1" {
 				t.Errorf("target requests %s, want its robots.txt then /landing?q=1 (never /no/x)", got)
 			}
+			for i, g := range gaps(target.requests()) {
+				if g < p.FetchDelay-slack {
+					t.Errorf("target request %d came %v after the previous answer, want >= FetchDelay %v", i+1, g, p.FetchDelay)
+				}
+			}
+			wantID := urlmsg.MakeID(ids[src.url("/go")], 0, target.url("/landing?q=1"))
 			if res := e.pub.one(t, target.url("/landing?q=1")); res.Status != result.StatusFetched || res.ID != wantID {
 				t.Errorf("target: %s id=%s, want fetched with id %s", res.Status, res.ID, wantID)
 			}

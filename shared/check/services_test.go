@@ -50,9 +50,7 @@ func TestEngineAsWired(t *testing.T) {
 	if p.FetchDelay != 200*time.Millisecond {
 		t.Fatalf("FetchDelay from SSM = %v, want the deployed 200ms", p.FetchDelay)
 	}
-	res := svc.Ingester.Ingest(t.Context(), hostqueue.IngestParams{
-		PersistLimit: p.PersistLimit, CheckHostPeriod: p.CheckHostPeriod,
-	}, msgs)
+	res := svc.Ingester.Ingest(t.Context(), hostqueue.IngestParams{PersistLimit: p.PersistLimit}, msgs)
 	if len(res.Failed) != 0 {
 		t.Fatalf("ingest: %v", res.Failed)
 	}

@@ -108,10 +108,12 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 				return hostqueue.AppendResult{}, err
 			}
 		}
+		activated := false
 		if next.pending() > 0 {
 			next.TTL = 0
 			if next.Due == 0 {
 				next.Due = req.Due.UnixMilli()
+				activated = true
 			}
 		}
 		ok, err := s.putHost(ctx, &next, exists, cur.V)
@@ -126,7 +128,7 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 			continue
 		}
 		s.deleteChunksQuietly(pk, dead)
-		return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending()}, nil
+		return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}, nil
 	}
 }
 
@@ -201,7 +203,12 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		}
 		if c.Release {
 			if next.pending() > 0 {
-				next.Due = c.NextDue.UnixMilli()
+				// Continue leaves Due alone: the host is still due (it
+				// was when the holder took it), and an unchanged index
+				// key costs no index write.
+				if !c.Continue || next.Due == 0 {
+					next.Due = c.NextDue.UnixMilli()
+				}
 				next.TTL = 0
 			} else {
 				next.Due = 0

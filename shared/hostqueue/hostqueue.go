@@ -60,7 +60,12 @@ type AppendRequest struct {
 	// Limit is PersistLimit: after the append the queue holds at most Limit
 	// entries, the oldest evicted first.
 	Limit int
-	// Due is the check time to set when the host is not due yet.
+	// Due is the check time to set when the host is not due yet. Callers
+	// pass now: a host that becomes active has no session to wait for, and
+	// its first request is paced by its stored last fetch anyway. The
+	// reference design's staggered NextHostCheck spaces re-checks instead
+	// (see Commit.NextDue), and a drained host waits for late URLs until
+	// then before it leaves the index (package check).
 	Due time.Time
 	// OnEvict is called with the entries the append is about to evict, before
 	// the write that removes them, so they can be reported first: if it
@@ -74,6 +79,9 @@ type AppendResult struct {
 	Appended int
 	Evicted  int
 	Pending  int
+	// Activated is set when the append put the host into the due index (it
+	// had no work before), so a check run may have to be woken for it.
+	Activated bool
 }
 
 // Commit records progress on a host by the shard's lease holder.
@@ -91,6 +99,11 @@ type Commit struct {
 	// index when its queue is empty, else it is due again at NextDue.
 	Release bool
 	NextDue time.Time
+	// Continue, with Release, keeps the host with the holder when entries
+	// arrived since it was loaded: it stays due (its due time, and so the
+	// due index, untouched) and the returned state holds the new entries.
+	// Only an empty queue is then released.
+	Continue bool
 	// Want is how many head entries to return in the new state.
 	Want int
 	// IdleTTL is how long an idle host's state (last fetch, robots) is kept.

@@ -3,6 +3,8 @@ package hostqueue
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +24,7 @@ type Ingester struct {
 
 // IngestParams are the parameters an ingest needs, read once per batch.
 type IngestParams struct {
-	PersistLimit    int
-	CheckHostPeriod time.Duration
+	PersistLimit int
 	// ByDomain queues URLs per registrable domain instead of per host.
 	ByDomain bool
 }
@@ -35,6 +36,9 @@ type IngestResult struct {
 	Failed   map[int]error
 	Appended int
 	Evicted  int
+	// Activated lists, in order, the virtual shards of the hosts this
+	// batch put into the due index.
+	Activated []int
 }
 
 // Ingest queues msgs. Evicted entries are reported as dropped results before
@@ -60,6 +64,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 	}
 
 	res := IngestResult{Failed: map[int]error{}}
+	activated := map[int]bool{}
 	var mu sync.Mutex
 	conc := in.Concurrency
 	if conc <= 0 {
@@ -79,7 +84,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 				Key:     g.key,
 				Entries: g.entries,
 				Limit:   p.PersistLimit,
-				Due:     NextHostCheck(now, g.key, p.CheckHostPeriod),
+				Due:     now,
 				OnEvict: func(ctx context.Context, evicted []Entry) error {
 					return in.Publisher.Publish(ctx, Dropped(g.key, evicted, in.Now(), p.PersistLimit))
 				},
@@ -95,9 +100,13 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			}
 			res.Appended += r.Appended
 			res.Evicted += r.Evicted
+			if r.Activated {
+				activated[VirtualShard(g.key)] = true
+			}
 		}()
 	}
 	wg.Wait()
+	res.Activated = slices.Sorted(maps.Keys(activated))
 	return res
 }
 

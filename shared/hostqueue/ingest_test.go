@@ -91,7 +91,7 @@ func entryIDs(es []hostqueue.Entry) []string {
 func TestIngestGroupsByHost(t *testing.T) {
 	store := &fakeStore{t: t}
 	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }}
-	p := hostqueue.IngestParams{PersistLimit: 50, CheckHostPeriod: 5 * time.Second}
+	p := hostqueue.IngestParams{PersistLimit: 50}
 	msgs := []urlmsg.Message{
 		msg("a1", "a.example", "http://a.example/1"),
 		msg("b1", "b.example:8080", "http://b.example:8080/1"),
@@ -125,8 +125,10 @@ func TestIngestGroupsByHost(t *testing.T) {
 		if req.Limit != 50 {
 			t.Errorf("%s Limit = %d, want PersistLimit 50", key, req.Limit)
 		}
-		if wantDue := hostqueue.NextHostCheck(testNow, key, 5*time.Second); !req.Due.Equal(wantDue) {
-			t.Errorf("%s Due = %v, want NextHostCheck = %v", key, req.Due, wantDue)
+		// A host that becomes active is due at once (the first request
+		// waits only for its politeness state, not for a stagger slot).
+		if !req.Due.Equal(testNow) {
+			t.Errorf("%s Due = %v, want now (%v)", key, req.Due, testNow)
 		}
 		if req.OnEvict == nil {
 			t.Errorf("%s has no OnEvict", key)
@@ -141,7 +143,7 @@ func TestIngestGroupsByHost(t *testing.T) {
 func TestIngestEmptyBatch(t *testing.T) {
 	store := &fakeStore{t: t}
 	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }}
-	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 5 * time.Second}, nil)
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10}, nil)
 	if len(store.calls) != 0 || len(res.Failed) != 0 || res.Appended != 0 {
 		t.Errorf("empty batch: %d appends, result %+v", len(store.calls), res)
 	}
@@ -150,7 +152,7 @@ func TestIngestEmptyBatch(t *testing.T) {
 func TestIngestByDomain(t *testing.T) {
 	store := &fakeStore{t: t}
 	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }}
-	p := hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 2 * time.Second, ByDomain: true}
+	p := hostqueue.IngestParams{PersistLimit: 10, ByDomain: true}
 	msgs := []urlmsg.Message{
 		msg("1", "www.example.co.uk", "http://www.example.co.uk/"),
 		msg("2", "img.example.co.uk", "http://img.example.co.uk/"),
@@ -167,8 +169,8 @@ func TestIngestByDomain(t *testing.T) {
 	got := map[string][]string{}
 	for k, req := range store.byKey() {
 		got[k] = entryIDs(req.Entries)
-		if wantDue := hostqueue.NextHostCheck(testNow, k, 2*time.Second); !req.Due.Equal(wantDue) {
-			t.Errorf("%s Due = %v, want the domain key's check time %v", k, req.Due, wantDue)
+		if !req.Due.Equal(testNow) {
+			t.Errorf("%s Due = %v, want now (%v)", k, req.Due, testNow)
 		}
 	}
 	want := map[string][]string{
@@ -200,7 +202,7 @@ func TestIngestFailedAppendFailsOnlyThatHost(t *testing.T) {
 		msg("a2", "a.example", "http://a.example/2"),
 		msg("b2", "b.example", "http://b.example/2"),
 	}
-	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 5 * time.Second}, msgs)
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10}, msgs)
 
 	if got := slices.Sorted(maps.Keys(res.Failed)); !slices.Equal(got, []int{1, 4}) {
 		t.Fatalf("failed indices %v, want [1 4] (the b.example messages)", got)
@@ -244,7 +246,7 @@ func TestIngestOnEvictPublishesDropped(t *testing.T) {
 		msg("x3", "x.example:8080", "http://x.example:8080/3"),
 		msg("y1", "y.example", "http://y.example/1"),
 	}
-	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 2, CheckHostPeriod: 5 * time.Second}, msgs)
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 2}, msgs)
 	if len(res.Failed) != 0 || res.Evicted != 1 || res.Appended != 4 {
 		t.Fatalf("result %+v, want 4 appended, 1 evicted, none failed", res)
 	}
@@ -276,7 +278,7 @@ func TestIngestOnEvictPublishFailure(t *testing.T) {
 		return hostqueue.AppendResult{Appended: len(req.Entries)}, nil
 	}
 	in := &hostqueue.Ingester{Store: store, Publisher: pub, Now: func() time.Time { return testNow }, Concurrency: 1}
-	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 1, CheckHostPeriod: 5 * time.Second},
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 1},
 		[]urlmsg.Message{msg("x1", "x.example", "http://x.example/1"), msg("x2", "x.example", "http://x.example/2")})
 	if !errors.Is(evictErr, boom) {
 		t.Fatalf("OnEvict returned %v, want the publisher's error", evictErr)
@@ -318,7 +320,7 @@ func TestIngestBoundsConcurrency(t *testing.T) {
 	}
 	done := make(chan hostqueue.IngestResult)
 	go func() {
-		done <- in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, CheckHostPeriod: 5 * time.Second}, msgs)
+		done <- in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10}, msgs)
 	}()
 	waiting := 0
 	for released := 0; released < hosts; {
