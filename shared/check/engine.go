@@ -117,6 +117,11 @@ type RunRequest struct {
 	LeaseWait time.Duration
 	// Tick is how often due hosts are looked up; zero means 1s.
 	Tick time.Duration
+	// Wake marks a run started because an ingest gave the shard new work
+	// (not by the schedule): it ends at once when another run holds the
+	// shard's leases (that run finds the work itself), and does not wait
+	// for leases it could not take.
+	Wake bool
 }
 
 // Summary reports what a run did.
@@ -145,11 +150,14 @@ type run struct {
 	// run then keeps its leases until they expire instead of handing them
 	// over early, so nobody can come back to that host before the delay.
 	unrecorded atomic.Bool
-	hosts      int
-	results    map[result.Status]int
-	reqs       atomic.Int64
-	errs       atomic.Int64
-	wg         sync.WaitGroup
+	// starved is set while the dispatcher has due hosts and no free worker
+	// slot for them: lingering workers then give theirs up.
+	starved atomic.Bool
+	hosts   int
+	results map[result.Status]int
+	reqs    atomic.Int64
+	errs    atomic.Int64
+	wg      sync.WaitGroup
 }
 
 // Run performs one invocation of a shard's check. It returns when Until has
@@ -167,6 +175,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 	start := e.Clock.Now()
 	var lastRenew time.Time
 	var leased []int
+	rechecked := false
 	for {
 		now := e.Clock.Now()
 		if !now.Before(req.Until) || ctx.Err() != nil || r.crashed.Load() {
@@ -180,17 +189,45 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 				lastRenew = now
 			}
 		}
+		// The shards' due hosts are looked up side by side: on a loaded
+		// table one query after another would hold back the first
+		// requests of a run.
+		var starved atomic.Bool
+		var dispatched sync.WaitGroup
 		for _, v := range owned {
 			if r.holding(v) {
 				leased = appendOnce(leased, v)
-				r.dispatch(ctx, v, p, now)
+				dispatched.Go(func() {
+					if r.dispatch(ctx, v, p, now) {
+						starved.Store(true)
+					}
+				})
 			}
 		}
-		// Idle costs nothing: once every shard is leased, no worker is busy
-		// and no host falls due before the run would end, stop now; the
-		// next scheduled invocation picks up whatever arrives meanwhile.
-		if r.heldCount() == len(owned) && r.activeCount() == 0 && !r.dueBefore(ctx, owned, req.Until) {
+		dispatched.Wait()
+		r.starved.Store(starved.Load())
+		if req.Wake && r.heldCount() == 0 {
 			break
+		}
+		// Idle costs nothing: once every shard is leased, no worker is busy
+		// and no host falls due before the run would end, stop now; an
+		// ingest that gives the shard new work wakes it (or the next
+		// scheduled invocation comes).
+		if (r.heldCount() == len(owned) || req.Wake) && r.activeCount() == 0 && !r.dueBefore(ctx, owned, req.Until) {
+			// A host activated just before the leases go back woke the
+			// shard while this run still held them, and that wake-up gave
+			// way: look once more after letting go, and carry on if so.
+			// (A run that could not store a last fetch keeps its leases
+			// until they expire: see below.)
+			if r.unrecorded.Load() {
+				break
+			}
+			r.release(ctx)
+			if rechecked || !r.dueBefore(ctx, owned, req.Until) {
+				break
+			}
+			rechecked, lastRenew = true, time.Time{}
+			continue
 		}
 		tick := min(req.Tick, p.CheckHostPeriod/2)
 		if r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
@@ -208,16 +245,30 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		e.Log.WarnContext(ctx, "keeping shard leases until they expire: a host's last fetch could not be stored", "shard", req.Shard)
 		return r.summary(owned, leased), nil
 	}
-	for _, v := range owned {
-		if r.holding(v) {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			if err := e.Store.ReleaseShard(rctx, v, req.Owner); err != nil {
-				e.Log.WarnContext(ctx, "release shard lease", "vshard", v, "error", err)
-			}
-			cancel()
+	r.release(ctx)
+	return r.summary(owned, leased), nil
+}
+
+// release hands back every lease the run holds, so the next run starts at
+// once.
+func (r *run) release(ctx context.Context) {
+	r.mu.Lock()
+	var held []int
+	now := r.e.Clock.Now()
+	for v, until := range r.held {
+		if until.After(now) {
+			held = append(held, v)
 		}
 	}
-	return r.summary(owned, leased), nil
+	clear(r.held)
+	r.mu.Unlock()
+	for _, v := range held {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := r.e.Store.ReleaseShard(rctx, v, r.req.Owner); err != nil {
+			r.e.Log.WarnContext(ctx, "release shard lease", "vshard", v, "error", err)
+		}
+		cancel()
+	}
 }
 
 // ErrCrashed is returned by Run when an injected crash stopped it.
@@ -296,46 +347,51 @@ func (r *run) leaseLeft(v int) time.Duration {
 // cannot be renewed is given up at once: its hosts' workers stop before
 // their next request.
 func (r *run) renew(ctx context.Context, owned []int, now time.Time, ttl time.Duration) {
+	// Side by side: the first dispatch waits for these writes.
+	var wg sync.WaitGroup
 	for _, v := range owned {
-		until := now.Add(ttl)
-		ok, err := r.e.Store.AcquireShard(ctx, v, r.req.Owner, until, now)
-		if err != nil {
-			// The lease may or may not have been renewed: keep the expiry
-			// known so far, which workers respect anyway.
-			r.errs.Add(1)
-			r.e.Log.ErrorContext(ctx, "lease shard", "vshard", v, "error", err)
-			continue
-		}
-		r.mu.Lock()
-		if ok {
-			r.held[v] = until
-		} else {
-			delete(r.held, v)
-		}
-		r.mu.Unlock()
+		wg.Go(func() {
+			until := now.Add(ttl)
+			ok, err := r.e.Store.AcquireShard(ctx, v, r.req.Owner, until, now)
+			if err != nil {
+				// The lease may or may not have been renewed: keep the
+				// expiry known so far, which workers respect anyway.
+				r.errs.Add(1)
+				r.e.Log.ErrorContext(ctx, "lease shard", "vshard", v, "error", err)
+				return
+			}
+			r.mu.Lock()
+			if ok {
+				r.held[v] = until
+			} else {
+				delete(r.held, v)
+			}
+			r.mu.Unlock()
+		})
 	}
+	wg.Wait()
 }
 
 // dispatch starts a worker for every due host of vshard not already active.
-func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Time) {
-	r.mu.Lock()
-	free := p.MaxConcurrentHosts - len(r.active)
-	r.mu.Unlock()
-	if free <= 0 {
-		return
-	}
-	// Active hosts may be among the due ones; asking for the cap (not
-	// free+len(r.active), which read r.active without r.mu) covers them.
-	keys, err := r.e.Store.DueHosts(ctx, v, now, p.MaxConcurrentHosts)
+// It reports whether a due host had to wait for a free worker slot.
+func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Time) (starved bool) {
+	// Active hosts may be among the due ones; asking for one more than the
+	// cap covers them and still shows a host left waiting.
+	keys, err := r.e.Store.DueHosts(ctx, v, now, p.MaxConcurrentHosts+1)
 	if err != nil {
 		r.errs.Add(1)
 		r.e.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
-		return
+		return false
 	}
 	for _, key := range keys {
 		r.mu.Lock()
-		if r.active[key] || len(r.active) >= p.MaxConcurrentHosts {
+		if r.active[key] {
 			r.mu.Unlock()
+			continue
+		}
+		if len(r.active) >= p.MaxConcurrentHosts {
+			r.mu.Unlock()
+			starved = true
 			continue
 		}
 		r.active[key] = true
@@ -356,6 +412,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			}
 		}()
 	}
+	return starved
 }
 
 func (r *run) activeCount() int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -54,7 +55,7 @@ const (
 
 func (w *worker) work(ctx context.Context) error {
 	e := w.e
-	h, err := e.Store.Load(ctx, w.key, headBatch)
+	h, err := e.Store.Load(ctx, w.key, 2*headBatch)
 	if errors.Is(err, hostqueue.ErrNotFound) {
 		return nil
 	}
@@ -71,11 +72,28 @@ func (w *worker) work(ctx context.Context) error {
 	for id, n := range h.Attempts {
 		w.attempts[id] = n
 	}
+	// A round's results are published and committed in the background
+	// while the next round is fetched (its entries are known: state is
+	// read two rounds deep), so a slow store or output queue never stretches
+	// the gap between two requests. h is the state after the last finished
+	// commit; inflight the round still being published and committed.
+	var inflight *background
+	defer func() {
+		if inflight != nil {
+			inflight.wait()
+		}
+	}()
 	for {
+		// Parameters are read again each round (from the cache), so a
+		// change reaches a long session within a round, not at its end.
+		if p := e.Params(ctx); p != w.p {
+			w.p, w.f = p, e.Fetcher(p)
+		}
+		round := next(h.Head, inflight.ids(), headBatch)
 		var results []result.Result
 		var done []string
 		stop := false
-		for _, ent := range h.Head {
+		for _, ent := range round {
 			res, out := w.process(ctx, ent)
 			if w.crash("fetched", ent.ID) {
 				return ErrCrashed
@@ -88,8 +106,29 @@ func (w *worker) work(ctx context.Context) error {
 			stop = out == outStop
 			break
 		}
+		if inflight != nil {
+			prev := inflight.wait()
+			inflight = nil
+			if prev.err != nil {
+				return prev.err
+			}
+			h = prev.h
+			w.inlineRobots = h.Robots
+			// Results the output queue refused stay queued; stop here
+			// as a synchronous round would.
+			stop = stop || prev.refused
+		}
 		if w.crash("before-publish", w.key) {
 			return ErrCrashed
+		}
+		// h still holds this round's entries: it ends the queue when the
+		// whole round is done and nothing else is queued.
+		drained := len(done) == len(round) && h.Pending <= len(round)
+		release := stop || len(round) == 0 || drained
+		following := next(h.Head, doneSet(done), headBatch)
+		if !release && len(following) > 0 {
+			inflight = w.commitInBackground(ctx, results, done)
+			continue
 		}
 		if len(results) > 0 {
 			if err := e.Publisher.Publish(ctx, results); err != nil {
@@ -97,32 +136,156 @@ func (w *worker) work(ctx context.Context) error {
 				// again. Politeness state is still committed below.
 				e.Log.ErrorContext(ctx, "publish results", "host", w.key, "count", len(results), "error", err)
 				w.errs.Add(1)
-				results, done, stop = nil, nil, true
+				results, done, stop, release, drained = nil, nil, true, true, false
 			}
 			w.count(results)
 		}
 		if w.crash("after-publish", w.key) {
 			return ErrCrashed
 		}
-		// A batch that took the whole queue releases the host in the same
-		// write (one write fewer per session: the store keeps the host due
-		// if an ingest added URLs meanwhile).
-		drained := len(done) == len(h.Head) && h.Pending <= len(h.Head)
-		release := stop || len(h.Head) == 0 || drained
-		c := hostqueue.Commit{
-			Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
-			Attempts: w.attempts, Release: release, NextDue: w.nextDue(), Want: headBatch, IdleTTL: idleTTL,
-			Robots: w.newRobots,
-		}
 		w.remember(w.key, w.lastFetch)
+		if drained && !stop && len(done) > 0 {
+			w.linger(ctx)
+		}
+		// A batch that took the whole queue releases the host in the same
+		// write (one write fewer per session); with Continue the store
+		// keeps it with this worker if an ingest added URLs meanwhile.
+		c := w.progress(done, release)
+		c.Continue = drained && !stop
 		h, err = w.commit(ctx, c)
 		if err != nil {
 			w.unrecorded.Store(true)
 			return fmt.Errorf("commit %d done urls: %w", len(done), err)
 		}
-		w.inlineRobots, w.newRobots = h.Robots, nil
-		if release {
+		w.inlineRobots = h.Robots
+		if release && (!c.Continue || h.Pending == 0) {
 			return nil
+		}
+	}
+}
+
+// progress is the commit of a round: its done entries and the worker's
+// politeness state as of now (copied: the next round goes on changing it).
+func (w *worker) progress(done []string, release bool) hostqueue.Commit {
+	c := hostqueue.Commit{
+		Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
+		Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(), Want: 2 * headBatch, IdleTTL: idleTTL,
+		Robots: w.newRobots,
+	}
+	w.newRobots = nil
+	return c
+}
+
+// background is a round being published and committed while the next one
+// is fetched.
+type background struct {
+	done   map[string]bool
+	result chan roundResult
+}
+
+type roundResult struct {
+	h *hostqueue.Host
+	// refused: the output queue did not take the results; they stay
+	// queued (nothing was marked done).
+	refused bool
+	err     error
+}
+
+func (b *background) ids() map[string]bool {
+	if b == nil {
+		return nil
+	}
+	return b.done
+}
+
+func (b *background) wait() roundResult { return <-b.result }
+
+// commitInBackground publishes a round's results, then commits it, as the
+// synchronous path does, without holding up the next round.
+func (w *worker) commitInBackground(ctx context.Context, results []result.Result, done []string) *background {
+	w.remember(w.key, w.lastFetch)
+	c := w.progress(done, false)
+	b := &background{done: doneSet(done), result: make(chan roundResult, 1)}
+	go func() {
+		var out roundResult
+		defer func() { b.result <- out }()
+		if len(results) > 0 {
+			if err := w.e.Publisher.Publish(ctx, results); err != nil {
+				w.e.Log.ErrorContext(ctx, "publish results", "host", w.key, "count", len(results), "error", err)
+				w.errs.Add(1)
+				results, c.Done, out.refused = nil, nil, true
+			}
+			w.count(results)
+		}
+		if w.crash("after-publish", w.key) {
+			out.err = ErrCrashed
+			return
+		}
+		h, err := w.commit(ctx, c)
+		if err != nil {
+			w.unrecorded.Store(true)
+			out.err = fmt.Errorf("commit %d done urls: %w", len(c.Done), err)
+			return
+		}
+		out.h = h
+	}()
+	return b
+}
+
+// next returns up to n entries of head that are not in skip.
+func next(head []hostqueue.Entry, skip map[string]bool, n int) []hostqueue.Entry {
+	var out []hostqueue.Entry
+	for _, e := range head {
+		if len(out) == n {
+			break
+		}
+		if !skip[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func doneSet(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// lingerStep is how often a lingering worker looks whether it should stop
+// waiting early.
+const lingerStep = 250 * time.Millisecond
+
+// linger keeps a host whose queue just drained with its worker until the
+// host's next staggered check time (the reference formula) at least one
+// CheckHostPeriod from now, so under two periods; then the commit that
+// follows releases it or,
+// when URLs arrived meanwhile, carries on with them. URLs that trickle in
+// (an ingest batch after the one that activated the host) so join this
+// session instead of paying for a new one: a session costs the due-index
+// entry written at activation and removed at release, plus the release
+// write, while a lingering host stays due with its index key untouched and
+// its commit waits. Results are already out; only their removal from the
+// store waits (a crash meanwhile means re-fetches, as between publishing and
+// committing). The wait ends early when the run ends or its dispatcher has
+// due hosts it has no room for, so lingering never holds a busy host back.
+func (w *worker) linger(ctx context.Context) {
+	now := w.e.Clock.Now()
+	until := hostqueue.NextHostCheck(now, w.key, w.p.CheckHostPeriod)
+	if until.Sub(now) < w.p.CheckHostPeriod {
+		// The formula's slot can be a moment away; the one after it
+		// gives late URLs a whole period.
+		until = until.Add(w.p.CheckHostPeriod)
+	}
+	for {
+		now := w.e.Clock.Now()
+		if !now.Before(until) || !now.Before(w.req.Until) || w.starved.Load() || w.crashed.Load() || ctx.Err() != nil {
+			return
+		}
+		if w.e.Clock.Sleep(ctx, min(until.Sub(now), w.req.Until.Sub(now), lingerStep)) != nil {
+			return
 		}
 	}
 }
@@ -330,7 +493,7 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 			Key:     key,
 			Entries: []hostqueue.Entry{{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc}},
 			Limit:   w.p.PersistLimit,
-			Due:     hostqueue.NextHostCheck(w.e.Clock.Now(), key, w.p.CheckHostPeriod),
+			Due:     w.e.Clock.Now(),
 			OnEvict: func(ctx context.Context, ev []hostqueue.Entry) error {
 				return w.e.Publisher.Publish(ctx, hostqueue.Dropped(key, ev, w.e.Clock.Now(), w.p.PersistLimit))
 			},
