@@ -19,5 +19,8 @@ func main() {
 		os.Exit(1)
 	}
 	h := &handler.Handler{Ingester: s.Ingester, Params: s.Params.Get, Log: log}
+	if s.Waker != nil {
+		h.Waker = s.Waker
+	}
 	lambda.Start(h.Handle)
 }

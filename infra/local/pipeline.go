@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -69,6 +70,11 @@ type Options struct {
 	// IngestBatchSize overrides the template's event source mapping batch
 	// size (fault runs use small batches for more ingest invocations).
 	IngestBatchSize int
+	// ScheduleEvery, when set, starts each shard's scheduled invocations
+	// that far apart, as EventBridge's rate(1 minute) does (idle shards
+	// then rely on the wake queue). Zero runs them back to back, with a
+	// short pause after an idle one: quick local runs and tests.
+	ScheduleEvery time.Duration
 }
 
 // faultDefaults shapes a fault run: more, smaller invocations give the
@@ -108,6 +114,8 @@ type Pipeline struct {
 	ingest *ingesthandler.Handler
 	check  *checkhandler.Handler
 	esm    stack.EventSourceMapping
+	wakes  atomic.Int64
+	posts  atomic.Int64
 	log    *slog.Logger
 }
 
@@ -185,6 +193,9 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 	}
 	p.sqs = sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
 	p.ingest = &ingesthandler.Handler{Ingester: p.svc.Ingester, Params: p.svc.Params.Get, Log: opts.Log}
+	if p.svc.Waker != nil {
+		p.ingest.Waker = p.svc.Waker
+	}
 	p.check = &checkhandler.Handler{Runner: p.svc.Engine, ShardCount: cfg.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
 	return p, nil
 }
@@ -278,7 +289,10 @@ type Report struct {
 	// Ingest and check invocation counts, and input records that failed.
 	IngestInvocations int `json:"ingestInvocations"`
 	CheckInvocations  int `json:"checkInvocations"`
-	FailedRecords     int `json:"failedRecords"`
+	// WakeInvocations are the check invocations made by wake-ups (the
+	// others are scheduled).
+	WakeInvocations int `json:"wakeInvocations"`
+	FailedRecords   int `json:"failedRecords"`
 	// Faults counts the injected faults by kind (fault runs only).
 	Faults map[faults.Kind]int `json:"faults,omitempty"`
 }
@@ -296,8 +310,9 @@ func (p *Pipeline) Run(ctx context.Context, expected map[string]urlmsg.Message, 
 	}
 	c.report.Expected = len(c.want)
 	var wg sync.WaitGroup
-	wg.Add(2 + p.svc.Config.ShardCount)
+	wg.Add(3 + p.svc.Config.ShardCount)
 	go func() { defer wg.Done(); p.pollInput(ctx, c) }()
+	go func() { defer wg.Done(); p.ServeWakes(ctx) }()
 	for s := 0; s < p.svc.Config.ShardCount; s++ {
 		go func() { defer wg.Done(); p.schedule(ctx, s, c) }()
 	}
@@ -311,6 +326,7 @@ func (p *Pipeline) Run(ctx context.Context, expected map[string]urlmsg.Message, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.report.Elapsed = time.Since(start)
+	c.report.WakeInvocations = p.WakeInvocations()
 	c.report.Faults = p.opts.Faults.Counts()
 	for id := range c.want {
 		if c.seen[id] == 0 {
@@ -499,7 +515,12 @@ func (p *Pipeline) schedule(ctx context.Context, shard int, c *collector) {
 		_, err := p.check.Handle(p.opts.Faults.CheckCrash(ictx), checkhandler.Event{Shard: &shard})
 		dup.Wait()
 		cancel()
-		if time.Since(began) < time.Second {
+		if p.opts.ScheduleEvery > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(began.Add(p.opts.ScheduleEvery))):
+			}
+		} else if time.Since(began) < time.Second {
 			// An idle invocation ends at once; EventBridge would wait a
 			// minute, locally a short pause keeps the loop from spinning.
 			time.Sleep(300 * time.Millisecond)

@@ -69,6 +69,9 @@ type Stack struct {
 	Functions map[string]Function
 	// IngestEventSource is IngestFunction's SQS trigger.
 	IngestEventSource EventSourceMapping
+	// WakeEventSource is CheckFunction's SQS trigger (the wake queue);
+	// QueueURL is empty when the template has none.
+	WakeEventSource EventSourceMapping
 	// Schedules are the enabled schedules that invoke a function, in
 	// template order (one per shard below ShardCount for CheckFunction).
 	Schedules []Schedule
@@ -770,6 +773,12 @@ func (d *deployer) events(fn string, r resource) error {
 					return fmt.Errorf("more than one SQS event: the local pipeline polls one")
 				}
 				d.st.IngestEventSource = esm
+			}
+			if fn == CheckFunction {
+				if d.st.WakeEventSource.QueueURL != "" {
+					return fmt.Errorf("more than one SQS event: the local pipeline polls one")
+				}
+				d.st.WakeEventSource = esm
 			}
 		case "Schedule":
 			expr, err := d.ev.str(props["Schedule"])

@@ -160,12 +160,16 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 		"ALLOW_PRIVATE_NETWORKS": "false",
 		"LOG_LEVEL":              "info",
 		"CHECK_RUN_SECONDS":      "55",
+		"WAKE_QUEUE_URL":         st.WakeEventSource.QueueURL,
 	}
 	if !maps.Equal(env, want) {
 		t.Errorf("Env() =\n%v\nwant\n%v", env, want)
 	}
 	if _, ok := st.Functions[stack.IngestFunction].Env["CHECK_RUN_SECONDS"]; ok {
 		t.Error("IngestFunction has CHECK_RUN_SECONDS: only CheckFunction should")
+	}
+	if _, ok := st.Functions[stack.CheckFunction].Env["WAKE_QUEUE_URL"]; ok {
+		t.Error("CheckFunction has WAKE_QUEUE_URL: only IngestFunction sends wake-ups")
 	}
 	// The functions' own reader accepts the template's environment.
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })
@@ -187,6 +191,14 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 	}
 	if st.IngestEventSource != wantESM {
 		t.Errorf("IngestEventSource = %+v\nwant %+v", st.IngestEventSource, wantESM)
+	}
+	wake, ok := st.Resources["WakeQueue"]
+	if !ok || wake.Ref == "" {
+		t.Fatalf("no WakeQueue resource: %+v", st.Resources)
+	}
+	wantWake := stack.EventSourceMapping{Function: stack.CheckFunction, QueueURL: wake.Ref, BatchSize: 10}
+	if st.WakeEventSource != wantWake {
+		t.Errorf("WakeEventSource = %+v\nwant %+v", st.WakeEventSource, wantWake)
 	}
 	if st.ShardCount != shards || len(st.Schedules) != shards {
 		t.Fatalf("ShardCount %d, %d schedules; want %d of each", st.ShardCount, len(st.Schedules), shards)

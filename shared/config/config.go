@@ -17,8 +17,11 @@ type Config struct {
 	TableName      string
 	OutputQueueURL string
 	InputQueueURL  string
-	ParamPath      string
-	ShardCount     int
+	// WakeQueueURL is the check function's wake-up queue (ingest only;
+	// empty: no wake-ups, the schedule alone runs the shards).
+	WakeQueueURL string
+	ParamPath    string
+	ShardCount   int
 	// AllowPrivateNetworks lifts the fetcher's address and port guard. It is
 	// an environment setting, not an SSM parameter, so that nobody can open
 	// the metadata endpoint to submitted URLs by editing a parameter: the
@@ -47,6 +50,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		TableName:      need("TABLE_NAME"),
 		OutputQueueURL: need("OUTPUT_QUEUE_URL"),
 		InputQueueURL:  getenv("INPUT_QUEUE_URL"),
+		WakeQueueURL:   getenv("WAKE_QUEUE_URL"),
 		ParamPath:      need("PARAM_PATH"),
 		LogLevel:       getenv("LOG_LEVEL"),
 		ShardCount:     1,

@@ -26,6 +26,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/sqsout"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
+	"github.com/urldownloader/urldownloader/shared/wake"
 )
 
 // Options adjust the services for tests and the local runner.
@@ -49,6 +50,9 @@ type Services struct {
 	Params    *params.Cache
 	Ingester  *hostqueue.Ingester
 	Engine    *check.Engine
+	// Waker wakes check shards through the wake queue; nil when the
+	// function has none (the check function itself).
+	Waker *wake.Queue
 }
 
 // New wires the services. It makes no network call.
@@ -73,7 +77,12 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	pub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
 	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, now: clock.Now}
+	var waker *wake.Queue
+	if cfg.WakeQueueURL != "" {
+		waker = &wake.Queue{Client: sq, URL: cfg.WakeQueueURL, ShardCount: cfg.ShardCount, Now: clock.Now}
+	}
 	return &Services{
+		Waker:     waker,
 		Config:    cfg,
 		Store:     store,
 		Publisher: pub,

@@ -1,18 +1,24 @@
-// Package handler translates the check function's scheduled event
-// ({"shard": N}) into one shard run and returns its summary.
+// Package handler translates the check function's events into shard runs:
+// the schedule's {"shard": N}, and wake-up batches from the wake queue whose
+// messages carry the same body.
 package handler
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/result"
 )
 
 // Runner is the domain service the handler calls.
@@ -22,9 +28,13 @@ type Runner interface {
 
 var _ Runner = (*check.Engine)(nil)
 
-// Event is the schedule's input for one shard.
+// Event is the schedule's input for one shard, or a batch from the wake
+// queue whose message bodies are such inputs.
 type Event struct {
 	Shard *int `json:"shard"`
+	// Records are the wake queue's messages (ingest gave the shards in
+	// their bodies new work).
+	Records []events.SQSMessage `json:"Records"`
 }
 
 // Handler runs one shard per invocation.
@@ -46,11 +56,71 @@ const DeadlineMargin = 15 * time.Second
 // requests when the next minute's invocation starts.
 const leaseWait = 20 * time.Second
 
-// Handle runs the shard named by the event.
+// Handle runs the shard named by the event, or the shards a wake-up names.
 func (h *Handler) Handle(ctx context.Context, ev Event) (check.Summary, error) {
+	if len(ev.Records) > 0 {
+		return h.wake(ctx, ev.Records), nil
+	}
 	if ev.Shard == nil {
 		return check.Summary{}, fmt.Errorf("check: event has no \"shard\": want {\"shard\": N} with N from 0 to %d", h.ShardCount-1)
 	}
+	return h.run(ctx, *ev.Shard, false)
+}
+
+// wake runs each shard named by the wake queue's messages, at once and side
+// by side, each ending at once if another run holds it. It never fails: a
+// wake-up is a hint (the schedule runs every shard anyway), and a retried
+// batch would only come after the queue's visibility timeout.
+func (h *Handler) wake(ctx context.Context, recs []events.SQSMessage) check.Summary {
+	var shards []int
+	for _, rec := range recs {
+		var ev Event
+		if err := json.Unmarshal([]byte(rec.Body), &ev); err != nil || ev.Shard == nil || *ev.Shard < 0 || *ev.Shard >= h.ShardCount {
+			h.Log.ErrorContext(ctx, "ignore wake-up", "messageId", rec.MessageId, "body", rec.Body, "shardCount", h.ShardCount)
+			continue
+		}
+		if !slices.Contains(shards, *ev.Shard) {
+			shards = append(shards, *ev.Shard)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var all check.Summary
+	for _, s := range shards {
+		wg.Go(func() {
+			sum, err := h.run(ctx, s, true)
+			if err != nil {
+				h.Log.ErrorContext(ctx, "woken check", "shard", s, "error", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = merge(all, sum)
+		})
+	}
+	wg.Wait()
+	return all
+}
+
+// merge adds b's counts to a (the summary of a wake-up's several shards).
+func merge(a, b check.Summary) check.Summary {
+	if a.VirtualShards == nil {
+		a.Shard = b.Shard
+	}
+	a.VirtualShards = append(a.VirtualShards, b.VirtualShards...)
+	a.Leased = append(a.Leased, b.Leased...)
+	a.Hosts += b.Hosts
+	a.Requests += b.Requests
+	a.Errors += b.Errors
+	for k, n := range b.Results {
+		if a.Results == nil {
+			a.Results = map[result.Status]int{}
+		}
+		a.Results[k] += n
+	}
+	return a
+}
+
+func (h *Handler) run(ctx context.Context, shard int, woken bool) (check.Summary, error) {
 	now := h.Now()
 	until := now.Add(h.Run)
 	var deadline time.Time
@@ -69,12 +139,16 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (check.Summary, error) {
 		_, _ = rand.Read(b[:])
 		owner = "local-" + hex.EncodeToString(b[:])
 	}
-	sum, err := h.Runner.Run(ctx, check.RunRequest{
-		Shard: *ev.Shard, ShardCount: h.ShardCount, Owner: owner, Until: until, Deadline: deadline, LeaseWait: leaseWait,
-	})
-	if err != nil {
-		return sum, fmt.Errorf("check shard %d: %w", *ev.Shard, err)
+	req := check.RunRequest{
+		Shard: shard, ShardCount: h.ShardCount, Owner: owner, Until: until, Deadline: deadline, LeaseWait: leaseWait, Wake: woken,
 	}
-	h.Log.InfoContext(ctx, "checked", "shard", sum.Shard, "leased", sum.Leased, "hosts", sum.Hosts, "requests", sum.Requests, "results", sum.Results, "errors", sum.Errors, "requestId", owner)
+	if woken {
+		req.LeaseWait = 0
+	}
+	sum, err := h.Runner.Run(ctx, req)
+	if err != nil {
+		return sum, fmt.Errorf("check shard %d: %w", shard, err)
+	}
+	h.Log.InfoContext(ctx, "checked", "shard", sum.Shard, "woken", woken, "leased", sum.Leased, "hosts", sum.Hosts, "requests", sum.Requests, "results", sum.Results, "errors", sum.Errors, "requestId", owner)
 	return sum, nil
 }

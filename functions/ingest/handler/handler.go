@@ -28,11 +28,33 @@ type Ingester interface {
 
 var _ Ingester = (*hostqueue.Ingester)(nil)
 
+// Waker asks the check function to run the shards that own the given
+// virtual shards now, instead of at their next scheduled minute.
+type Waker interface {
+	Wake(ctx context.Context, vshards []int) error
+}
+
 // Handler serves both event sources with one code path.
 type Handler struct {
 	Ingester Ingester
 	Params   func(ctx context.Context) params.Params
-	Log      *slog.Logger
+	// Waker is told which shards got hosts with new work; nil: none (the
+	// schedule still runs every shard once a minute).
+	Waker Waker
+	Log   *slog.Logger
+}
+
+// ingest runs one domain call and wakes the shards it gave work. A failed
+// wake-up is logged, never fails the batch: the URLs are stored, and the
+// schedule comes within a minute.
+func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.IngestResult {
+	res := h.Ingester.Ingest(ctx, ingestParams(h.Params(ctx)), msgs)
+	if h.Waker != nil && len(res.Activated) > 0 {
+		if err := h.Waker.Wake(ctx, res.Activated); err != nil {
+			h.Log.WarnContext(ctx, "wake check", "error", err)
+		}
+	}
+	return res
 }
 
 // Handle accepts any event and dispatches on its shape, because one function
@@ -90,7 +112,7 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 		}
 	}
 	if len(msgs) > 0 {
-		res := h.Ingester.Ingest(ctx, ingestParams(h.Params(ctx)), msgs)
+		res := h.ingest(ctx, msgs)
 		logged := map[string]bool{}
 		for mi, err := range res.Failed {
 			failed[owner[mi]] = true
@@ -148,7 +170,7 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 	resp := APIResponse{Errors: bad}
 	code := http.StatusAccepted
 	if len(msgs) > 0 {
-		res := h.Ingester.Ingest(ctx, ingestParams(h.Params(ctx)), msgs)
+		res := h.ingest(ctx, msgs)
 		for i, m := range msgs {
 			if err, ok := res.Failed[i]; ok {
 				code = http.StatusServiceUnavailable
@@ -166,7 +188,7 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 }
 
 func ingestParams(p params.Params) hostqueue.IngestParams {
-	return hostqueue.IngestParams{PersistLimit: p.PersistLimit, CheckHostPeriod: p.CheckHostPeriod, ByDomain: p.QueueMode == params.QueueByDomain}
+	return hostqueue.IngestParams{PersistLimit: p.PersistLimit, ByDomain: p.QueueMode == params.QueueByDomain}
 }
 
 func reply(code int, body APIResponse) events.APIGatewayProxyResponse {

@@ -161,7 +161,7 @@ func TestHandleSQSBatch(t *testing.T) {
 			t.Errorf("ingested %s from the record with an invalid item; the record must be all or nothing", m.URL)
 		}
 	}
-	if p := ing.params[0]; p != (hostqueue.IngestParams{PersistLimit: 77, CheckHostPeriod: 3 * time.Second}) {
+	if p := ing.params[0]; p != (hostqueue.IngestParams{PersistLimit: 77}) {
 		t.Errorf("ingest params %+v, want the runtime parameters", p)
 	}
 	for _, id := range []string{recMalformed, recBadItem} {
