@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -106,9 +105,9 @@ func FromEnv(ctx context.Context) (*Services, *slog.Logger, error) {
 		return nil, slog.Default(), err
 	}
 	log := cfg.Logger()
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsFromEnv(nil)
 	if err != nil {
-		return nil, log, fmt.Errorf("load AWS config: %w", err)
+		return nil, log, fmt.Errorf("AWS configuration from the function environment: %w", err)
 	}
 	return New(awsCfg, cfg, Options{Log: log}), log, nil
 }

@@ -62,3 +62,30 @@ func TestFromEnvBadEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestAWSFromEnv: the functions' AWS configuration comes from the variables
+// Lambda sets, and a missing one is named.
+func TestAWSFromEnv(t *testing.T) {
+	env := map[string]string{
+		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret",
+		"AWS_SESSION_TOKEN": "token", "AWS_ENDPOINT_URL": "http://127.0.0.1:5000",
+	}
+	cfg, err := awsFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := cfg.Credentials.Retrieve(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Region != "eu-west-1" || creds.AccessKeyID != "AKID" || creds.SecretAccessKey != "secret" || creds.SessionToken != "token" {
+		t.Errorf("config region %q, credentials %+v; want the environment's", cfg.Region, creds)
+	}
+	if cfg.BaseEndpoint == nil || *cfg.BaseEndpoint != "http://127.0.0.1:5000" {
+		t.Errorf("endpoint %v, want AWS_ENDPOINT_URL", cfg.BaseEndpoint)
+	}
+	_, err = awsFromEnv(func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "AWS_REGION") || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+		t.Errorf("empty environment: err = %v, want one naming AWS_REGION and the credentials", err)
+	}
+}
