@@ -264,6 +264,7 @@ func (e *benchEnv) start(ctx context.Context, name string, delay time.Duration, 
 		b.counter.Name(p.Stack.InputQueueURL, "input")
 		b.counter.Name(p.Stack.OutputQueueURL, "output")
 		b.counter.Name(p.Stack.InputDLQURL, "input-dlq")
+		b.counter.Name(p.Stack.WakeEventSource.QueueURL, "wake")
 	}
 	return b, nil
 }
@@ -275,9 +276,14 @@ type driveReport struct {
 	IngestInvocations int
 	IngestRecords     int
 	CheckInvocations  int
-	Missing           int
+	// WakeInvocations are check invocations made by the wake queue.
+	WakeInvocations int
+	Missing         int
 	// IngestedAt is when the last ingest turn that took records ended.
 	IngestedAt time.Time
+	// DoneAt is when the last result arrived (before the invocations in
+	// flight were stopped).
+	DoneAt time.Time
 }
 
 // feedFunc is a producer called before each event source mapping turn with
@@ -285,9 +291,13 @@ type driveReport struct {
 // whether it is done.
 type feedFunc func(ctx context.Context, ingested int) (sent map[string]urlmsg.Message, last bool, err error)
 
+// scheduleEvery is the template's schedule, rate(1 minute).
+const scheduleEvery = time.Minute
+
 // drive runs the pipeline the way AWS would: the input queue's event source
-// mapping (IngestOnce, after feed), and each shard's check invocations back
-// to back, until the sink has a result for every expected ID or ctx ends.
+// mapping (IngestOnce, after feed), each shard's scheduled check invocation
+// once a minute, and the wake queue's invocations, until the sink has a
+// result for every expected ID or ctx ends.
 func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, feed feedFunc) (driveReport, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -298,6 +308,12 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
+	// The input queue's event source mapping, one batch at a time (the
+	// producer's feed first). Lambda reads a standard queue with five
+	// pollers at first; on moto (one Python process) concurrent receives
+	// slow each other down to batches of a few hundred records spread over
+	// minutes, so the mapping is emulated sequentially: larger batches,
+	// arriving one after the other.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -321,6 +337,7 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 					feed = nil
 				}
 			}
+			began := time.Now()
 			n, failed, err := b.p.IngestOnce(ctx)
 			if err != nil && ctx.Err() == nil {
 				b.log.Warn("ingest turn", "error", err)
@@ -328,6 +345,7 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 			}
 			ingested += n - failed
 			if n > 0 {
+				b.log.Info("ingest batch", "records", n, "failed", failed, "took", time.Since(began).Round(time.Millisecond))
 				mu.Lock()
 				rep.IngestInvocations++
 				rep.IngestRecords += n
@@ -340,12 +358,16 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 	if s, err := strconv.Atoi(b.p.Stack.Env()["CHECK_RUN_SECONDS"]); err == nil && s > 0 {
 		run = time.Duration(s) * time.Second
 	}
+	// The wake queue's event source mapping: ingest wakes idle shards.
+	wg.Add(1)
+	go func() { defer wg.Done(); b.p.ServeWakes(ctx) }()
 	for s := 0; s < svc.Config.ShardCount; s++ {
 		h := &checkhandler.Handler{Runner: svc.Engine, ShardCount: svc.Config.ShardCount, Run: run, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
+				began := time.Now()
 				ictx, icancel := context.WithTimeout(ctx, run+checkhandler.DeadlineMargin+15*time.Second)
 				_, err := h.Handle(ictx, checkhandler.Event{Shard: &s})
 				icancel()
@@ -354,7 +376,12 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 				mu.Unlock()
 				if err != nil && ctx.Err() == nil {
 					b.log.Warn("check invocation", "shard", s, "error", err)
-					time.Sleep(500 * time.Millisecond)
+				}
+				// EventBridge's rate(1 minute): the next one a minute after
+				// this one began, however soon it ended.
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Until(began.Add(scheduleEvery))):
 				}
 			}
 		}()
@@ -362,6 +389,7 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 	var err error
 	select {
 	case <-b.sink.done:
+		rep.DoneAt = time.Now()
 	case err = <-errc:
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -374,6 +402,7 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 		rep.ByStatus[k] = v
 	}
 	rep.Duplicates, rep.Missing = b.sink.dups, b.sink.missing
+	rep.WakeInvocations = b.p.WakeInvocations()
 	b.sink.mu.Unlock()
 	if err == nil && rep.Missing > 0 {
 		err = fmt.Errorf("%d of %d urls have no result", rep.Missing, total)
@@ -386,11 +415,21 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 
 // send queues urls on the input queue as a producer would.
 func (b *bench) send(ctx context.Context, urls []string) (map[string]urlmsg.Message, error) {
+	return b.handOver(ctx, urls, b.p.Send)
+}
+
+// post hands urls over through POST /urls, the synchronous entry: they are
+// in the store when it returns.
+func (b *bench) post(ctx context.Context, urls []string) (map[string]urlmsg.Message, error) {
+	return b.handOver(ctx, urls, b.p.Post)
+}
+
+func (b *bench) handOver(ctx context.Context, urls []string, via func(context.Context, []urlmsg.Input) (local.Sent, error)) (map[string]urlmsg.Message, error) {
 	items := make([]urlmsg.Input, len(urls))
 	for i, u := range urls {
 		items[i] = urlmsg.Input{URL: u}
 	}
-	sent, err := b.p.Send(ctx, items)
+	sent, err := via(ctx, items)
 	if err != nil {
 		return nil, err
 	}

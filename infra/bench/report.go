@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -59,8 +60,8 @@ func (r *Results) Table() string {
 	if len(r.Politeness) > 0 {
 		p0 := r.Politeness[0]
 		w("### 1. Politeness efficiency, side by side with Colly v2\n\n")
-		w("d = %s; the site answers every page after a fixed %s and serves robots.txt as 404 (allow all). Ours: the real check engine and DynamoDB store on moto, ingest through the SQS input queue as the template's event source mapping delivers it, template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d, robots.txt obeyed). Colly: async, one `LimitRule{DomainGlob: host, Delay: d, Parallelism: 1}` per host, same site and URLs, run right after ours. Wall time runs from handing over the URLs to the last result.\n\n",
-			p0.Delay, r.Config.Latency, p0.ShardCount, p0.CheckHostPeriod, p0.MaxConcurrentHosts)
+		w("d = %s; the site answers every page after a fixed %s and serves robots.txt as 404 (allow all). Ours: the real check engine and DynamoDB store on moto, the URLs handed over through `POST /urls` (the real ingest handler, %d URLs per request, 8 requests at once: the synchronous entry, stored when it answers; through the SQS input queue the event source mapping's batching window, `IngestBatchingWindowSeconds`, comes first), template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d, robots.txt obeyed). Colly: async, one `LimitRule{DomainGlob: host, Delay: d, Parallelism: 1}` per host, same site and URLs, run right after ours. Wall time runs from handing over the URLs to the last result.\n\n",
+			p0.Delay, r.Config.Latency, urlmsg.MaxItems, p0.ShardCount, p0.CheckHostPeriod, p0.MaxConcurrentHosts)
 		w("| H | U | H/d req/s | system | wall | steady req/s | **steady / (H/d)** | overall req/s | **min gap / d** | **wall ours / Colly** |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range r.Politeness {
 			for i, s := range []RunStats{p.Ours, p.Colly} {
@@ -116,10 +117,10 @@ func (r *Results) Table() string {
 			w("| %s | %s | %d | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f | %.2f | %d | **%.3f** | %d | %.3f | $%.2f |\n",
 				c.Name, c.Shape, c.URLs, secs(c.Wall), (t+ix)/n, t/n, ix/n, (wt+wi)/n, (bt+bi)/n, rd/n, oneItemPerURLWrites, float64(ours)/n, idle, float64(others)/n, c.PerMillion())
 		}
-		w("\nStore calls behind the units (per host): appends (one per host per ingest batch), check sessions (loads), commits and releases (a session ends with a release, which takes the host out of the due index or moves its due time):\n\n| scenario | hosts | appends / host | sessions / host | commits / host | releases / host | due-index queries | check invocations | ingest batches |\n|---|---|---|---|---|---|---|---|---|\n")
+		w("\nStore calls behind the units (per host): appends (one per host per ingest batch), check sessions (loads), commits and releases (a session ends with a release, which takes the host out of the due index or moves its due time):\n\n| scenario | hosts | appends / host | sessions / host | commits / host | releases / host | due-index queries | check invocations (scheduled + woken) | ingest batches |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {
 			h := float64(c.Hosts)
-			w("| %s | %d | %.2f | %.2f | %.2f | %.2f | %d | %d | %d |\n", c.Name, c.Hosts, float64(c.Store.Appends)/h, float64(c.Store.Loads)/h, float64(c.Store.Commits)/h, float64(c.Store.Releases)/h, c.Store.DueQueries, c.CheckInvokes, c.IngestCalls)
+			w("| %s | %d | %.2f | %.2f | %.2f | %.2f | %d | %d + %d | %d |\n", c.Name, c.Hosts, float64(c.Store.Appends)/h, float64(c.Store.Loads)/h, float64(c.Store.Commits)/h, float64(c.Store.Releases)/h, c.Store.DueQueries, c.CheckInvokes, c.WakeInvokes, c.IngestCalls)
 		}
 		w("\nBreakdown (units per URL by item kind; requests are totals):\n\n")
 		w("| scenario | op | kind | requests | failed conditions | write units / URL | GSI write units / URL | read units / URL | mean item bytes |\n|---|---|---|---|---|---|---|---|---|\n")
