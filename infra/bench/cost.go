@@ -256,7 +256,7 @@ func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Dur
 		Name: name, Shape: shape, URLs: urls, Hosts: hosts, Delay: delay, Wall: wall,
 		Usage: b.meter.Usage(), SQS: b.counter.Lines(), Results: rep.ByStatus,
 		IngestCalls: rep.IngestInvocations, CheckInvokes: rep.CheckInvocations, WakeInvokes: rep.WakeInvocations, Duplicates: rep.Duplicates,
-		Store: b.store.calls(), SideReads: b.meter.SideReads(),
+		Store: b.store.calls().plus(b.ingestStore.calls()), SideReads: b.meter.SideReads(),
 	}
 }
 

@@ -203,13 +203,15 @@ func (q *queueRedirect) option(o *sqs.Options) {
 // bench is one pipeline of the benchmark with its sink and, when metered,
 // its billing meter and SQS counter.
 type bench struct {
-	p       *local.Pipeline
-	ddbLat  *latencies
-	store   *countingStore
-	sink    *sink
-	meter   *billing.Meter
-	counter *billing.SQSCounter
-	log     *slog.Logger
+	p      *local.Pipeline
+	ddbLat *latencies
+	store  *countingStore
+	// ingestStore counts the ingest function's store calls.
+	ingestStore *countingStore
+	sink        *sink
+	meter       *billing.Meter
+	counter     *billing.SQSCounter
+	log         *slog.Logger
 }
 
 func (b *bench) Close() {
@@ -254,11 +256,12 @@ func (e *benchEnv) start(ctx context.Context, name string, delay time.Duration, 
 		return nil, err
 	}
 	b.p = p
-	// Count the domain's store calls; the engine and the ingester share
-	// the one store, as in a function instance.
-	svc := p.Services()
+	// Count the domain's store calls, in both functions (each has its
+	// own store client, as on AWS).
+	svc, isvc := p.Services(), p.IngestServices()
 	b.store = &countingStore{Store: svc.Store}
-	svc.Engine.Store, svc.Ingester.Store = b.store, b.store
+	b.ingestStore = &countingStore{Store: isvc.Store}
+	svc.Engine.Store, isvc.Ingester.Store = b.store, b.ingestStore
 	redirect.queue.Store(p.Stack.OutputQueueURL)
 	if b.counter != nil {
 		b.counter.Name(p.Stack.InputQueueURL, "input")

@@ -25,6 +25,10 @@ func (c *countingStore) calls() StoreCalls {
 	return StoreCalls{c.appends.Load(), c.loads.Load(), c.commits.Load(), c.releases.Load(), c.dueQueries.Load()}
 }
 
+func (a StoreCalls) plus(b StoreCalls) StoreCalls {
+	return StoreCalls{a.Appends + b.Appends, a.Loads + b.Loads, a.Commits + b.Commits, a.Releases + b.Releases, a.DueQueries + b.DueQueries}
+}
+
 func (c *countingStore) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
 	c.appends.Add(1)
 	return c.Store.Append(ctx, req)

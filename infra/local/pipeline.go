@@ -111,6 +111,9 @@ type Pipeline struct {
 	AWS    aws.Config
 	sqs    *sqs.Client
 	svc    *services.Services
+	// ingestSvc are the ingest function's own services: on AWS the two
+	// functions share no client, connection pool or cache.
+	ingestSvc *services.Services
 	ingest *ingesthandler.Handler
 	check  *checkhandler.Handler
 	esm    stack.EventSourceMapping
@@ -185,6 +188,12 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		svcOpts.SQSOptions = append(slices.Clone(svcOpts.SQSOptions), opts.Faults.SQSOptions)
 	}
 	p.svc = services.New(awsCfg, cfg, svcOpts)
+	ingestCfg, err := moto.AWSConfig(ctx, endpoint)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.ingestSvc = services.New(ingestCfg, cfg, svcOpts)
 	if opts.Faults != nil {
 		// Short leases so a killed invocation's shards are taken over
 		// quickly; the engine still stretches them to cover the longest
@@ -192,16 +201,21 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.svc.Engine.LeaseTTL = 3 * time.Second
 	}
 	p.sqs = sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
-	p.ingest = &ingesthandler.Handler{Ingester: p.svc.Ingester, Params: p.svc.Params.Get, Log: opts.Log}
-	if p.svc.Waker != nil {
-		p.ingest.Waker = p.svc.Waker
+	p.ingest = &ingesthandler.Handler{Ingester: p.ingestSvc.Ingester, Params: p.ingestSvc.Params.Get, Log: opts.Log}
+	if p.ingestSvc.Waker != nil {
+		p.ingest.Waker = p.ingestSvc.Waker
 	}
 	p.check = &checkhandler.Handler{Runner: p.svc.Engine, ShardCount: cfg.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
 	return p, nil
 }
 
-// Services exposes the wired services (tests inspect the store).
+// Services exposes the check function's wired services (tests inspect the
+// store through it).
 func (p *Pipeline) Services() *services.Services { return p.svc }
+
+// IngestServices are the ingest function's wired services (its own
+// clients, as on AWS).
+func (p *Pipeline) IngestServices() *services.Services { return p.ingestSvc }
 
 // SQS is the pipeline's SQS client (tests read the queues).
 func (p *Pipeline) SQS() *sqs.Client { return p.sqs }
@@ -214,6 +228,9 @@ func (p *Pipeline) SetParam(ctx context.Context, name, value string) error {
 
 // Close stops moto when the pipeline started it.
 func (p *Pipeline) Close() {
+	if p.ingestSvc != nil {
+		p.ingestSvc.Publisher.Close()
+	}
 	if p.svc != nil {
 		p.svc.Publisher.Close()
 	}

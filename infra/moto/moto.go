@@ -206,25 +206,25 @@ func AWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 			})
 		},
 		RetryMaxAttempts: 3,
-		HTTPClient:       &http.Client{Timeout: 2 * time.Minute, Transport: motoTransport},
+		HTTPClient:       &http.Client{Timeout: 2 * time.Minute, Transport: newTransport()},
 		// moto does not make conditional writes atomic; see atomic.go.
 		APIOptions: []func(*middleware.Stack) error{atomicConditions},
 	}
 	return cfg, nil
 }
 
-// motoTransport is shared by every client of every config: moto is one
-// Python process serving a thread per connection, and a burst of a
-// thousand requests at once (a shard's workers when hosts fall due
-// together) overflows its listen backlog into connection resets. Requests
-// beyond the cap wait for a connection instead; kept-alive connections
-// spare the handshakes.
-var motoTransport = func() *http.Transport {
+// newTransport is the connection pool of one config (one function, as a
+// Lambda execution environment has its own): moto is one Python process
+// serving a thread per connection, and a burst of a thousand requests at
+// once (a shard's workers when hosts fall due together) overflows its
+// listen backlog into connection resets. Requests beyond the cap wait for
+// a connection instead; kept-alive connections spare the handshakes.
+func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxConnsPerHost = 64
 	t.MaxIdleConnsPerHost = 64
 	return t
-}()
+}
 
 // Env returns the environment variables that point an SDK that loads its
 // configuration from the environment (config.LoadDefaultConfig, as the
