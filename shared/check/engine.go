@@ -206,14 +206,17 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		}
 		dispatched.Wait()
 		r.starved.Store(starved.Load())
-		if req.Wake && r.heldCount() == 0 {
+		// A wake-up, or a run that let its shard go when idle and found
+		// another run holding it on coming back, leaves the work to that
+		// run instead of waiting for it.
+		if (req.Wake || rechecked) && r.heldCount() == 0 {
 			break
 		}
 		// Idle costs nothing: once every shard is leased, no worker is busy
 		// and no host falls due before the run would end, stop now; an
 		// ingest that gives the shard new work wakes it (or the next
 		// scheduled invocation comes).
-		if (r.heldCount() == len(owned) || req.Wake) && r.activeCount() == 0 && !r.dueBefore(ctx, owned, req.Until) {
+		if (r.heldCount() == len(owned) || req.Wake || rechecked) && r.activeCount() == 0 && !r.dueBefore(ctx, owned, req.Until) {
 			// A host activated just before the leases go back woke the
 			// shard while this run still held them, and that wake-up gave
 			// way: look once more after letting go, and carry on if so.

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
 
@@ -306,5 +311,63 @@ func TestRobots(t *testing.T) {
 	}
 	if len(got.Body) == 0 || len(got.Body) >= len(huge) || !bytes.HasPrefix(huge, got.Body) || got.Body[len(got.Body)-1] != '\n' {
 		t.Errorf("huge body kept as %d bytes: want a non-empty proper prefix of the %d fetched, ending at a line", len(got.Body), len(huge))
+	}
+}
+
+// leaseWrites counts the lease writes a client makes.
+type leaseWrites struct {
+	dynamo.Client
+	writes atomic.Int64
+}
+
+func (c *leaseWrites) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if sk, ok := in.Item["sk"].(*types.AttributeValueMemberS); ok && sk.Value == "l" {
+		c.writes.Add(1)
+	}
+	return c.Client.PutItem(ctx, in, opt...)
+}
+
+// TestShardLeaseWaitReadsFirst: a run waiting for a shard another run
+// holds pays one failed write, then reads until the lease is free, expired
+// or its own, and takes it at once when it is.
+func TestShardLeaseWaitReadsFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	const vs = 9
+	if ok, err := e.store.AcquireShard(ctx, vs, "holder", t0.Add(time.Minute), t0); err != nil || !ok {
+		t.Fatalf("holder: %v %v", ok, err)
+	}
+	c := &leaseWrites{Client: e.db}
+	waiter := e.wrapped(c)
+	for i := range 5 {
+		ok, err := waiter.AcquireShard(ctx, vs, "waiter", t0.Add(time.Minute), t0.Add(time.Duration(i)*time.Second))
+		if err != nil || ok {
+			t.Fatalf("attempt %d on a held shard: %v %v", i, ok, err)
+		}
+	}
+	if n := c.writes.Load(); n != 1 {
+		t.Errorf("5 attempts on a held shard made %d lease writes, want 1 (then reads)", n)
+	}
+	// Released: the next attempt takes it.
+	if err := e.store.ReleaseShard(ctx, vs, "holder"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := waiter.AcquireShard(ctx, vs, "waiter", t0.Add(time.Minute), t0.Add(5*time.Second)); err != nil || !ok {
+		t.Errorf("after the release: %v %v, want the shard", ok, err)
+	}
+	// Another run now waits on the waiter's lease: the waiter still renews
+	// its own, and the other takes it once it has run out.
+	if ok, _ := e.store.AcquireShard(ctx, vs, "third", t0.Add(2*time.Minute), t0.Add(30*time.Second)); ok {
+		t.Fatal("third took the waiter's live lease")
+	}
+	if ok, err := waiter.AcquireShard(ctx, vs, "waiter", t0.Add(3*time.Minute), t0.Add(40*time.Second)); err != nil || !ok {
+		t.Errorf("renewing its own lease while another waited: %v %v", ok, err)
+	}
+	if ok, _ := e.store.AcquireShard(ctx, vs, "third", t0.Add(4*time.Minute), t0.Add(2*time.Minute)); ok {
+		t.Error("third took the renewed lease before it ran out")
+	}
+	if ok, err := e.store.AcquireShard(ctx, vs, "third", t0.Add(4*time.Minute), t0.Add(3*time.Minute+time.Millisecond)); err != nil || !ok {
+		t.Errorf("third after the lease ran out: %v %v, want the shard", ok, err)
 	}
 }

@@ -46,6 +46,10 @@ type Store struct {
 
 	mu     sync.Mutex
 	chunks map[string][]hostqueue.Entry // immutable chunks by pk+sk
+
+	// contended holds the virtual shards whose last acquisition found
+	// another holder; see AcquireShard.
+	contended sync.Map // int -> struct{}
 }
 
 // New returns a store on table; now is the clock used for TTLs.
@@ -315,7 +319,30 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 }
 
 // AcquireShard implements hostqueue.Store.
+//
+// A run waiting for a shard another run holds asks again and again (a
+// scheduled run while a woken one finishes, a successor at the minute): a
+// failed conditional write is billed like a write, so once an attempt has
+// failed, the next ones read the lease first (a fifth of the price) and
+// write only when it is free, expired or theirs.
 func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error) {
+	if _, waiting := s.contended.Load(vshard); waiting {
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: &s.table, Key: itemKey(shardPK(vshard), leaseSK), ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return false, fmt.Errorf("read lease of shard %d: %w", vshard, err)
+		}
+		var cur leaseItem
+		if out.Item != nil {
+			if err := attributevalue.UnmarshalMap(out.Item, &cur); err != nil {
+				return false, fmt.Errorf("decode lease of shard %d: %w", vshard, err)
+			}
+			if cur.Owner != owner && cur.Until >= now.UnixMilli() {
+				return false, nil
+			}
+		}
+	}
 	item, err := attributevalue.MarshalMap(leaseItem{PK: shardPK(vshard), SK: leaseSK, Owner: owner, Until: until.UnixMilli()})
 	if err != nil {
 		return false, fmt.Errorf("encode lease of shard %d: %w", vshard, err)
@@ -330,11 +357,13 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		},
 	})
 	if isConditionFailed(err) {
+		s.contended.Store(vshard, struct{}{})
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("lease shard %d: %w", vshard, err)
 	}
+	s.contended.Delete(vshard)
 	return true, nil
 }
 
