@@ -189,6 +189,13 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 				lastRenew = now
 			}
 		}
+		// A wake-up that finds the shard held, or races another run for it
+		// and gets only part, hands back what it got: the other run works
+		// the shard.
+		if req.Wake && len(leased) == 0 && r.heldCount() < len(owned) {
+			r.release(ctx)
+			break
+		}
 		// The shards' due hosts are looked up side by side: on a loaded
 		// table one query after another would hold back the first
 		// requests of a run.

@@ -61,8 +61,10 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	var stored *hostqueue.Robots
 	if r, ok := w.inlineRobots[origin]; ok {
 		stored = &r
-	} else if stored, err = w.e.Store.Robots(ctx, w.key, origin); err != nil {
-		w.e.Log.WarnContext(ctx, "read stored robots.txt", "origin", origin, "error", err)
+	} else if w.robotsItems[origin] {
+		if stored, err = w.e.Store.Robots(ctx, w.key, origin); err != nil {
+			w.e.Log.WarnContext(ctx, "read stored robots.txt", "origin", origin, "error", err)
+		}
 	}
 	if stored != nil && now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
 		if rules, err := robots.Parse(stored.Status, stored.Body); err == nil {

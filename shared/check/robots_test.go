@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -223,9 +224,27 @@ func TestRobots(t *testing.T) {
 // the stored copy, and only an expired TTL makes it read again.
 func TestRobotsFetchedOnce(t *testing.T) {
 	t.Parallel()
+	// A small robots.txt rides in the host's state; a large one (comments
+	// that do not compress) gets an item of its own, which the host's state
+	// points to.
+	var large strings.Builder
+	large.WriteString("User-agent: *\nDisallow: /no\n")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 50 {
+		fmt.Fprintf(&large, "# %016x%016x\n", rng.Uint64(), rng.Uint64())
+	}
+	for name, body := range map[string]string{"small": "User-agent: *\nDisallow: /no\n", "large": large.String()} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			robotsFetchedOnce(t, body)
+		})
+	}
+}
+
+func robotsFetchedOnce(t *testing.T, body string) {
 	p := testParams()
 	e := newEnv(t, p)
-	s := newSite(t, withRobots(200, "User-agent: *\nDisallow: /no\n", page))
+	s := newSite(t, withRobots(200, body, page))
 	warm := e.engine()
 
 	steps := []struct {

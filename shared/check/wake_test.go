@@ -35,10 +35,29 @@ func TestWakeRunGivesWay(t *testing.T) {
 		t.Errorf("held shard: leased %v, %d hosts, requests %v; want nothing done", sum.Leased, sum.Hosts, s.paths())
 	}
 
-	for v := range 16 {
+	// Held in part (a run that took one virtual shard first): the wake-up
+	// hands back the rest and leaves the shard to that run.
+	for v := 1; v < 16; v++ {
 		if err := e.store.ReleaseShard(t.Context(), v, "holder"); err != nil {
 			t.Fatal(err)
 		}
+	}
+	sum = e.runRequest(e.engine(), check.RunRequest{Shard: 0, ShardCount: 1, Owner: "woken", Until: time.Now().Add(20 * time.Second), Wake: true})
+	if sum.Hosts != 0 || len(s.paths()) != 0 {
+		t.Errorf("partly held shard: %d hosts, requests %v; want nothing done", sum.Hosts, s.paths())
+	}
+	now = time.Now()
+	for v := 1; v < 16; v++ {
+		ok, err := e.store.AcquireShard(t.Context(), v, "probe", now.Add(time.Second), now)
+		if err != nil || !ok {
+			t.Fatalf("vshard %d after a wake-up gave way: taken=%v err=%v, want it handed back", v, ok, err)
+		}
+		if err := e.store.ReleaseShard(t.Context(), v, "probe"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.store.ReleaseShard(t.Context(), 0, "holder"); err != nil {
+		t.Fatal(err)
 	}
 	start = time.Now()
 	sum = e.runRequest(e.engine(), check.RunRequest{Shard: 0, ShardCount: 1, Owner: "woken", Until: start.Add(20 * time.Second), Wake: true})

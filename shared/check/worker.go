@@ -42,6 +42,8 @@ type worker struct {
 	// newRobots those fetched since the last commit, stored with the next.
 	inlineRobots map[string]hostqueue.Robots
 	newRobots    map[string]hostqueue.Robots
+	// robotsItems are the origins whose robots.txt is stored apart.
+	robotsItems map[string]bool
 }
 
 // outcome of processing one entry.
@@ -67,7 +69,7 @@ func (w *worker) work(ctx context.Context) error {
 	if t := w.remembered(w.key); t.After(w.lastFetch) {
 		w.lastFetch = t
 	}
-	w.inlineRobots = h.Robots
+	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
 	w.attempts = map[string]int{}
 	for id, n := range h.Attempts {
 		w.attempts[id] = n
@@ -113,7 +115,7 @@ func (w *worker) work(ctx context.Context) error {
 				return prev.err
 			}
 			h = prev.h
-			w.inlineRobots = h.Robots
+			w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
 			// Results the output queue refused stay queued; stop here
 			// as a synchronous round would.
 			stop = stop || prev.refused
@@ -157,7 +159,7 @@ func (w *worker) work(ctx context.Context) error {
 			w.unrecorded.Store(true)
 			return fmt.Errorf("commit %d done urls: %w", len(done), err)
 		}
-		w.inlineRobots = h.Robots
+		w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
 		if release && (!c.Continue || h.Pending == 0) {
 			return nil
 		}

@@ -37,6 +37,11 @@ func TestCommitKeepsSmallRobotsInline(t *testing.T) {
 	if lh.Robots["http://"+host].Status != 404 {
 		t.Errorf("a fresh store does not see the inline 404: %+v", lh.Robots)
 	}
+	// The host state says which origins have an item of their own, so a
+	// reader looks up only those.
+	if !lh.RobotsItems["https://"+host] || lh.RobotsItems["http://"+host] || len(lh.RobotsItems) != 1 {
+		t.Errorf("RobotsItems = %v, want only the large answer's origin", lh.RobotsItems)
+	}
 	if r, err := loaded.Robots(t.Context(), host, "http://"+host); err != nil || r != nil {
 		t.Errorf("small robots.txt has an item of its own (%+v, %v); want none", r, err)
 	}

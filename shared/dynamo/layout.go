@@ -62,6 +62,9 @@ type inlineRobots struct {
 	S int    `dynamodbav:"s"`
 	B []byte `dynamodbav:"b,omitempty"` // gzip
 	T int64  `dynamodbav:"t"`
+	// X marks an answer too large to ride here, stored in a robots item of
+	// its own: without the mark a reader knows there is none to look up.
+	X bool `dynamodbav:"x,omitempty"`
 }
 
 type chunkRef struct {

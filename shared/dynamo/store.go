@@ -164,6 +164,8 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			small[origin] = ir
 		} else if err := s.PutRobots(ctx, key, origin, r); err != nil {
 			return nil, err
+		} else {
+			small[origin] = inlineRobots{X: true, T: r.FetchedAt.UnixMilli()}
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -481,6 +483,13 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 		h.PauseUntil = time.UnixMilli(it.PU)
 	}
 	for origin, ir := range it.RB {
+		if ir.X {
+			if h.RobotsItems == nil {
+				h.RobotsItems = map[string]bool{}
+			}
+			h.RobotsItems[origin] = true
+			continue
+		}
 		if r, err := ir.robots(); err == nil {
 			if h.Robots == nil {
 				h.Robots = map[string]hostqueue.Robots{}

@@ -42,8 +42,11 @@ type Host struct {
 	// Attempts counts failed attempts of the entries that have some.
 	Attempts map[string]int
 	// Robots holds the robots.txt answers small enough to live in the
-	// host's own state, by origin (larger ones: Store.Robots).
-	Robots map[string]Robots
+	// host's own state, by origin; RobotsItems the origins whose larger
+	// answer is stored apart (Store.Robots). An origin in neither has no
+	// stored robots.txt: there is nothing to look up.
+	Robots      map[string]Robots
+	RobotsItems map[string]bool
 }
 
 // Robots is a robots.txt as last fetched: the final status and body.
