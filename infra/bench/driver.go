@@ -287,6 +287,8 @@ type driveReport struct {
 	// DoneAt is when the last result arrived (before the invocations in
 	// flight were stopped).
 	DoneAt time.Time
+	// HandedAt is when driveIdle began handing the URLs over.
+	HandedAt time.Time
 }
 
 // feedFunc is a producer called before each event source mapping turn with
@@ -302,9 +304,25 @@ const scheduleEvery = time.Minute
 // once a minute, and the wake queue's invocations, until the sink has a
 // result for every expected ID or ctx ends.
 func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, feed feedFunc) (driveReport, error) {
+	return b.driveWith(ctx, expected, feed, nil)
+}
+
+// handOverFunc gives the URLs to a running, idle deployment and returns
+// what it accepted.
+type handOverFunc func(ctx context.Context) (map[string]urlmsg.Message, error)
+
+// driveIdle runs the pipeline as an idle deployment (every shard's first
+// scheduled invocation has found nothing and ended) that then receives the
+// URLs from handOver: what a user meets when URLs arrive. HandedAt is when
+// handOver began.
+func (b *bench) driveIdle(ctx context.Context, handOver handOverFunc) (driveReport, error) {
+	return b.driveWith(ctx, nil, nil, handOver)
+}
+
+func (b *bench) driveWith(ctx context.Context, expected map[string]urlmsg.Message, feed feedFunc, handOver handOverFunc) (driveReport, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b.sink.add(expected, feed == nil)
+	b.sink.add(expected, feed == nil && handOver == nil)
 	total := len(expected)
 	svc := b.p.Services()
 	var rep driveReport
@@ -364,11 +382,19 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 	// The wake queue's event source mapping: ingest wakes idle shards.
 	wg.Add(1)
 	go func() { defer wg.Done(); b.p.ServeWakes(ctx) }()
+	var firstRuns sync.WaitGroup
 	for s := 0; s < svc.Config.ShardCount; s++ {
 		h := &checkhandler.Handler{Runner: svc.Engine, ShardCount: svc.Config.ShardCount, Run: run, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 		wg.Add(1)
+		firstRuns.Add(1)
 		go func() {
 			defer wg.Done()
+			first := true
+			defer func() {
+				if first {
+					firstRuns.Done()
+				}
+			}()
 			for ctx.Err() == nil {
 				began := time.Now()
 				ictx, icancel := context.WithTimeout(ctx, run+checkhandler.DeadlineMargin+15*time.Second)
@@ -380,6 +406,10 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 				if err != nil && ctx.Err() == nil {
 					b.log.Warn("check invocation", "shard", s, "error", err)
 				}
+				if first {
+					first = false
+					firstRuns.Done()
+				}
 				// EventBridge's rate(1 minute): the next one a minute after
 				// this one began, however soon it ended.
 				select {
@@ -388,6 +418,20 @@ func (b *bench) drive(ctx context.Context, expected map[string]urlmsg.Message, f
 				}
 			}
 		}()
+	}
+	if handOver != nil {
+		firstRuns.Wait()
+		rep.HandedAt = time.Now()
+		more, err := handOver(ctx)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return rep, fmt.Errorf("hand over: %w", err)
+		}
+		mu.Lock()
+		total += len(more)
+		mu.Unlock()
+		b.sink.add(more, true)
 	}
 	var err error
 	select {
