@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,23 +142,12 @@ func TestPostThenFetch(t *testing.T) {
 	if err != nil || len(sent.Rejected) > 0 || len(sent.Expected) != len(valid) {
 		t.Fatalf("post: %v, %d accepted, refused %+v", err, len(sent.Expected), sent.Rejected)
 	}
-	var mu sync.Mutex
-	got := map[string]result.Result{}
-	rep, err := p.Run(ctx, sent.Expected, func(r result.Result, _ []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, dup := got[r.ID]; !dup {
-			got[r.ID] = r
-		}
-	})
-	if err != nil {
-		t.Fatalf("run: %v (report %+v)", err, rep)
-	}
+	_, got := runExpected(ctx, t, p, sent.Expected)
 	for id, m := range sent.Expected {
-		r, ok := got[id]
+		r := got[id]
 		switch {
-		case !ok:
-			t.Errorf("no result for %s (%s)", m.URL, id)
+		case r.ID == "":
+			// runExpected reported it.
 		case r.Status != result.StatusFetched || r.URL != m.URL:
 			t.Errorf("%s: %s for %s (err %q), want fetched", id, r.Status, r.URL, r.Error)
 		default:

@@ -61,9 +61,16 @@ func runAll(t *testing.T, p *local.Pipeline, items []urlmsg.Input, timeout time.
 	if len(sent.Rejected) > 0 {
 		t.Fatalf("rejected before sending: %+v", sent.Rejected)
 	}
+	return runExpected(ctx, t, p, sent.Expected)
+}
+
+// runExpected runs the pipeline until every expected ID has a result and
+// returns the first result of each.
+func runExpected(ctx context.Context, t *testing.T, p *local.Pipeline, expected map[string]urlmsg.Message) (local.Report, map[string]result.Result) {
+	t.Helper()
 	var mu sync.Mutex
 	got := map[string]result.Result{}
-	rep, err := p.Run(ctx, sent.Expected, func(r result.Result, _ []byte) {
+	rep, err := p.Run(ctx, expected, func(r result.Result, _ []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		if _, dup := got[r.ID]; !dup {
@@ -73,7 +80,7 @@ func runAll(t *testing.T, p *local.Pipeline, items []urlmsg.Input, timeout time.
 	if err != nil {
 		t.Fatalf("run: %v (report %+v)", err, rep)
 	}
-	for id, m := range sent.Expected {
+	for id, m := range expected {
 		if _, ok := got[id]; !ok {
 			t.Errorf("no result for %s", m.URL)
 		}
