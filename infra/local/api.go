@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -31,7 +32,7 @@ func (p *Pipeline) Invoke(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 func (p *Pipeline) Post(ctx context.Context, items []urlmsg.Input) (Sent, error) {
 	sent := Sent{Expected: map[string]urlmsg.Message{}}
 	var mu sync.Mutex
-	var firstErr error
+	var errs []error
 	sem := make(chan struct{}, apiConcurrency)
 	var wg sync.WaitGroup
 	n := 0
@@ -61,13 +62,13 @@ func (p *Pipeline) Post(ctx context.Context, items []urlmsg.Input) (Sent, error)
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				firstErr = cmpErr(firstErr, fmt.Errorf("POST /urls %s: %w", id, err))
+				errs = append(errs, fmt.Errorf("POST /urls %s: %w", id, err))
 				return
 			case resp.StatusCode != http.StatusAccepted:
-				firstErr = cmpErr(firstErr, fmt.Errorf("POST /urls %s: status %d: %s", id, resp.StatusCode, resp.Body))
+				errs = append(errs, fmt.Errorf("POST /urls %s: status %d: %s", id, resp.StatusCode, resp.Body))
 				return
 			case perr != nil:
-				firstErr = cmpErr(firstErr, fmt.Errorf("re-parse request %s: %w", id, perr))
+				errs = append(errs, fmt.Errorf("re-parse request %s: %w", id, perr))
 				return
 			}
 			accepted := map[string]bool{}
@@ -88,18 +89,11 @@ func (p *Pipeline) Post(ctx context.Context, items []urlmsg.Input) (Sent, error)
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return sent, firstErr
+	if err := errors.Join(errs...); err != nil {
+		return sent, err
 	}
 	if len(sent.Expected)+len(sent.Rejected) != len(items) {
 		return sent, fmt.Errorf("POST /urls: %d of %d items neither accepted nor refused", len(items)-len(sent.Expected)-len(sent.Rejected), len(items))
 	}
 	return sent, nil
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }

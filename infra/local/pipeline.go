@@ -105,21 +105,21 @@ func faultDefaults(opts *Options) {
 
 // Pipeline is a running local downloader.
 type Pipeline struct {
-	opts   Options
-	moto   *moto.Server
-	Stack  *stack.Stack
-	AWS    aws.Config
-	sqs    *sqs.Client
-	svc    *services.Services
+	opts  Options
+	moto  *moto.Server
+	Stack *stack.Stack
+	AWS   aws.Config
+	sqs   *sqs.Client
+	svc   *services.Services
 	// ingestSvc are the ingest function's own services: on AWS the two
 	// functions share no client, connection pool or cache.
 	ingestSvc *services.Services
-	ingest *ingesthandler.Handler
-	check  *checkhandler.Handler
-	esm    stack.EventSourceMapping
-	wakes  atomic.Int64
-	posts  atomic.Int64
-	log    *slog.Logger
+	ingest    *ingesthandler.Handler
+	check     *checkhandler.Handler
+	esm       stack.EventSourceMapping
+	wakes     atomic.Int64
+	posts     atomic.Int64
+	log       *slog.Logger
 }
 
 // Start brings up the stack and wires the handlers.
