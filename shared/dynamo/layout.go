@@ -37,14 +37,18 @@ const (
 )
 
 type hostItem struct {
-	PK  string            `dynamodbav:"pk"`
-	SK  string            `dynamodbav:"sk"`
-	VS  int               `dynamodbav:"vs"`
-	Due int64             `dynamodbav:"due,omitempty"`
-	V   int64             `dynamodbav:"v"`
-	LF  int64             `dynamodbav:"lf,omitempty"`
-	PU  int64             `dynamodbav:"pu,omitempty"`
-	ER  int               `dynamodbav:"er,omitempty"`
+	PK  string `dynamodbav:"pk"`
+	SK  string `dynamodbav:"sk"`
+	VS  int    `dynamodbav:"vs"`
+	Due int64  `dynamodbav:"due,omitempty"`
+	V   int64  `dynamodbav:"v"`
+	LF  int64  `dynamodbav:"lf,omitempty"`
+	PU  int64  `dynamodbav:"pu,omitempty"`
+	ER  int    `dynamodbav:"er,omitempty"`
+	// FS is when the host's current run of failures began (ms), LE the
+	// latest failure's text: the give-up bound is counted from FS.
+	FS  int64             `dynamodbav:"fs,omitempty"`
+	LE  string            `dynamodbav:"le,omitempty"`
 	Q   []hostqueue.Entry `dynamodbav:"q,omitempty"`
 	C   []chunkRef        `dynamodbav:"c,omitempty"`
 	CO  int               `dynamodbav:"co,omitempty"`

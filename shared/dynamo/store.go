@@ -198,6 +198,10 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			next.PU = c.PauseUntil.UnixMilli()
 		}
 		next.ER = c.Errors
+		next.FS, next.LE = 0, c.LastError
+		if !c.FailingSince.IsZero() {
+			next.FS = c.FailingSince.UnixMilli()
+		}
 		next.AT = nil
 		for id, n := range c.Attempts {
 			if !done[id] && n > 0 {
@@ -471,7 +475,11 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 		VirtualShard: it.VS,
 		Pending:      it.pending(),
 		Errors:       it.ER,
+		LastError:    it.LE,
 		Attempts:     it.AT,
+	}
+	if it.FS != 0 {
+		h.FailingSince = time.UnixMilli(it.FS)
 	}
 	if it.Due != 0 {
 		h.Due = time.UnixMilli(it.Due)

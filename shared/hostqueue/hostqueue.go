@@ -18,6 +18,10 @@ type Entry struct {
 	URL          string `dynamodbav:"u"`
 	ETag         string `dynamodbav:"e,omitempty"`
 	LastModified string `dynamodbav:"m,omitempty"`
+	// Hops counts the redirects already followed to reach URL (a
+	// cross-host redirect target is queued with the hops so far), so a
+	// redirect loop ends however many hosts its chain crosses.
+	Hops int `dynamodbav:"h,omitempty"`
 }
 
 // Host is the stored state of one queue key (a host, or a registrable domain
@@ -39,6 +43,14 @@ type Host struct {
 	PauseUntil time.Time
 	// Errors counts consecutive failed requests, for exponential back-off.
 	Errors int
+	// FailingSince is when the host's current run of failures (no usable
+	// answer: connection errors, timeouts, robots.txt unreachable, 5xx,
+	// 429) began; zero while it answers. Past GiveUpAfter its queued URLs
+	// are given up.
+	FailingSince time.Time
+	// LastError says what the latest of those failures was, for the
+	// results of URLs given up.
+	LastError string
 	// Attempts counts failed attempts of the entries that have some.
 	Attempts map[string]int
 	// Robots holds the robots.txt answers small enough to live in the
@@ -95,6 +107,10 @@ type Commit struct {
 	LastFetch  time.Time
 	PauseUntil time.Time
 	Errors     int
+	// FailingSince and LastError replace the host's failure run (zero and
+	// empty: the host answers).
+	FailingSince time.Time
+	LastError    string
 	// Attempts replaces the per-entry failed-attempt counters (only entries
 	// still queued are kept).
 	Attempts map[string]int

@@ -74,6 +74,11 @@ type Params struct {
 	// separated ("80,443"); others end as denied. It is ignored where the
 	// deployment allows private networks (local testing).
 	AllowedPorts string
+	// GiveUpAfter bounds how long a host may go without a usable answer
+	// (connection errors, timeouts, robots.txt unreachable, 5xx, 429, a
+	// Retry-After beyond it): counted from its first failure, reset by a
+	// usable answer; past it every URL queued for the host ends at once.
+	GiveUpAfter time.Duration
 }
 
 // Ports returns AllowedPorts as numbers (valid Params only).
@@ -108,6 +113,7 @@ const (
 	NameRandomizeDelay           = "RandomizeDelay"
 	NameQueueMode                = "QueueMode"
 	NameAllowedPorts             = "AllowedPorts"
+	NameGiveUpAfter              = "GiveUpAfter"
 )
 
 // DefaultUserAgent names the project and where to read about it, so a site
@@ -134,6 +140,7 @@ func Defaults() Params {
 		RandomizeDelay:           false,
 		QueueMode:                QueueByHost,
 		AllowedPorts:             "80,443",
+		GiveUpAfter:              time.Hour,
 	}
 }
 

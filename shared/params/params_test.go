@@ -31,6 +31,7 @@ func TestDefaults(t *testing.T) {
 		NameRandomizeDelay:           "false",
 		NameQueueMode:                "host",
 		NameAllowedPorts:             "80,443",
+		NameGiveUpAfter:              "1h",
 	}
 	if got := d.Format(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Defaults().Format() =\n%v\nwant\n%v", got, want)
@@ -80,6 +81,7 @@ func TestFormatParseRoundTrip(t *testing.T) {
 				RandomizeDelay:           true,
 				QueueMode:                QueueByDomain,
 				AllowedPorts:             "8080,443",
+				GiveUpAfter:              90 * time.Minute,
 			}
 			return p
 		}()},
@@ -111,7 +113,8 @@ func TestParseValid(t *testing.T) {
 		{"period compound", NameCheckHostPeriod, "1m30s", func(p *Params) { p.CheckHostPeriod = 90 * time.Second }},
 		{"period spaces trimmed", NameCheckHostPeriod, " 7s\n", func(p *Params) { p.CheckHostPeriod = 7 * time.Second }},
 		{"persist limit 1", NamePersistLimit, "1", func(p *Params) { p.PersistLimit = 1 }},
-		{"persist limit large", NamePersistLimit, "100000", func(p *Params) { p.PersistLimit = 100000 }},
+		{"persist limit max", NamePersistLimit, "4000", func(p *Params) { p.PersistLimit = MaxPersistLimit }},
+		{"give up after", NameGiveUpAfter, "20s", func(p *Params) { p.GiveUpAfter = 20 * time.Second }},
 		{"fetch delay zero", NameFetchDelay, "0", func(p *Params) { p.FetchDelay = 0 }},
 		{"fetch delay ms", NameFetchDelay, "200ms", func(p *Params) { p.FetchDelay = 200 * time.Millisecond }},
 		{"fetch timeout max", NameFetchTimeout, "5m", func(p *Params) { p.FetchTimeout = 5 * time.Minute }},
@@ -163,8 +166,11 @@ func TestParseInvalid(t *testing.T) {
 		{"period fraction without unit", NameCheckHostPeriod, "2.5", "not a duration"},
 		{"period empty", NameCheckHostPeriod, "", "not a duration"},
 		{"period overflow", NameCheckHostPeriod, "99999999999999", "out of range"},
-		{"persist limit zero", NamePersistLimit, "0", "must be at least 1"},
-		{"persist limit negative", NamePersistLimit, "-5", "must be at least 1"},
+		{"persist limit zero", NamePersistLimit, "0", "must be between 1 and 4000"},
+		{"persist limit negative", NamePersistLimit, "-5", "must be between 1 and 4000"},
+		{"persist limit above the item bound", NamePersistLimit, "100000", "must be between 1 and 4000"},
+		{"give up after too short", NameGiveUpAfter, "500ms", "must be between 1s and 168h"},
+		{"give up after too long", NameGiveUpAfter, "200h", "must be between 1s and 168h"},
 		{"persist limit float", NamePersistLimit, "1.5", "not a whole number"},
 		{"persist limit overflow", NamePersistLimit, "99999999999999999999", "not a whole number"},
 		{"fetch delay negative", NameFetchDelay, "-1s", "must not be negative"},

@@ -29,6 +29,17 @@ const (
 	MinRobotsTTL = time.Minute
 	// MaxMaxAttempts bounds MaxAttempts so a dead URL cannot cycle for days.
 	MaxMaxAttempts = 20
+	// MaxPersistLimit bounds PersistLimit so a host's stored state stays
+	// under DynamoDB's 400 KB item limit in the worst case: every URL
+	// 2048 bytes and appended alone (one chunk reference each), each with
+	// a failed-attempt counter (shared/dynamo tests the bound).
+	MaxPersistLimit = 4000
+	// MinGiveUpAfter is the shortest GiveUpAfter: a host gets at least a
+	// few probes before its URLs are given up.
+	MinGiveUpAfter = time.Second
+	// MaxGiveUpAfter bounds GiveUpAfter so a dead host's URLs end within
+	// a week, well inside a queue's retention.
+	MaxGiveUpAfter = 7 * 24 * time.Hour
 )
 
 // FieldError is one rejected parameter: its name, the value as given, and
@@ -212,7 +223,7 @@ var fields = []field{
 			}
 			return nil
 		}),
-	intField(NamePersistLimit, func(p *Params) *int { return &p.PersistLimit }, atLeast(1)),
+	intField(NamePersistLimit, func(p *Params) *int { return &p.PersistLimit }, between(1, MaxPersistLimit)),
 	durationField(NameFetchDelay, func(p *Params) *time.Duration { return &p.FetchDelay }, notNegative),
 	durationField(NameFetchTimeout, func(p *Params) *time.Duration { return &p.FetchTimeout },
 		func(d time.Duration) error {
@@ -259,6 +270,13 @@ var fields = []field{
 		}),
 	newField(NameAllowedPorts, func(p *Params) *string { return &p.AllowedPorts },
 		parsePorts, func(s string) string { return s }, func(s string) error { _, err := parsePorts(s); return err }),
+	durationField(NameGiveUpAfter, func(p *Params) *time.Duration { return &p.GiveUpAfter },
+		func(d time.Duration) error {
+			if d < MinGiveUpAfter || d > MaxGiveUpAfter {
+				return fmt.Errorf("must be between %s and %s", formatDuration(MinGiveUpAfter), formatDuration(MaxGiveUpAfter))
+			}
+			return nil
+		}),
 }
 
 // parsePorts reads a comma-separated list of ports into its canonical form.
@@ -380,15 +398,6 @@ func notNegative(d time.Duration) error {
 		return errors.New("must not be negative")
 	}
 	return nil
-}
-
-func atLeast(lo int64) func(int64) error {
-	return func(v int64) error {
-		if v < lo {
-			return fmt.Errorf("must be at least %d", lo)
-		}
-		return nil
-	}
 }
 
 func between(lo, hi int64) func(int64) error {
