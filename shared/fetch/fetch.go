@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -55,6 +56,14 @@ type Options struct {
 	AllowPrivate bool
 	// AllowedPorts are the destination ports allowed; default {80, 443}.
 	AllowedPorts []int
+	// Resolve, when set, replaces DNS, as curl's --resolve does: host names
+	// are looked up in this table (case-insensitive, trailing dot ignored)
+	// and their addresses dialed in order; a name the table lacks fails as
+	// "no such host", exactly like an NXDOMAIN answer (KindDNS, permanent).
+	// For the local stack and tests, which must send no DNS query; nil in
+	// production, where the system resolver answers. The address guard
+	// judges the table's addresses as it judges DNS answers.
+	Resolve map[string][]netip.Addr
 }
 
 // Request is one GET. ETag and LastModified, when set, make it conditional
@@ -63,6 +72,10 @@ type Request struct {
 	URL          string
 	ETag         string
 	LastModified string
+	// MaxBodyBytes, when above zero, replaces Options.MaxBodyBytes for this
+	// request: robots.txt must be read to at least 500 KiB (RFC 9309 §2.5)
+	// whatever the cap on pages, without a second fetcher and its pool.
+	MaxBodyBytes int64
 }
 
 // Response is what the server answered, whatever the status: 3xx, 4xx and
@@ -71,7 +84,7 @@ type Response struct {
 	HTTPStatus  int
 	ContentType string
 	// Body is the decoded body (gzip and deflate are undone), at most
-	// MaxBodyBytes long.
+	// MaxBodyBytes (the request's, else the Options') long.
 	Body []byte
 	// Truncated is set when the decoded body was longer than MaxBodyBytes.
 	Truncated bool
@@ -131,13 +144,17 @@ func New(opts Options, now func() time.Time) *Fetcher {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
+	dial := dialer.DialContext
+	if opts.Resolve != nil {
+		dial = newHostTable(opts.Resolve).dialContext(dialer)
+	}
 	transport := &http.Transport{
 		// No proxy, deliberately, even if HTTP_PROXY is set: through a
 		// proxy we would dial the proxy's address, the guard would check
 		// that instead of the target's, and the proxy would reach private
 		// networks on our behalf.
 		Proxy:       nil,
-		DialContext: dialer.DialContext,
+		DialContext: dial,
 		Protocols:   protocols,
 		TLSClientConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,
@@ -223,7 +240,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	// of downloading the rest: the right trade for an oversized body.
 	defer resp.Body.Close()
 
-	body, truncated, err := readBody(resp, f.opts.MaxBodyBytes)
+	limit := f.opts.MaxBodyBytes
+	if req.MaxBodyBytes > 0 {
+		limit = req.MaxBodyBytes
+	}
+	body, truncated, err := readBody(resp, limit)
 	if err != nil {
 		return nil, f.wrap(ctx, "read body", req.URL, err)
 	}
