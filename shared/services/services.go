@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,11 @@ type Options struct {
 	// runner's fault injection adds middleware here).
 	DynamoOptions []func(*dynamodb.Options)
 	SQSOptions    []func(*sqs.Options)
+	// Resolve, when set, resolves host names from this fixed table instead
+	// of DNS (see fetch.Options.Resolve): the local stack and tests give
+	// loopback sites real-looking names without sending a DNS query. Never
+	// set by FromEnv: a deployed function uses the system resolver.
+	Resolve map[string][]netip.Addr
 }
 
 // Services are the wired domain services of one function instance.
@@ -75,7 +81,7 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	store := dynamo.New(ddb, cfg.TableName, clock.Now)
 	pub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
-	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, now: clock.Now}
+	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, now: clock.Now}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
 		waker = &wake.Queue{Client: sq, URL: cfg.WakeQueueURL, ShardCount: cfg.ShardCount, Now: clock.Now}
@@ -116,7 +122,10 @@ func FromEnv(ctx context.Context) (*Services, *slog.Logger, error) {
 // for as long as the parameters that shape it do not change.
 type fetcherCache struct {
 	allowPrivate bool
-	now          func() time.Time
+	// resolve is fixed for the life of the services, so it is not part of
+	// the cache key; fetch.New copies it into every fetcher.
+	resolve map[string][]netip.Addr
+	now     func() time.Time
 
 	mu  sync.Mutex
 	key fetch.Options
@@ -130,6 +139,7 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 		MaxBodyBytes: p.MaxBodyBytes,
 		AllowPrivate: c.allowPrivate,
 		AllowedPorts: p.Ports(),
+		Resolve:      c.resolve,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

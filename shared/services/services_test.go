@@ -1,9 +1,19 @@
 package services
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/urldownloader/urldownloader/shared/config"
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/params"
 )
 
 // setEnv gives the process a function environment as template.yaml does and
@@ -87,5 +97,31 @@ func TestAWSFromEnv(t *testing.T) {
 	_, err = awsFromEnv(func(string) string { return "" })
 	if err == nil || !strings.Contains(err.Error(), "AWS_REGION") || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
 		t.Errorf("empty environment: err = %v, want one naming AWS_REGION and the credentials", err)
+	}
+}
+
+// TestResolveReachesTheFetcher: Options.Resolve is the fetchers' name
+// table, so the local stack's names reach its loopback sites, and a name
+// outside it fails as "no such host" without a DNS query.
+func TestResolveReachesTheFetcher(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "named site") })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+
+	cfg := config.Config{TableName: "t", OutputQueueURL: "http://127.0.0.1:1/q", ParamPath: "/p/", ShardCount: 1, AllowPrivateNetworks: true}
+	s := New(aws.Config{Region: "us-east-1"}, cfg, Options{Resolve: map[string][]netip.Addr{"www.site.test": {netip.MustParseAddr("127.0.0.2")}}})
+	f := s.Engine.Fetcher(params.Defaults())
+	resp, err := f.Fetch(t.Context(), fetch.Request{URL: "http://www.site.test:" + port + "/"})
+	if err != nil || string(resp.Body) != "named site" {
+		t.Fatalf("Fetch of a name in the table = %v, %v; want the site's page", resp, err)
+	}
+	_, err = f.Fetch(t.Context(), fetch.Request{URL: "http://absent.site.test:" + port + "/"})
+	if fetch.KindOf(err) != fetch.KindDNS || fetch.IsTransient(err) || !strings.Contains(err.Error(), "no such host") {
+		t.Errorf("Fetch of a name outside the table: %v (kind %s), want a permanent no such host", err, fetch.KindOf(err))
 	}
 }
