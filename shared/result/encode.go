@@ -1,6 +1,7 @@
 package result
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -25,19 +26,24 @@ func (r *Result) SetBody(body []byte) {
 // Encode marshals r into at most maxBytes of JSON, cutting Data (and marking
 // Truncated) when the whole body would not fit, so a result is never an
 // unsendable message. Bytes and SHA256 keep describing the body as fetched.
+//
+// '<', '>' and '&' are written as they are, not as \u003c and friends:
+// results are read by programs, not pasted into HTML script tags, and the
+// escapes would cost six bytes per character of markup, cutting HTML
+// bodies early to fit the message.
 func Encode(r Result, maxBytes int) ([]byte, error) {
-	b, err := json.Marshal(r)
+	b, err := marshal(r)
 	if err != nil {
-		return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
+		return nil, err
 	}
 	if len(b) <= maxBytes {
 		return b, nil
 	}
 	data := r.Data
 	r.Data, r.Truncated = "", true
-	empty, err := json.Marshal(r)
+	empty, err := marshal(r)
 	if err != nil {
-		return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
+		return nil, err
 	}
 	// The empty Data was omitted: count the field's own framing too.
 	budget := maxBytes - len(empty) - len(`,"data":""`)
@@ -45,10 +51,19 @@ func Encode(r Result, maxBytes int) ([]byte, error) {
 		return nil, fmt.Errorf("encode result %s: does not fit in %d bytes even without its body", r.ID, maxBytes)
 	}
 	r.Data = fitData(data, r.Encoding, budget)
-	if b, err = json.Marshal(r); err != nil {
+	return marshal(r)
+}
+
+// marshal is json.Marshal without HTML escaping.
+func marshal(r Result) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
 		return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
 	}
-	return b, nil
+	// Encode ends the value with a newline, which is no part of the message.
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // fitData returns the longest prefix of data whose JSON string form takes at
@@ -60,23 +75,30 @@ func fitData(data, encoding string, budget int) string {
 		return data[:n-n%4]
 	}
 	used := 0
-	for i, r := range data {
-		used += jsonLen(r)
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRuneInString(data[i:])
+		used += jsonLen(r, size)
 		if used > budget {
 			return data[:i]
 		}
+		i += size
 	}
 	return data
 }
 
-// jsonLen is how many bytes encoding/json spends on r inside a string.
-func jsonLen(r rune) int {
+// jsonLen is how many bytes marshal spends inside a string on the rune r,
+// decoded from size bytes of input (an invalid byte is RuneError of size
+// 1). It mirrors encoding/json with HTML escaping off; a test holds it to
+// the encoder for every rune.
+func jsonLen(r rune, size int) int {
 	switch {
-	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+	case r == utf8.RuneError && size == 1:
+		return len(`\ufffd`)
+	case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
 		return 2
-	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+	case r < 0x20 || r == '\u2028' || r == '\u2029':
 		return 6
 	default:
-		return utf8.RuneLen(r)
+		return size
 	}
 }

@@ -75,21 +75,83 @@ func baseResult() result.Result {
 	}
 }
 
-func TestEncodeFits(t *testing.T) {
-	r := baseResult()
-	r.SetBody([]byte("<p>small</p>"))
-	want, err := json.Marshal(r)
-	if err != nil {
+// marshalRaw is json.Marshal without HTML escaping, as results are sent.
+func marshalRaw(t *testing.T, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		t.Fatal(err)
 	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func TestEncodeFits(t *testing.T) {
+	r := baseResult()
+	r.SetBody([]byte("<p>small & \"quoted\"</p>"))
+	want := marshalRaw(t, r)
 	for _, max := range []int{len(want), len(want) + 1, 1 << 20} {
 		got, err := result.Encode(r, max)
 		if err != nil {
 			t.Fatalf("Encode(max %d): %v", max, err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("Encode(max %d) = %s, want the plain marshal %s", max, got, want)
+			t.Errorf("Encode(max %d) = %s, want the plain marshal without HTML escapes %s", max, got, want)
 		}
+	}
+}
+
+// TestEncodeDoesNotEscapeHTML: markup travels as it is ('<' stays '<', '&'
+// stays '&', in the body and in the envelope) and decodes to the original.
+func TestEncodeDoesNotEscapeHTML(t *testing.T) {
+	body := `<script>if (a < b && c > d) alert("&amp;");</script>`
+	r := baseResult()
+	r.URL = "http://example.com/?a=1&b=<2>"
+	r.SetBody([]byte(body))
+	out, err := result.Encode(r, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, esc := range []string{`\u003c`, `\u003e`, `\u0026`} {
+		if bytes.Contains(out, []byte(esc)) {
+			t.Errorf("encoded result has %s: %s", esc, out)
+		}
+	}
+	if !bytes.Contains(out, []byte(`"data":"<script>if (a < b && c > d) alert(\"&amp;\");</script>"`)) {
+		t.Errorf("body not carried as it is: %s", out)
+	}
+	var got result.Result
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Data != body || got.URL != r.URL {
+		t.Errorf("round trip: data %q url %q, want %q %q", got.Data, got.URL, body, r.URL)
+	}
+}
+
+// TestEncodeMarkupFitsMore: a body of nothing but '<', '&' and '>' keeps
+// (nearly) a byte of body per byte of message, where the HTML-escaped form
+// kept one in six; what is kept is an exact prefix of the body.
+func TestEncodeMarkupFitsMore(t *testing.T) {
+	const max = 20000
+	body := bytes.Repeat([]byte("<&>"), 3*max)
+	r := baseResult()
+	r.SetBody(body)
+	out, err := result.Encode(r, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := checkEncoded(t, r, out, max)
+	envelope := len(out) - len(got.Data)
+	if len(got.Data) < max-envelope-8 {
+		t.Errorf("kept %d bytes of markup in a %d-byte message (envelope %d): the budget is not spent on the real encoded size", len(got.Data), max, envelope)
+	}
+	if escapedKeep := (max - envelope) / 6; len(got.Data) < 5*escapedKeep {
+		t.Errorf("kept %d bytes, not much more than the %d an HTML-escaping encoder keeps", len(got.Data), escapedKeep)
+	}
+	if len(out) > max || len(out) < max-8 {
+		t.Errorf("encoded %d bytes, want just under %d", len(out), max)
 	}
 }
 
@@ -161,7 +223,7 @@ func TestEncodeTruncates(t *testing.T) {
 			t.Run(tt.name+"/"+itoa(max), func(t *testing.T) {
 				r := baseResult()
 				r.SetBody(tt.body)
-				full, _ := json.Marshal(r)
+				full := marshalRaw(t, r)
 				if len(full) <= max {
 					t.Skipf("body fits in %d bytes", max)
 				}
@@ -177,7 +239,7 @@ func TestEncodeTruncates(t *testing.T) {
 
 // TestEncodeKeepsWhatFits: a truncated result uses its budget. Cutting the
 // body to nothing when most of it would fit loses the content for no
-// reason; JSON escaping ('<' is 6 bytes, '"' 2) must not make Encode
+// reason; JSON escaping ('"' is 2 bytes, a control character 6) must not make Encode
 // throw away far more than it needs to.
 func TestEncodeKeepsWhatFits(t *testing.T) {
 	const max = 20000
