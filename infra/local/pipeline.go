@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -51,6 +52,11 @@ type Options struct {
 	Params map[string]string
 	// AllowPrivate lets the fetcher reach loopback and private addresses.
 	AllowPrivate bool
+	// Resolve, when set, resolves host names from this table instead of
+	// DNS, as curl's --resolve does (see fetch.Options.Resolve): local
+	// sites get real-looking names, a name missing from it is "no such
+	// host", and no DNS query leaves the machine.
+	Resolve map[string][]netip.Addr
 	// CheckRun is how long one check invocation starts requests; locally
 	// invocations run back to back, like a schedule that fires at once.
 	CheckRun time.Duration
@@ -120,6 +126,11 @@ type Pipeline struct {
 	wakes     atomic.Int64
 	posts     atomic.Int64
 	log       *slog.Logger
+
+	// accepted is when ingest first accepted a URL of each host (returned
+	// success for its record): where the README's time bounds start.
+	acceptedMu sync.Mutex
+	accepted   map[string]time.Time
 }
 
 // Start brings up the stack and wires the handlers.
@@ -180,7 +191,8 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
-	svcOpts := services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions}
+	svcOpts := services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions,
+		Resolve: opts.Resolve}
 	if opts.Faults != nil {
 		// Faults hit the functions' clients only; the runner's own client
 		// (standing in for producers and the event source mapping) is clean.
@@ -476,6 +488,7 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 	for _, f := range resp.BatchItemFailures {
 		failed[f.ItemIdentifier] = true
 	}
+	p.noteAccepted(ev.Records, failed)
 	var del []sqstypes.DeleteMessageBatchRequestEntry
 	var retry []sqstypes.ChangeMessageVisibilityBatchRequestEntry
 	for i, m := range msgs {
@@ -498,6 +511,40 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 		}
 	}
 	return len(msgs), len(failed), nil
+}
+
+// noteAccepted records the acceptance time of the hosts whose URLs came in
+// the records ingest did not report as failed.
+func (p *Pipeline) noteAccepted(records []events.SQSMessage, failed map[string]bool) {
+	now := time.Now()
+	p.acceptedMu.Lock()
+	defer p.acceptedMu.Unlock()
+	if p.accepted == nil {
+		p.accepted = map[string]time.Time{}
+	}
+	for _, r := range records {
+		if failed[r.MessageId] {
+			continue
+		}
+		msgs, _, err := urlmsg.Parse(r.MessageId, []byte(r.Body))
+		if err != nil {
+			continue
+		}
+		for _, m := range msgs {
+			if _, ok := p.accepted[m.Host]; !ok {
+				p.accepted[m.Host] = now
+			}
+		}
+	}
+}
+
+// AcceptedAt is when ingest first accepted a URL of host through the input
+// queue (false when none was).
+func (p *Pipeline) AcceptedAt(host string) (time.Time, bool) {
+	p.acceptedMu.Lock()
+	defer p.acceptedMu.Unlock()
+	t, ok := p.accepted[host]
+	return t, ok
 }
 
 // maxBatchPayload is Lambda's limit on a synchronous invocation's event,
