@@ -2,6 +2,7 @@ package urlmsg_test
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -84,6 +85,7 @@ func FuzzNormalize(f *testing.F) {
 		if u.Host != strings.ToLower(u.Host) {
 			t.Fatalf("host %q is not lowercase", u.Host)
 		}
+		checkHostShape(t, u.Hostname())
 		u2, err := urlmsg.Normalize(s)
 		if err != nil {
 			t.Fatalf("Normalize(%q) = %q, which Normalize rejects: %v", raw, s, err)
@@ -96,4 +98,35 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("Validate(%q) = %+v, %v; want the Normalize result %q", raw, m, err, s)
 		}
 	})
+}
+
+// checkHostShape: an accepted host is an IP address in its one canonical
+// spelling (dotted decimal; IPv6 without a dotted tail, as the standard
+// writes it), or a DNS name a resolver can look up.
+func checkHostShape(t *testing.T, host string) {
+	t.Helper()
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" {
+			t.Fatalf("host %q has a zone", host)
+		}
+		if a.Is4() && a.String() != host {
+			t.Fatalf("IPv4 host %q is not in dotted decimal (%s)", host, a)
+		}
+		if a.Is6() && strings.Contains(host, ".") {
+			t.Fatalf("IPv6 host %q has a dotted tail", host)
+		}
+		return
+	}
+	if len(host) > 253 {
+		t.Fatalf("host name of %d bytes", len(host))
+	}
+	labels := strings.Split(host, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			t.Fatalf("host %q has the label %q, which DNS cannot carry", host, l)
+		}
+	}
+	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
+		t.Fatalf("host name %q ends in a number, so it should have been an IPv4 address", host)
+	}
 }

@@ -14,13 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"golang.org/x/net/idna"
 )
 
 // MaxURLLength is the longest URL accepted, in bytes after normalisation.
@@ -165,8 +162,10 @@ func Validate(in Input) (Message, error) {
 }
 
 // Normalize parses a URL and returns its canonical form: http or https only,
-// lowercase scheme and host, IDN hosts as punycode, default port and fragment
-// removed, no user-info, at most MaxURLLength bytes.
+// lowercase scheme, the host as the WHATWG URL standard parses it (IDN as
+// punycode, numeric IPv4 forms such as 0x7f.1 as dotted decimal, IPv6
+// compressed; see parseHost), default port and fragment removed, no
+// user-info, at most MaxURLLength bytes.
 func Normalize(raw string) (*url.URL, error) {
 	if len(raw) > MaxURLLength {
 		return nil, invalid("url is %d bytes, the limit is %d", len(raw), MaxURLLength)
@@ -205,8 +204,8 @@ func Normalize(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// normalizeHostPort lowercases the host, turns IDN into punycode, keeps IPv6
-// literals bracketed and drops the scheme's default port.
+// normalizeHostPort returns host[:port] in canonical form (see parseHost),
+// without the scheme's default port.
 func normalizeHostPort(hostport, scheme string) (string, error) {
 	if hostport == "" {
 		return "", errors.New("host is empty")
@@ -228,46 +227,15 @@ func normalizeHostPort(hostport, scheme string) (string, error) {
 			port = strconv.Itoa(n)
 		}
 	}
-	if host == "" {
-		return "", errors.New("host is empty")
-	}
-	if ip := net.ParseIP(strings.TrimSuffix(host, ".")); ip != nil && strings.Contains(host, ":") {
-		host = "[" + netip.MustParseAddr(strings.TrimSuffix(host, ".")).String() + "]" // keeps ::ffff:a.b.c.d bracketable
-	} else if strings.Contains(host, ":") || strings.Contains(host, "%") || strings.Contains(host, "..") || !utf8.ValidString(host) {
-		return "", fmt.Errorf("host %q is not a valid name or address", host)
-	} else {
-		name := strings.TrimSuffix(host, ".")
-		if name == "" {
-			return "", errors.New("host is empty")
-		}
-		h, err := hostProfile.ToASCII(name)
-		if err != nil {
-			return "", fmt.Errorf("host %q is not a valid name: %v", host, err)
-		}
-		host = strings.ToLower(h)
-		if host == "" {
-			return "", errors.New("host is empty")
-		}
-		// IDNA mapping can turn a character into a space or other
-		// punctuation (U+02D9 maps to " \u0307"); only letters, digits,
-		// '-', '_' and '.' make a host that parses back.
-		if i := strings.IndexFunc(host, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
-		}); i >= 0 {
-			return "", fmt.Errorf("host %q maps to %q, which is not a valid name", name, host)
-		}
+	host, err := parseHost(host)
+	if err != nil {
+		return "", err
 	}
 	if port != "" {
 		return host + ":" + port, nil
 	}
 	return host, nil
 }
-
-// hostProfile is IDNA lookup with DNS length checks (so a punycode label
-// never exceeds 63 bytes and normalisation stays idempotent), lenient about
-// underscores, which real host names do carry.
-var hostProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transitional(false),
-	idna.VerifyDNSLength(true), idna.StrictDomainName(false))
 
 // MakeID derives the stable result id of an accepted URL.
 func MakeID(sourceID string, index int, normURL string) string {

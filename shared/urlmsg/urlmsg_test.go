@@ -41,7 +41,7 @@ func TestValidateNormalises(t *testing.T) {
 		{"IPv6 literal with port", urlmsg.Input{URL: "http://[::1]:8080/x"}, "http://[::1]:8080/x", "[::1]:8080"},
 		{"IPv6 literal default port", urlmsg.Input{URL: "http://[::1]:80/x"}, "http://[::1]/x", "[::1]"},
 		{"IPv6 literal canonical form", urlmsg.Input{URL: "http://[2001:DB8:0:0::1]/"}, "http://[2001:db8::1]/", "[2001:db8::1]"},
-		{"IPv4-mapped IPv6 stays a valid literal", urlmsg.Input{URL: "http://[::ffff:127.0.0.1]/"}, "http://[::ffff:127.0.0.1]/", "[::ffff:127.0.0.1]"},
+		{"IPv4-mapped IPv6 in the standard's hex form", urlmsg.Input{URL: "http://[::ffff:127.0.0.1]/"}, "http://[::ffff:7f00:1]/", "[::ffff:7f00:1]"},
 		{"IPv4 literal", urlmsg.Input{URL: "http://127.0.0.2:8080/"}, "http://127.0.0.2:8080/", "127.0.0.2:8080"},
 		{"invalid UTF-8 in path percent-encoded", urlmsg.Input{URL: "http://example.com/caf\xe9"}, "http://example.com/caf%E9", "example.com"},
 		{"percent-encoded IDN host", urlmsg.Input{URL: "http://b%C3%BCcher.example/"}, "http://xn--bcher-kva.example/", "xn--bcher-kva.example"},
