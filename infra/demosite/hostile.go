@@ -77,6 +77,28 @@ const (
 	NXDomain Kind = "nxdomain"
 )
 
+// Ending is what a correct downloader ends a host of kind k's URLs as, in
+// a few words (the kind's doc says why).
+func (k Kind) Ending() string {
+	switch k {
+	case Refused, Hang, Robots503:
+		return "denied (robots.txt unreachable) after GiveUpAfter"
+	case Drip, Reset:
+		return "fetch_error after MaxAttempts or GiveUpAfter"
+	case Robots429:
+		return "fetched, after the Retry-After"
+	case BigRobots:
+		return "early paths denied and never requested, pages fetched"
+	case LoopA, LoopB:
+		return "redirect x5, then fetch_error at the sixth hop"
+	case RetryAfterBeyond:
+		return "fetch_error (429), by GiveUpAfter at the latest"
+	case NXDomain:
+		return "fetch_error (no such host) at once"
+	}
+	return "unknown"
+}
+
 // HostileKinds lists every kind in the order a HostileSite serves them.
 var HostileKinds = []Kind{Refused, Hang, Drip, Reset, Robots503, Robots429, BigRobots, LoopA, LoopB, RetryAfterBeyond, NXDomain}
 

@@ -55,6 +55,8 @@ func run() int {
 	demoHosts := flag.Int("demo-hosts", 3, "demo site: loopback hosts to serve")
 	demoPages := flag.Int("demo-pages", 4, "demo site: pages per host")
 	demoSkewed := flag.Bool("demo-skewed", false, "demo site: skewed, shuffled workload (3 hosts with --demo-pages pages, 7 with a quarter, the rest 1 or 2)")
+	demoHostile := flag.Bool("demo-hostile", false, "demo site: add hostile hosts (refused, hanging, dripping, resetting, robots.txt 503/429/600 KiB, a redirect loop, a Retry-After beyond GiveUpAfter, a name that does not resolve) and show how each ended; sets GiveUpAfter=20s FetchTimeout=2s MaxBackoff=4s CheckHostPeriod=2s unless given")
+	hostilePages := flag.Int("hostile-pages", 3, "with --demo-hostile: URLs per hostile host")
 	faultSeed := flag.Int64("faults", 0, "make the run hostile, reproducibly from this seed (0: no faults): killed invocations, DynamoDB throttling/5xx/conflicts, SQS partial failures, duplicated schedules, redelivered input")
 	faultRate := flag.Float64("fault-rate", 0.05, "with --faults: probability of each kind of fault at each opportunity")
 	verbose := flag.Bool("v", false, "log the functions' JSON logs to stderr")
@@ -74,8 +76,14 @@ func run() int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
+	if *demoHostile && *urlsPath != "" {
+		fmt.Fprintln(os.Stderr, "localrun: --demo-hostile serves its own site; it does not go with --urls")
+		return 2
+	}
+
 	var items []urlmsg.Input
 	var site *demosite.Site
+	var hostile *demosite.HostileSite
 	if *urlsPath == "" {
 		var err error
 		site, err = demosite.Start(demosite.Options{Hosts: *demoHosts})
@@ -100,6 +108,26 @@ func run() int {
 			shown += fmt.Sprintf(" and %d more", len(hosts)-4)
 		}
 		fmt.Fprintf(os.Stderr, "localrun: demo site on %s: %d urls\n", shown, len(items))
+		if *demoHostile {
+			hostile, err = demosite.StartHostile(demosite.HostileOptions{Pages: *hostilePages})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "localrun:", err)
+				return 1
+			}
+			defer hostile.Close()
+			n := 0
+			for _, u := range hostile.URLs() {
+				items = append(items, urlmsg.Input{URL: u})
+				n++
+			}
+			for name, v := range hostileDefaults {
+				if _, set := params[name]; !set {
+					params[name] = v
+				}
+			}
+			fmt.Fprintf(os.Stderr, "localrun: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
+				demosite.HostileDomain, n, params["GiveUpAfter"], params["FetchTimeout"])
+		}
 	} else {
 		var err error
 		items, err = readURLs(*urlsPath)
@@ -130,10 +158,14 @@ func run() int {
 		inj = faults.New(*faultSeed, *faultRate)
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj)
 	}
-	p, err := local.Start(ctx, local.Options{
+	opts := local.Options{
 		ShardCount: *shards, Params: params, AllowPrivate: *allowPrivate, CheckRun: *checkRun,
 		Endpoint: *endpoint, Log: log, Faults: inj,
-	})
+	}
+	if hostile != nil {
+		opts.Resolve = hostile.Resolve()
+	}
+	p, err := local.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
 		return 1
@@ -150,9 +182,16 @@ func run() int {
 	}
 	fmt.Fprintf(os.Stderr, "localrun: sent %d urls (%d rejected) to %s\n", len(sent.Expected), len(sent.Rejected), p.Stack.InputQueueURL)
 
-	report, runErr := p.Run(ctx, sent.Expected, func(_ result.Result, line []byte) {
+	var tally *hostileTally
+	if hostile != nil {
+		tally = newHostileTally(hostile, p.AcceptedAt)
+	}
+	report, runErr := p.Run(ctx, sent.Expected, func(r result.Result, line []byte) {
 		w.Write(line)
 		w.WriteByte('\n')
+		if tally != nil {
+			tally.add(r)
+		}
 	})
 	w.Flush()
 	printSummary(report)
@@ -160,9 +199,17 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj.Summary())
 	}
 	if site != nil {
-		gap, host := demosite.MinGap(site.Requests())
+		reqs := site.Requests()
+		if hostile != nil {
+			tally.print(os.Stderr)
+			if n := tally.unexpected(); n > 0 {
+				fmt.Fprintf(os.Stderr, "localrun: %d hostile results did not end as their host's kind says (see UNEXPECTED above)\n", n)
+			}
+			reqs = append(reqs, hostile.Requests()...)
+		}
+		gap, host := demosite.MinGap(reqs)
 		fmt.Fprintf(os.Stderr, "localrun: demo site saw %d requests; smallest gap between two requests to one host: %s (%s)\n",
-			len(site.Requests()), gap.Round(time.Millisecond), host)
+			len(reqs), gap.Round(time.Millisecond), host)
 	}
 	if runErr != nil {
 		for _, m := range local.Missing(sent.Expected, report.Missing) {
