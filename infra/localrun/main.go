@@ -183,14 +183,21 @@ func run() int {
 	fmt.Fprintf(os.Stderr, "localrun: sent %d urls (%d rejected) to %s\n", len(sent.Expected), len(sent.Rejected), p.Stack.InputQueueURL)
 
 	var tally *hostileTally
+	healthyURLs, healthyOK := 0, 0
 	if hostile != nil {
 		tally = newHostileTally(hostile, p.AcceptedAt)
+		healthyURLs = len(items) - len(hostile.URLs())
 	}
 	report, runErr := p.Run(ctx, sent.Expected, func(r result.Result, line []byte) {
 		w.Write(line)
 		w.WriteByte('\n')
-		if tally != nil {
-			tally.add(r)
+		if tally == nil {
+			return
+		}
+		tally.add(r)
+		path := strings.TrimPrefix(r.URL, "http://"+r.Host)
+		if _, bad := hostile.ByHost(r.Host); !bad && r.Status == result.StatusFetched && r.Data == demosite.Body(r.Host, path) {
+			healthyOK++
 		}
 	})
 	w.Flush()
@@ -201,6 +208,7 @@ func run() int {
 	if site != nil {
 		reqs := site.Requests()
 		if hostile != nil {
+			fmt.Fprintf(os.Stderr, "localrun: healthy demo hosts: %d of %d urls fetched with their page\n", healthyOK, healthyURLs)
 			tally.print(os.Stderr)
 			if n := tally.unexpected(); n > 0 {
 				fmt.Fprintf(os.Stderr, "localrun: %d hostile results did not end as their host's kind says (see UNEXPECTED above)\n", n)
