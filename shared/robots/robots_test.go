@@ -178,6 +178,198 @@ func TestAllowed(t *testing.T) {
 			},
 		},
 		{
+			name: "issue 9: a longer directory rule beats a shorter wildcard allow",
+			body: "User-agent: *\nDisallow: /admin/\nAllow: /*.php\n",
+			verdicts: []verdict{
+				{ourUA, "/admin/index.php", false}, // 7 octets beat 6
+				{ourUA, "/admin/", false},
+				{ourUA, "/index.php", true},
+			},
+		},
+		{
+			name: "issue 9: a non-ASCII rule is percent-encoded",
+			body: "User-agent: *\nDisallow: /café\n",
+			verdicts: []verdict{
+				{ourUA, "/caf%C3%A9", false},
+				{ourUA, "/caf%c3%a9/menu", false},
+				{ourUA, "https://example.com/café", false},
+				{ourUA, "/cafe", true},
+			},
+		},
+		{
+			name: "issue 9: escapes of unreserved characters are decoded on both sides",
+			body: "User-agent: *\nDisallow: /private\nDisallow: /%7Euser\n",
+			verdicts: []verdict{
+				{ourUA, "/%70rivate", false},
+				{ourUA, "/%70%72%69%76%61%74%65/x", false},
+				{ourUA, "/~user/page", false},
+				{ourUA, "/%7euser", false},
+				{ourUA, "/public", true},
+			},
+		},
+		{
+			name: "an escaped slash is not a slash",
+			body: "User-agent: *\nDisallow: /a%2Fb\nDisallow: /c/d\n",
+			verdicts: []verdict{
+				{ourUA, "/a%2Fb", false},
+				{ourUA, "/a%2fb", false},
+				{ourUA, "/a/b", true},
+				{ourUA, "/c%2Fd", true},
+				{ourUA, "/c/d", false},
+			},
+		},
+		{
+			name: "a lone percent sign stands for itself",
+			body: "User-agent: *\nDisallow: /100%\nDisallow: /50%zz\n",
+			verdicts: []verdict{
+				{ourUA, "/100%25", false},
+				{ourUA, "/100%", false},
+				{ourUA, "/50%25zz", false},
+				{ourUA, "/100", true},
+			},
+		},
+		{
+			name: "spaces and other characters a URI may not hold are encoded",
+			body: "User-agent: *\nDisallow: /my file.html\nDisallow: /a|b\n",
+			verdicts: []verdict{
+				{ourUA, "/my%20file.html", false},
+				{ourUA, "/my file.html", false},
+				{ourUA, "/a%7Cb", false},
+				{ourUA, "/my", true},
+			},
+		},
+		{
+			name: "a tie of octets goes to allow, whatever the order",
+			body: "User-agent: *\nDisallow: /ab\nAllow: /a*\nDisallow: /x*\nAllow: /xy\n",
+			verdicts: []verdict{
+				{ourUA, "/abc", true},
+				{ourUA, "/xyz", true},
+				{ourUA, "/xz", false},
+			},
+		},
+		{
+			name: "an anchored rule against a longer wildcard rule",
+			body: "User-agent: *\nDisallow: /*.php$\nAllow: /shop/*\nAllow: /shop/*.php\nAllow: /x$\nDisallow: /x\n",
+			verdicts: []verdict{
+				{ourUA, "/index.php", false},
+				{ourUA, "/shop/cart.php", true},     // 11 octets beat 8
+				{ourUA, "/shop/cart.php?a=1", true}, // $ does not match, allow /shop/* does
+				{ourUA, "/x", true},                 // "/x$" is 3 octets, "/x" 2
+				{ourUA, "/x/y", false},
+			},
+		},
+		{
+			name: "a dollar inside a rule is a literal dollar",
+			body: "User-agent: *\nDisallow: /a$b\nDisallow: /c$$\n",
+			verdicts: []verdict{
+				{ourUA, "/a$b", false},
+				{ourUA, "/a%24b/x", false},
+				{ourUA, "/a", true},
+				{ourUA, "/c$", false},
+				{ourUA, "/c$d", true},
+			},
+		},
+		{
+			name: "repeated and trailing stars",
+			body: "User-agent: *\nDisallow: /a**b\nDisallow: /c*\nDisallow: *.gif*$\n",
+			verdicts: []verdict{
+				{ourUA, "/ab", false},
+				{ourUA, "/a/x/b", false},
+				{ourUA, "/a", true},
+				{ourUA, "/c", false},
+				{ourUA, "/x.gif?v=1", false},
+				{ourUA, "/x.png", true},
+			},
+		},
+		{
+			name: "empty rules match nothing",
+			body: "User-agent: *\nAllow:\nDisallow: /\n\nUser-agent: urldownloader\nDisallow:\nAllow:\n",
+			verdicts: []verdict{
+				{ourUA, "/page", true},
+				{"otherbot", "/page", false}, // the empty allow did not open /
+			},
+		},
+		{
+			name: "a rule that does not start with / or * matches nothing",
+			body: "User-agent: *\nDisallow: private\n",
+			verdicts: []verdict{
+				{ourUA, "/private", true},
+				{ourUA, "private", true},
+			},
+		},
+		{
+			name: "our groups merge across the file, star groups between them do not join",
+			body: "User-agent: urldownloader\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\n\nUser-agent: URLDownloader\nAllow: /a/open\nDisallow: /c\n",
+			verdicts: []verdict{
+				{ourUA, "/a/x", false},
+				{ourUA, "/a/open/x", true},
+				{ourUA, "/c", false},
+				{ourUA, "/b", true},
+				{"otherbot", "/b", false},
+				{"otherbot", "/a", true},
+			},
+		},
+		{
+			name: "star groups merge too",
+			body: "User-agent: *\nDisallow: /a\n\nUser-agent: otherbot\nDisallow: /\n\nUser-agent: *\nDisallow: /b\n",
+			verdicts: []verdict{
+				{ourUA, "/a", false},
+				{ourUA, "/b", false},
+				{ourUA, "/c", true},
+			},
+		},
+		{
+			name: "the token in the file is matched whole",
+			body: "User-agent: urldownloaderx\nDisallow: /\nUser-agent: urldownload\nDisallow: /\n",
+			verdicts: []verdict{
+				{ourUA, "/page", true},
+			},
+		},
+		{
+			name: "star followed by words is still star",
+			body: "User-agent: * (everyone)\nDisallow: /x\n",
+			verdicts: []verdict{
+				{ourUA, "/x", false},
+			},
+		},
+		{
+			name: "a colon-less line of more than two words is not a rule",
+			body: "User-agent: *\nDisallow /a\nDisallow /b and /c\n",
+			verdicts: []verdict{
+				{ourUA, "/a", false},
+				{ourUA, "/b", true},
+			},
+		},
+		{
+			name: "CR-only line endings and blank lines inside a group",
+			body: "User-agent: urldownloader\r\r\rDisallow: /a\rUser-agent: *\rDisallow: /\r",
+			verdicts: []verdict{
+				{ourUA, "/a", false},
+				{ourUA, "/b", true},
+				{"otherbot", "/b", false},
+			},
+		},
+		{
+			name: "mixed line endings and no final newline",
+			body: "User-agent: *\nDisallow: /a\r\nDisallow: /b\rDisallow: /c",
+			verdicts: []verdict{
+				{ourUA, "/a", false},
+				{ourUA, "/b", false},
+				{ourUA, "/c", false},
+				{ourUA, "/d", true},
+			},
+		},
+		{
+			name: "a fragment is no part of the path",
+			body: "User-agent: *\nDisallow: /page$\nDisallow: /x#y\n",
+			verdicts: []verdict{
+				{ourUA, "/page#section", false},
+				{ourUA, "https://example.com/page#x", false},
+				{ourUA, "/pages#x", true},
+				{ourUA, "/x", false}, // a comment starts at # in the file
+			},
+		},
+		{
 			name:     "empty file allows all",
 			body:     "",
 			verdicts: []verdict{{ourUA, "/", true}, {ourUA, "/private", true}},
@@ -226,6 +418,10 @@ func TestCrawlDelay(t *testing.T) {
 		{"huge is clamped", "User-agent: *\nCrawl-delay: 1e300\n", ourUA, robots.MaxCrawlDelay},
 		{"before any user-agent is ignored", "Crawl-delay: 7\nUser-agent: *\nDisallow: /x\n", ourUA, 0},
 		{"empty file", "", ourUA, 0},
+		{"merged groups take the largest", "User-agent: urldownloader\nCrawl-delay: 2\n\nUser-agent: *\nCrawl-delay: 9\n\nUser-agent: urldownloader\nCrawl-delay: 5\n", ourUA, 5 * time.Second},
+		{"rounded to the nanosecond", "User-agent: *\nCrawl-delay: 0.3\n", ourUA, 300 * time.Millisecond},
+		{"a unit after the number", "User-agent: *\nCrawl-delay: 10 seconds\n", ourUA, 10 * time.Second},
+		{"product token case", "User-agent: URLDOWNLOADER\nCrawl-delay: 4\n", ourUA, 4 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -395,6 +591,45 @@ func TestProductToken(t *testing.T) {
 	for _, tc := range tests {
 		if got := robots.ProductToken(tc.ua); got != tc.want {
 			t.Errorf("ProductToken(%q) = %q, want %q", tc.ua, got, tc.want)
+		}
+	}
+}
+
+// TestLargeFile reads a 600 KiB file with CRLF line endings, a BOM and a
+// 100 KiB line: every rule that ends within MaxBytes is honoured, the long
+// one included, and none after it.
+func TestLargeFile(t *testing.T) {
+	long := "/long/" + strings.Repeat("a", 100<<10)
+	var b strings.Builder
+	b.WriteString("\uFEFFUser-agent: *\r\nDisallow: " + long + "\r\n")
+	var filler []string
+	for b.Len() < robots.MaxBytes-1000 {
+		filler = append(filler, fmt.Sprintf("/filler/%07d", b.Len()))
+		b.WriteString("Disallow: " + filler[len(filler)-1] + "\r\n")
+	}
+	const last = "Disallow: /before-cap\r\n"
+	b.WriteString("#" + strings.Repeat("-", robots.MaxBytes-b.Len()-len(last)-3) + "\r\n")
+	b.WriteString(last) // ends exactly at MaxBytes
+	for b.Len() < 600<<10 {
+		b.WriteString("Disallow: /after-cap\r\n")
+	}
+
+	r := mustParse(t, b.String())
+	if n := len(r.Raw()); n != robots.MaxBytes {
+		t.Errorf("kept %d raw bytes, want exactly %d", n, robots.MaxBytes)
+	}
+	for _, v := range []verdict{
+		{ourUA, long, false},
+		{ourUA, long + "/x", false},
+		{ourUA, "/long/aaa", true},
+		{ourUA, filler[0], false},
+		{ourUA, filler[len(filler)-1], false},
+		{ourUA, "/filler/x", true},
+		{ourUA, "/before-cap", false},
+		{ourUA, "/after-cap", true},
+	} {
+		if got := r.Allowed(v.ua, v.path); got != v.allow {
+			t.Errorf("Allowed(%.40q) = %v, want %v", v.path, got, v.allow)
 		}
 	}
 }
