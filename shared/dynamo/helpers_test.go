@@ -47,6 +47,13 @@ func newEnv(t *testing.T) *env {
 
 func fixedNow() time.Time { return t0 }
 
+// on returns e reporting to t, for a subtest on its parent's table.
+func (e *env) on(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // fresh returns another store on the same table with an empty chunk cache:
 // what a different Lambda instance sees, and proof that state is in the
 // table rather than in the writer's memory.

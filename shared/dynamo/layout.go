@@ -42,9 +42,13 @@ type hostItem struct {
 	VS  int    `dynamodbav:"vs"`
 	Due int64  `dynamodbav:"due,omitempty"`
 	V   int64  `dynamodbav:"v"`
-	LF  int64  `dynamodbav:"lf,omitempty"`
-	PU  int64  `dynamodbav:"pu,omitempty"`
-	ER  int    `dynamodbav:"er,omitempty"`
+	// N holds the nonces of the item's latest writes, newest first (at
+	// most nonceHistory): N[k] made version V-k. A writer whose answer was
+	// lost learns from it whether its write landed (see store.go).
+	N  []string `dynamodbav:"n,omitempty"`
+	LF int64    `dynamodbav:"lf,omitempty"`
+	PU int64    `dynamodbav:"pu,omitempty"`
+	ER int      `dynamodbav:"er,omitempty"`
 	// FS is when the host's current run of failures began (ms), LE the
 	// latest failure's text: the give-up bound is counted from FS.
 	FS  int64             `dynamodbav:"fs,omitempty"`
@@ -83,6 +87,10 @@ type chunkItem struct {
 	// T is when the chunk was written (ms): orphans are collected only
 	// once they are far older than any write in progress.
 	T int64 `dynamodbav:"t,omitempty"`
+	// N is the nonce of the host write the chunk was spilled for: a
+	// writer that finds the chunk's key taken tells its own write, sent
+	// again after its answer was lost, from another append's chunk.
+	N string `dynamodbav:"n,omitempty"`
 }
 
 type leaseItem struct {
@@ -90,6 +98,9 @@ type leaseItem struct {
 	SK    string `dynamodbav:"sk"`
 	Owner string `dynamodbav:"o"`
 	Until int64  `dynamodbav:"u"`
+	// N is the nonce of the write that made the lease: a run whose lease
+	// write answered with an error learns from it whether it holds it.
+	N string `dynamodbav:"n,omitempty"`
 }
 
 func hostPK(key string) string { return hostPrefix + key }

@@ -2,10 +2,14 @@ package dynamo
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -120,4 +124,48 @@ func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.R
 		return fmt.Errorf("store robots.txt of %s: %w", origin, err)
 	}
 	return nil
+}
+
+// A host item holds the small robots.txt answers of at most
+// maxInlineOrigins origins, their gzipped bodies at most
+// maxInlineRobotsBytes in all. One origin per host is the rule, but a key
+// in domain queue mode gathers every subdomain's, and nothing else would
+// stop that map from outgrowing the item (400 KB) and every write of it
+// from costing more.
+const (
+	maxInlineOrigins     = 32
+	maxInlineRobotsBytes = 2 << 10
+)
+
+// pruneRobots keeps the most recently fetched answers within the bounds
+// above and drops the rest. A dropped origin's robots.txt is fetched again
+// when its next URL comes up. When it was a mark (X) for a robots item of
+// its own, that item is left in place: nothing looks it up any more, its
+// TTL removes it (robotsKeep after its fetch), and a refetch overwrites it.
+func pruneRobots(rb map[string]inlineRobots) {
+	total := 0
+	for _, ir := range rb {
+		total += len(ir.B)
+	}
+	if len(rb) <= maxInlineOrigins && total <= maxInlineRobotsBytes {
+		return
+	}
+	newestFirst := slices.SortedFunc(maps.Keys(rb), func(a, b string) int {
+		if c := cmp.Compare(rb[b].T, rb[a].T); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	kept, size := 0, 0
+	for _, origin := range newestFirst {
+		if kept < maxInlineOrigins && size+len(rb[origin].B) <= maxInlineRobotsBytes {
+			kept++
+			size += len(rb[origin].B)
+			continue
+		}
+		// Once one does not fit, every older one goes too: what is kept
+		// is always the newest answers.
+		kept = maxInlineOrigins
+		delete(rb, origin)
+	}
 }

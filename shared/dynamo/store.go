@@ -1,6 +1,52 @@
 // Package dynamo keeps host queues in DynamoDB (see layout.go for the item
 // shapes and why). Writes are read-modify-write under a version condition,
 // retried on conflict, so concurrent ingests and checks never lose an entry.
+//
+// # No write that lands is undone
+//
+// DynamoDB can apply a write while its caller sees an error: the answer is
+// lost (a reset connection, a timeout, a 5xx after the write was taken),
+// and the SDK may send the request again, whose version condition then
+// fails against the write it already made. Taken at face value, either
+// answer undoes a write that landed: deleting the chunks it spilled loses
+// the URLs the host item now references (other appends' among them, moved
+// there from the inline tail), and retrying a commit applies it twice.
+// Hence:
+//
+//   - Every host-item write carries a random 64-bit nonce, and the item
+//     keeps the nonces of its last nonceHistory writes, newest first (n):
+//     the write that made version v+1 is known while the item is below
+//     v+1+nonceHistory.
+//   - On the happy path nothing more happens. After any other answer to a
+//     host write (an error, or a failed condition, which may be the SDK's
+//     retry of our own applied write), the store reads the item, strongly
+//     consistent, and judges its write (outcome.go) before it deletes or
+//     retries anything: landed (the nonce at its version is its own, or the
+//     item references a chunk only it wrote), lost (another write took its
+//     version), pending (the item is still at the version it expected, so
+//     a request still in flight could apply it yet) or unknown (more
+//     writes followed than the item remembers, none of its chunks
+//     referenced). A write that landed is a success, with the result its
+//     answer would have carried: evictions are reported once, a commit is
+//     not applied again on top of itself.
+//   - A chunk is deleted only when nothing references it and nothing ever
+//     will: the chunks a write stops referencing, once it landed; the
+//     chunks a write spilled, once it is lost or unknown, or, pending, once
+//     another write of the same call landed on the version it expected.
+//     Chunks of a call that ends with a write still pending stay: an
+//     orphan is collected at a drain (collectOrphans), a deleted
+//     referenced chunk is lost URLs. When the item cannot be read back,
+//     nothing is deleted and the error wraps ErrOutcomeUnknown.
+//   - Chunks are written with attribute_not_exists under 96-bit random ids
+//     and carry their write's nonce: a failed condition is either our own
+//     write sent again (the nonce matches) or another append's chunk,
+//     which is never overwritten (a new id is drawn).
+//   - Lease writes carry a nonce too: a lease whose answer was lost but
+//     which landed is held (see AcquireShard and ReleaseShard).
+//
+// Versions only grow while a host item lives, which makes "the item moved
+// past the version I expected" final. An item expires (TTL) only after
+// IdleTTL idle, far longer than any request lives, and starts again at 1.
 package dynamo
 
 import (
@@ -14,6 +60,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -44,8 +91,9 @@ type Store struct {
 	table  string
 	now    func() time.Time
 
-	mu     sync.Mutex
-	chunks map[string][]hostqueue.Entry // immutable chunks by pk+sk
+	mu          sync.Mutex
+	chunks      map[string]cachedChunk // immutable chunks by pk+id
+	cachedBytes int
 
 	// contended holds the virtual shards whose last acquisition found
 	// another holder; see AcquireShard.
@@ -54,13 +102,15 @@ type Store struct {
 
 // New returns a store on table; now is the clock used for TTLs.
 func New(client Client, table string, now func() time.Time) *Store {
-	return &Store{client: client, table: table, now: now, chunks: map[string][]hostqueue.Entry{}}
+	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}}
 }
 
 // Append implements hostqueue.Store.
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
 	pk := hostPK(req.Key)
 	reported := map[string]bool{}
+	var inflight []*hostWrite // writes of this call that may still apply
+	errorsLeft := maxErrorRetries
 	for attempt := 0; ; attempt++ {
 		if attempt >= maxAttempts {
 			return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w after %d attempts", req.Key, hostqueue.ErrConflict, attempt)
@@ -74,12 +124,18 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 		if err != nil {
 			return hostqueue.AppendResult{}, err
 		}
+		w, still := s.settle(pk, cur, inflight)
+		if w != nil {
+			return s.finishAppend(w, still), nil
+		}
+		inflight = still
 		exists := cur != nil
 		if !exists {
 			cur = &hostItem{PK: pk, SK: hostSK, VS: hostqueue.VirtualShard(req.Key)}
 		}
 		next := *cur
 		next.V = cur.V + 1
+		next.N = withNonce(cur.N, newNonce())
 		incoming := req.Entries
 		fromPending, fromIncoming := hostqueue.Evict(cur.pending(), len(incoming), req.Limit)
 
@@ -109,7 +165,11 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 		if entriesSize(next.Q) > inlineBudget {
 			spilled, err = s.spill(ctx, &next)
 			if err != nil {
-				return hostqueue.AppendResult{}, err
+				if errorsLeft == 0 {
+					return hostqueue.AppendResult{}, err
+				}
+				errorsLeft--
+				continue
 			}
 		}
 		activated := false
@@ -120,20 +180,38 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 				activated = true
 			}
 		}
-		ok, err := s.putHost(ctx, &next, exists, cur.V)
-		if err != nil {
+		w = &hostWrite{next: &next, prev: cur.V, spilled: spilled, dead: dead,
+			appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}
+		v, err := s.write(ctx, w)
+		switch v {
+		case landed:
+			return s.finishAppend(w, inflight), nil
+		case unreadable:
+			return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w", req.Key, err)
+		case pending:
+			inflight = append(inflight, w)
+		default:
+			// Lost, or unknown with nothing it wrote referenced: its
+			// chunks are nobody's, while the chunks it would have evicted
+			// still are. (Unknown: if it did land, the retry queues its
+			// entries twice, which at-least-once allows.)
 			s.deleteChunksQuietly(pk, spilled)
-			return hostqueue.AppendResult{}, err
 		}
-		if !ok {
-			// Lost the race: our spilled chunks are referenced by nobody,
-			// while the chunks we would have evicted still are.
-			s.deleteChunksQuietly(pk, spilled)
-			continue
+		if !isConditionFailed(err) {
+			if errorsLeft == 0 {
+				return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w", req.Key, err)
+			}
+			errorsLeft--
 		}
-		s.deleteChunksQuietly(pk, dead)
-		return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}, nil
 	}
+}
+
+// finishAppend completes an append whose write w landed: the chunks its
+// eviction emptied and those of the call's other writes are nobody's now.
+func (s *Store) finishAppend(w *hostWrite, others []*hostWrite) hostqueue.AppendResult {
+	s.deleteChunksQuietly(w.next.PK, w.dead)
+	s.dropWrites(w.next.PK, others)
+	return w.appended
 }
 
 // Load implements hostqueue.Store.
@@ -168,6 +246,8 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			small[origin] = inlineRobots{X: true, T: r.FetchedAt.UnixMilli()}
 		}
 	}
+	var inflight []*hostWrite
+	errorsLeft := maxErrorRetries
 	for attempt := 0; ; attempt++ {
 		if attempt >= maxAttempts {
 			return nil, fmt.Errorf("commit %s: %w after %d attempts", key, hostqueue.ErrConflict, attempt)
@@ -181,11 +261,20 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		if err != nil {
 			return nil, err
 		}
+		// A commit of ours that landed after all is not applied again on
+		// top of itself (a second Release would move a due time an ingest
+		// has set meanwhile).
+		w, still := s.settle(pk, cur, inflight)
+		if w != nil {
+			return s.finishCommit(ctx, key, w, still, c.Want)
+		}
+		inflight = still
 		if cur == nil {
 			return nil, fmt.Errorf("commit %s: %w", key, hostqueue.ErrNotFound)
 		}
 		next := *cur
 		next.V = cur.V + 1
+		next.N = withNonce(cur.N, newNonce())
 		_, dead, err := s.popHead(ctx, &next, -1, done)
 		if err != nil {
 			return nil, err
@@ -198,7 +287,7 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			next.PU = c.PauseUntil.UnixMilli()
 		}
 		next.ER = c.Errors
-		next.FS, next.LE = 0, c.LastError
+		next.FS, next.LE = 0, clip(c.LastError, maxLastError)
 		if !c.FailingSince.IsZero() {
 			next.FS = c.FailingSince.UnixMilli()
 		}
@@ -232,24 +321,45 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 				next.RB = map[string]inlineRobots{}
 			}
 			maps.Copy(next.RB, small)
+			pruneRobots(next.RB)
 		}
 		collect := c.Release && next.pending() == 0 && next.HC
 		if collect {
 			next.HC = false
 		}
-		ok, err := s.putHost(ctx, &next, true, cur.V)
-		if err != nil {
-			return nil, err
+		w = &hostWrite{next: &next, prev: cur.V, dead: dead, collect: collect}
+		v, err := s.write(ctx, w)
+		switch v {
+		case landed:
+			return s.finishCommit(ctx, key, w, inflight, c.Want)
+		case unreadable:
+			return nil, fmt.Errorf("commit %s: %w", key, err)
+		case unknown:
+			// Applying it again could undo what came after it; the
+			// chunks it would have freed stay until a drain collects
+			// them.
+			return nil, fmt.Errorf("commit %s: %w: more writes followed it than the item remembers (%w)", key, ErrOutcomeUnknown, err)
+		case pending:
+			inflight = append(inflight, w)
 		}
-		if !ok {
-			continue
+		if !isConditionFailed(err) {
+			if errorsLeft == 0 {
+				return nil, fmt.Errorf("commit %s: %w", key, err)
+			}
+			errorsLeft--
 		}
-		s.deleteChunksQuietly(pk, dead)
-		if collect {
-			s.collectOrphans(pk)
-		}
-		return s.toHost(ctx, key, &next, c.Want)
 	}
+}
+
+// finishCommit completes a commit whose write w landed: the chunks it
+// consumed are nobody's now, and with the queue drained any orphans can go.
+func (s *Store) finishCommit(ctx context.Context, key string, w *hostWrite, others []*hostWrite, want int) (*hostqueue.Host, error) {
+	s.deleteChunksQuietly(w.next.PK, w.dead)
+	s.dropWrites(w.next.PK, others)
+	if w.collect {
+		s.collectOrphans(w.next.PK)
+	}
+	return s.toHost(ctx, key, w.next, want)
 }
 
 // orphanAge is how old an unreferenced chunk must be before it is deleted:
@@ -333,23 +443,16 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 // write only when it is free, expired or theirs.
 func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error) {
 	if _, waiting := s.contended.Load(vshard); waiting {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: &s.table, Key: itemKey(shardPK(vshard), leaseSK), ConsistentRead: aws.Bool(true),
-		})
+		cur, err := s.readLease(ctx, vshard)
 		if err != nil {
-			return false, fmt.Errorf("read lease of shard %d: %w", vshard, err)
+			return false, err
 		}
-		var cur leaseItem
-		if out.Item != nil {
-			if err := attributevalue.UnmarshalMap(out.Item, &cur); err != nil {
-				return false, fmt.Errorf("decode lease of shard %d: %w", vshard, err)
-			}
-			if cur.Owner != owner && cur.Until >= now.UnixMilli() {
-				return false, nil
-			}
+		if cur != nil && cur.Owner != owner && cur.Until >= now.UnixMilli() {
+			return false, nil
 		}
 	}
-	item, err := attributevalue.MarshalMap(leaseItem{PK: shardPK(vshard), SK: leaseSK, Owner: owner, Until: until.UnixMilli()})
+	nonce := newNonce()
+	item, err := attributevalue.MarshalMap(leaseItem{PK: shardPK(vshard), SK: leaseSK, Owner: owner, Until: until.UnixMilli(), N: nonce})
 	if err != nil {
 		return false, fmt.Errorf("encode lease of shard %d: %w", vshard, err)
 	}
@@ -363,14 +466,45 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		},
 	})
 	if isConditionFailed(err) {
+		// Another run's live lease. Never our own write sent again by the
+		// SDK after its answer was lost: that retry passes `o = :o`.
 		s.contended.Store(vshard, struct{}{})
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("lease shard %d: %w", vshard, err)
+		// The lease may have landed all the same. If it did, this run
+		// holds it, and saying otherwise would leave the shard to a lease
+		// nobody works under until it runs out.
+		sctx, cancel := settling(ctx)
+		cur, rerr := s.readLease(sctx, vshard)
+		cancel()
+		if rerr != nil {
+			return false, fmt.Errorf("lease shard %d: %w: %w; reading it back: %w", vshard, ErrOutcomeUnknown, err, rerr)
+		}
+		if cur == nil || cur.N != nonce {
+			return false, fmt.Errorf("lease shard %d: %w", vshard, err)
+		}
 	}
 	s.contended.Delete(vshard)
 	return true, nil
+}
+
+// readLease reads a shard's lease item, strongly consistent (nil: none).
+func (s *Store) readLease(ctx context.Context, vshard int) (*leaseItem, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: itemKey(shardPK(vshard), leaseSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read lease of shard %d: %w", vshard, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	var cur leaseItem
+	if err := attributevalue.UnmarshalMap(out.Item, &cur); err != nil {
+		return nil, fmt.Errorf("decode lease of shard %d: %w", vshard, err)
+	}
+	return &cur, nil
 }
 
 // ReleaseShard implements hostqueue.Store.
@@ -381,10 +515,19 @@ func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) erro
 		ConditionExpression:       aws.String("o = :o"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: owner}},
 	})
-	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("release shard %d: %w", vshard, err)
+	if err == nil || isConditionFailed(err) {
+		// A failed condition: the lease is another run's, or gone. Gone
+		// also when our delete applied, its answer was lost and the SDK
+		// sent it again: released either way.
+		return nil
 	}
-	return nil
+	// An error: the delete may have applied all the same.
+	sctx, cancel := settling(ctx)
+	defer cancel()
+	if cur, rerr := s.readLease(sctx, vshard); rerr == nil && (cur == nil || cur.Owner != owner) {
+		return nil
+	}
+	return fmt.Errorf("release shard %d: %w", vshard, err)
 }
 
 // popHead removes entries from the head of next's queue: n of them (n >= 0),
@@ -440,7 +583,7 @@ func (s *Store) popHead(ctx context.Context, next *hostItem, n int, done map[str
 }
 
 // spill moves the inline tail into new chunks, written before the host item
-// references them.
+// references them, under the nonce of the host write to come.
 func (s *Store) spill(ctx context.Context, next *hostItem) ([]string, error) {
 	var written []string
 	q := next.Q
@@ -450,16 +593,12 @@ func (s *Store) spill(ctx context.Context, next *hostItem) ([]string, error) {
 			size += entrySize(q[n])
 			n++
 		}
-		id := newChunkID()
-		item, err := attributevalue.MarshalMap(chunkItem{PK: next.PK, SK: chunkPrefix + id, Q: q[:n], T: s.now().UnixMilli()})
+		id, err := s.putChunk(ctx, next.PK, q[:n], next.N[0])
 		if err != nil {
-			return written, fmt.Errorf("encode chunk of %s: %w", next.PK, err)
-		}
-		if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item}); err != nil {
+			// Nothing references them: the host item is written after.
 			s.deleteChunksQuietly(next.PK, written)
 			return nil, fmt.Errorf("write chunk of %d urls for %s: %w", n, next.PK, err)
 		}
-		s.cacheChunk(next.PK, id, q[:n])
 		written = append(written, chunkPrefix+id)
 		next.C = append(append([]chunkRef(nil), next.C...), chunkRef{ID: id, N: n})
 		q = q[n:]
@@ -467,6 +606,68 @@ func (s *Store) spill(ctx context.Context, next *hostItem) ([]string, error) {
 	next.Q = nil
 	next.HC = true
 	return written, nil
+}
+
+// maxChunkIDDraws bounds the ids tried for one chunk; two taken in a row
+// among 2^96 means something other than chance.
+const maxChunkIDDraws = 3
+
+// putChunk writes q as a new chunk item and returns its id. The chunk is
+// written only where no item is (its id is random): a failed condition,
+// or an error, may mean it is there all the same, written by this very
+// request before its answer was lost (the SDK's retry then fails the
+// condition), so the item is read to tell that from another append's
+// chunk, which must never be overwritten.
+func (s *Store) putChunk(ctx context.Context, pk string, q []hostqueue.Entry, nonce string) (string, error) {
+	for draw := 1; ; draw++ {
+		id := newChunkID()
+		item, err := attributevalue.MarshalMap(chunkItem{PK: pk, SK: chunkPrefix + id, Q: q, T: s.now().UnixMilli(), N: nonce})
+		if err != nil {
+			return "", fmt.Errorf("encode chunk: %w", err)
+		}
+		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &s.table, Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		})
+		if err == nil {
+			s.cacheChunk(pk, id, q)
+			return id, nil
+		}
+		sctx, cancel := settling(ctx)
+		exists, owner, rerr := s.chunkOwner(sctx, pk, id)
+		cancel()
+		switch {
+		case rerr != nil:
+			// Not deleted by the caller either: it may be another's.
+			return "", fmt.Errorf("chunk %s: %w; reading it back: %w", id, err, rerr)
+		case exists && owner == nonce:
+			s.cacheChunk(pk, id, q)
+			return id, nil
+		case !exists && !isConditionFailed(err):
+			return "", err
+		case draw >= maxChunkIDDraws:
+			return "", fmt.Errorf("chunk id %s taken by another write (%d draws): %w", id, draw, err)
+		}
+	}
+}
+
+// chunkOwner reads whether a chunk item exists and the nonce of the write
+// that made it.
+func (s *Store) chunkOwner(ctx context.Context, pk, id string) (bool, string, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: itemKey(pk, chunkPrefix+id), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("pk, n"),
+	})
+	if err != nil {
+		return false, "", err
+	}
+	if len(out.Item) == 0 {
+		return false, "", nil
+	}
+	n, _ := out.Item["n"].(*types.AttributeValueMemberS)
+	if n == nil {
+		return true, "", nil
+	}
+	return true, n.Value, nil
 }
 
 func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) (*hostqueue.Host, error) {
@@ -544,28 +745,25 @@ func (s *Store) getHost(ctx context.Context, pk string) (*hostItem, error) {
 	return &it, nil
 }
 
-// putHost writes the host item if its version is still prev (or it still
-// does not exist); false means another writer got there first.
-func (s *Store) putHost(ctx context.Context, it *hostItem, exists bool, prev int64) (bool, error) {
+// putHost writes the host item if its version is still prev (0: if there
+// is none yet). A failed condition comes back as the SDK's error (see
+// isConditionFailed); an error before sending as an *encodeError.
+func (s *Store) putHost(ctx context.Context, it *hostItem, prev int64) error {
 	item, err := attributevalue.MarshalMap(it)
 	if err != nil {
-		return false, fmt.Errorf("encode host %s: %w", it.PK, err)
+		return &encodeError{fmt.Errorf("encode host %s: %w", it.PK, err)}
 	}
 	in := &dynamodb.PutItemInput{TableName: &s.table, Item: item}
-	if exists {
+	if prev > 0 {
 		in.ConditionExpression = aws.String("v = :v")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: fmt.Sprint(prev)}}
 	} else {
 		in.ConditionExpression = aws.String("attribute_not_exists(pk)")
 	}
-	_, err = s.client.PutItem(ctx, in)
-	if isConditionFailed(err) {
-		return false, nil
+	if _, err := s.client.PutItem(ctx, in); err != nil {
+		return fmt.Errorf("write host %s: %w", it.PK, err)
 	}
-	if err != nil {
-		return false, fmt.Errorf("write host %s: %w", it.PK, err)
-	}
-	return true, nil
+	return nil
 }
 
 // chunk returns a chunk's entries (nil when it does not exist). Chunks never
@@ -573,10 +771,10 @@ func (s *Store) putHost(ctx context.Context, it *hostItem, exists bool, prev int
 func (s *Store) chunk(ctx context.Context, pk, id string) ([]hostqueue.Entry, error) {
 	ck := pk + "\x00" + id
 	s.mu.Lock()
-	e, ok := s.chunks[ck]
+	c, ok := s.chunks[ck]
 	s.mu.Unlock()
 	if ok {
-		return e, nil
+		return c.q, nil
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
@@ -589,44 +787,65 @@ func (s *Store) chunk(ctx context.Context, pk, id string) ([]hostqueue.Entry, er
 	if len(out.Item) == 0 {
 		return nil, nil
 	}
-	var c chunkItem
-	if err := attributevalue.UnmarshalMap(out.Item, &c); err != nil {
+	var it chunkItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
 		return nil, fmt.Errorf("decode chunk %s of %s: %w", id, pk, err)
 	}
-	s.cacheChunk(pk, id, c.Q)
-	return c.Q, nil
+	s.cacheChunk(pk, id, it.Q)
+	return it.Q, nil
 }
 
-// maxCachedChunks bounds the chunk cache; it is simply cleared when full,
-// since a miss costs one read.
-const maxCachedChunks = 4096
+// The chunk cache is bounded in items and in bytes (a chunk holds up to
+// maxChunkBytes, so the item bound alone would allow 256 MB, a Lambda's
+// whole memory); it is simply cleared when full, since a miss costs one
+// read.
+const (
+	maxCachedChunks = 4096
+	maxCachedBytes  = 16 << 20
+)
+
+type cachedChunk struct {
+	q    []hostqueue.Entry
+	size int // estimated, as entriesSize counts
+}
 
 func (s *Store) cacheChunk(pk, id string, q []hostqueue.Entry) {
+	size := entriesSize(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.chunks) >= maxCachedChunks {
+	if len(s.chunks) >= maxCachedChunks || s.cachedBytes+size > maxCachedBytes {
 		clear(s.chunks)
+		s.cachedBytes = 0
 	}
-	s.chunks[pk+"\x00"+id] = q
+	ck := pk + "\x00" + id
+	s.cachedBytes += size - s.chunks[ck].size
+	s.chunks[ck] = cachedChunk{q: q, size: size}
 }
 
+func (s *Store) uncacheChunk(pk, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ck := pk + "\x00" + id
+	s.cachedBytes -= s.chunks[ck].size
+	delete(s.chunks, ck)
+}
+
+// deleteChunks deletes chunk items, going on past a failure (an item left
+// over is an orphan, collected at a drain).
 func (s *Store) deleteChunks(ctx context.Context, pk string, sks []string) error {
+	var errs []error
 	for _, sk := range sks {
+		s.uncacheChunk(pk, strings.TrimPrefix(sk, chunkPrefix))
 		if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: itemKey(pk, sk)}); err != nil {
-			return fmt.Errorf("delete chunk %s of %s: %w", sk, pk, err)
+			errs = append(errs, fmt.Errorf("delete chunk %s of %s: %w", sk, pk, err))
 		}
-		s.mu.Lock()
-		delete(s.chunks, pk+"\x00"+strings.TrimPrefix(sk, chunkPrefix))
-		s.mu.Unlock()
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// deleteChunksQuietly removes chunks nobody references: those written by
-// an attempt that lost the race, and those a successful write stopped
-// referencing. Deleting them before that write lands would leave the
-// winner of a race referencing a missing chunk, which every later reader
-// takes for consumed (over-evicting, and overcounting Pending meanwhile).
+// deleteChunksQuietly removes chunks nobody references and nobody ever
+// will (see the top of this file): those written for a host write that is
+// known not to land, and those a write that landed stopped referencing.
 // It is best effort: a failure leaves an unreferenced item, never a loss.
 func (s *Store) deleteChunksQuietly(pk string, sks []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -656,12 +875,30 @@ func unreported(es []hostqueue.Entry, reported map[string]bool) []hostqueue.Entr
 	return out
 }
 
-var chunkIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-func newChunkID() string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return chunkIDEncoding.EncodeToString(b[:])
+// newChunkID returns 96 random bits: chunk ids never collide in practice,
+// and putChunk never overwrites one that does.
+func newChunkID() string { return randomID(12) }
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return idEncoding.EncodeToString(b)
+}
+
+// maxLastError bounds the failure text kept in a host item.
+const maxLastError = 512
+
+// clip cuts s to at most n bytes, at a character boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // backoff waits a jittered, growing while before a retried write, so
