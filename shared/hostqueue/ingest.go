@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
+	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,24 +21,42 @@ type Ingester struct {
 	Store     Store
 	Publisher Publisher
 	Now       func() time.Time
+	// Guard judges URLs whose host is an IP address before they are
+	// queued; nil means no check at ingest (the fetcher's dial guard
+	// still refuses such addresses when it comes to fetch them).
+	Guard AddressGuard
 	// Concurrency bounds parallel host writes; zero means 16.
 	Concurrency int
 }
+
+// AddressGuard decides, by the rules the fetcher applies when it dials
+// (loopback, private, link-local and other non-public networks; ports
+// outside allowedPorts), whether the downloader may connect to addr. It
+// returns nil when it may, or an error whose message names the address and
+// the rule ("address 127.0.0.1 is loopback ..."). The composition root
+// builds it from the fetcher's policy, which this package does not import.
+type AddressGuard func(addr netip.AddrPort, allowedPorts []int) error
 
 // IngestParams are the parameters an ingest needs, read once per batch.
 type IngestParams struct {
 	PersistLimit int
 	// ByDomain queues URLs per registrable domain instead of per host.
 	ByDomain bool
+	// AllowedPorts is the runtime parameter of that name, for Guard.
+	AllowedPorts []int
 }
 
 // IngestResult says what happened to a batch.
 type IngestResult struct {
 	// Failed maps a message index (in the slice given to Ingest) to the error
-	// that stopped it. Messages not in Failed are durably queued.
+	// that stopped it. Messages not in Failed are accepted: durably queued,
+	// or (Denied) already answered on the output queue.
 	Failed   map[int]error
 	Appended int
 	Evicted  int
+	// Denied counts the messages the Guard refused: each was answered with
+	// a denied result on the output queue instead of being queued.
+	Denied int
 	// Activated lists, in order, the virtual shards of the hosts this
 	// batch put into the due index.
 	Activated []int
@@ -43,6 +64,16 @@ type IngestResult struct {
 
 // Ingest queues msgs. Evicted entries are reported as dropped results before
 // they leave the store, so nothing disappears silently.
+//
+// A URL whose host is an IP address the Guard refuses is never queued: no
+// DNS lookup or request could change the verdict, and queueing it would
+// cost a host write and a worker slot only to end as the same denial (or,
+// before the host parser read 0x7f.1 as an address, as a confusing "no
+// such host"). It still counts as accepted, with its ID, because the
+// producer must see every URL it handed over end in a result: its denied
+// result, naming the address and the rule, is published here, the way
+// evictions' dropped results are. If that publish fails the message is in
+// Failed, to be retried like a failed append.
 func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Message) IngestResult {
 	type group struct {
 		key     string
@@ -51,7 +82,15 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 	}
 	groups := map[string]*group{}
 	var order []string
+	var denied []result.Result
+	var deniedIdx []int
+	now := in.Now()
 	for i, m := range msgs {
+		if why := in.refusal(m, p.AllowedPorts); why != "" {
+			denied = append(denied, Denied(m, why, now))
+			deniedIdx = append(deniedIdx, i)
+			continue
+		}
 		key := QueueKey(m.Host, p.ByDomain)
 		g := groups[key]
 		if g == nil {
@@ -72,7 +111,25 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 	}
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
-	now := in.Now()
+	if len(denied) > 0 {
+		// Published beside the appends, so a batch pays the publisher's
+		// linger once, not before every append.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := in.Publisher.Publish(ctx, denied)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				err = fmt.Errorf("publish %d denied results: %w", len(denied), err)
+				for _, i := range deniedIdx {
+					res.Failed[i] = err
+				}
+				return
+			}
+			res.Denied = len(denied)
+		}()
+	}
 	for _, key := range order {
 		g := groups[key]
 		wg.Add(1)
@@ -124,4 +181,61 @@ func Dropped(key string, evicted []Entry, now time.Time, limit int) []result.Res
 		})
 	}
 	return out
+}
+
+// Denied builds the result of a message refused at ingest: why names the
+// address and the rule.
+func Denied(m urlmsg.Message, why string, now time.Time) result.Result {
+	return result.Result{
+		ID:        m.ID,
+		Host:      m.Host,
+		URL:       m.URL,
+		Status:    result.StatusDenied,
+		FetchedAt: now.UTC(),
+		Error:     why,
+	}
+}
+
+// refusal returns why the Guard refuses m, or "" when it does not (or
+// cannot: m's host is a name, which only the dial guard can judge, once it
+// is resolved).
+func (in *Ingester) refusal(m urlmsg.Message, allowedPorts []int) string {
+	if in.Guard == nil {
+		return ""
+	}
+	addr, ok := literalAddr(m)
+	if !ok {
+		return ""
+	}
+	if err := in.Guard(addr, allowedPorts); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// literalAddr returns the address and port m's URL connects to when its
+// host is an IP address. m is normalised, so an address is in its one
+// canonical form: an IPv4 host starts with a digit, an IPv6 one with '['.
+func literalAddr(m urlmsg.Message) (netip.AddrPort, bool) {
+	if m.Host == "" || !(m.Host[0] == '[' || m.Host[0] >= '0' && m.Host[0] <= '9') {
+		return netip.AddrPort{}, false
+	}
+	u, err := url.Parse(m.URL)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	addr, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	port := uint64(80)
+	if u.Scheme == "https" {
+		port = 443
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.ParseUint(p, 10, 16); err != nil {
+			return netip.AddrPort{}, false
+		}
+	}
+	return netip.AddrPortFrom(addr, uint16(port)), true
 }

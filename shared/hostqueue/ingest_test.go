@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -379,5 +381,178 @@ func TestDropped(t *testing.T) {
 	}
 	if rs := hostqueue.Dropped("k", nil, now, 1); len(rs) != 0 {
 		t.Errorf("Dropped of nothing = %+v", rs)
+	}
+}
+
+// dialGuard is the fetcher's own address policy, as the composition root
+// wires it: the ingest-time check must judge exactly as the dial guard.
+func dialGuard(allowPrivate bool) hostqueue.AddressGuard {
+	return func(addr netip.AddrPort, ports []int) error {
+		return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: allowPrivate, AllowedPorts: ports})
+	}
+}
+
+func validated(t *testing.T, id, raw string) urlmsg.Message {
+	t.Helper()
+	m, err := urlmsg.Validate(urlmsg.Input{URL: raw})
+	if err != nil {
+		t.Fatalf("Validate(%q): %v", raw, err)
+	}
+	m.ID = id
+	return m
+}
+
+// TestIngestDeniesAddressesAtIngest: a URL whose host is (in any spelling)
+// an address the dial guard refuses is answered at once with a denied
+// result naming the address, and never queued; names and allowed
+// addresses are queued as before.
+func TestIngestDeniesAddressesAtIngest(t *testing.T) {
+	tests := []struct {
+		name         string
+		url          string
+		allowPrivate bool
+		ports        []int
+		wantDenied   string // substring of the result's error; "" means queued
+	}{
+		{"loopback", "http://127.0.0.1/", false, nil, "address 127.0.0.1 is loopback"},
+		{"loopback in hex", "http://0x7f.1/a", false, nil, "address 127.0.0.1 is loopback"},
+		{"loopback as one number with a port", "http://2130706433:8080/", false, []int{80, 8080}, "address 127.0.0.1 is loopback"},
+		{"octal private address", "https://012.0.0.1/", false, nil, "address 10.0.0.1 is private"},
+		{"metadata endpoint, shortened", "http://169.254.43518/latest/meta-data/", false, nil, "address 169.254.169.254 is link-local"},
+		{"IPv6 loopback", "http://[::1]/", false, nil, "address ::1 is loopback"},
+		{"IPv4-mapped metadata endpoint", "http://[::ffff:169.254.169.254]/", false, nil, "169.254.169.254, which is link-local"},
+		{"public address on a port not allowed", "http://93.184.216.34:22/", false, nil, "port 22 of 93.184.216.34 is not allowed"},
+		{"public address on the https default port not allowed", "https://93.184.216.34/", false, []int{80}, "port 443 of 93.184.216.34 is not allowed"},
+		{"public address", "http://93.184.216.34/", false, nil, ""},
+		{"public address in hex", "http://0x5db8d822/", false, nil, ""},
+		{"public address on an allowed port", "http://93.184.216.34:8080/", false, []int{80, 443, 8080}, ""},
+		{"public IPv6 address", "https://[2001:4860:4860::8888]/", false, nil, ""},
+		{"name: judged when dialled", "http://localhost/", false, nil, ""},
+		{"name starting with a digit", "http://127.example/", false, nil, ""},
+		{"private networks allowed", "http://127.0.0.1:6379/", true, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{t: t}
+			pub := &fakePublisher{}
+			in := &hostqueue.Ingester{Store: store, Publisher: pub, Now: func() time.Time { return testNow }, Guard: dialGuard(tt.allowPrivate)}
+			m := validated(t, "id1", tt.url)
+			other := msg("id2", "example.com", "http://example.com/")
+			res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, AllowedPorts: tt.ports}, []urlmsg.Message{m, other})
+			if len(res.Failed) != 0 {
+				t.Fatalf("Failed = %v", res.Failed)
+			}
+			queued := map[string]bool{}
+			for _, req := range store.byKey() {
+				for _, e := range req.Entries {
+					queued[e.ID] = true
+				}
+			}
+			if !queued["id2"] {
+				t.Errorf("the name beside it was not queued")
+			}
+			if tt.wantDenied == "" {
+				if !queued["id1"] || len(pub.published) != 0 || res.Denied != 0 || res.Appended != 2 {
+					t.Errorf("%s: queued %v, published %+v, result %+v; want it queued and nothing published", m.URL, queued, pub.published, res)
+				}
+				return
+			}
+			if queued["id1"] {
+				t.Errorf("%s was queued; want it denied at ingest", m.URL)
+			}
+			if res.Denied != 1 || res.Appended != 1 {
+				t.Errorf("Denied %d Appended %d, want 1 and 1", res.Denied, res.Appended)
+			}
+			if len(pub.published) != 1 {
+				t.Fatalf("published %+v, want one denied result", pub.published)
+			}
+			r := pub.published[0]
+			if r.ID != "id1" || r.URL != m.URL || r.Host != m.Host || r.Status != result.StatusDenied || r.Attempts != 0 {
+				t.Errorf("result %+v, want id1, %s, host %s, denied, no attempts", r, m.URL, m.Host)
+			}
+			if !strings.Contains(r.Error, tt.wantDenied) {
+				t.Errorf("error %q does not contain %q", r.Error, tt.wantDenied)
+			}
+			if strings.Contains(r.Error, "no such host") {
+				t.Errorf("error %q speaks of DNS", r.Error)
+			}
+			if !r.FetchedAt.Equal(testNow) || r.FetchedAt.Location() != time.UTC {
+				t.Errorf("FetchedAt %v, want %v in UTC", r.FetchedAt, testNow.UTC())
+			}
+		})
+	}
+}
+
+// TestIngestDeniedPublishFailure: when the denied results cannot be
+// published, exactly those messages fail (to be retried); the rest of the
+// batch is queued.
+func TestIngestDeniedPublishFailure(t *testing.T) {
+	boom := errors.New("sqs down")
+	store := &fakeStore{t: t}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{err: boom}, Now: func() time.Time { return testNow }, Guard: dialGuard(false)}
+	msgs := []urlmsg.Message{
+		validated(t, "a", "http://a.example/"),
+		validated(t, "lo1", "http://127.1/"),
+		validated(t, "b", "http://b.example/"),
+		validated(t, "lo2", "http://[::1]/"),
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10}, msgs)
+	if got := slices.Sorted(maps.Keys(res.Failed)); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("failed %v, want [1 3] (the denied messages)", got)
+	}
+	for i, err := range res.Failed {
+		if !errors.Is(err, boom) || !strings.Contains(err.Error(), "publish 2 denied results") {
+			t.Errorf("message %d: error %v, want the publish error with context", i, err)
+		}
+	}
+	if res.Denied != 0 || res.Appended != 2 || len(store.byKey()) != 2 {
+		t.Errorf("result %+v over %d hosts, want 0 denied and the 2 names queued", res, len(store.byKey()))
+	}
+}
+
+// TestIngestWithoutGuard: no guard, no ingest-time verdict; the dial guard
+// judges later.
+func TestIngestWithoutGuard(t *testing.T) {
+	store := &fakeStore{t: t}
+	pub := &fakePublisher{}
+	in := &hostqueue.Ingester{Store: store, Publisher: pub, Now: func() time.Time { return testNow }}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10}, []urlmsg.Message{validated(t, "lo", "http://127.0.0.1/")})
+	if res.Appended != 1 || res.Denied != 0 || len(pub.published) != 0 {
+		t.Errorf("result %+v, published %+v; want it queued", res, pub.published)
+	}
+}
+
+// TestIngestGuardGetsAllowedPorts: the guard sees the address, the URL's
+// port (the scheme's default when it has none) and the runtime ports.
+func TestIngestGuardGetsAllowedPorts(t *testing.T) {
+	type call struct {
+		addr  netip.AddrPort
+		ports []int
+	}
+	var calls []call
+	in := &hostqueue.Ingester{Store: &fakeStore{t: t}, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }, Concurrency: 1,
+		Guard: func(addr netip.AddrPort, ports []int) error {
+			calls = append(calls, call{addr, ports})
+			return nil
+		}}
+	msgs := []urlmsg.Message{
+		validated(t, "1", "http://10.0.0.1/"),
+		validated(t, "2", "https://10.0.0.1/"),
+		validated(t, "3", "http://[fe80::1]:8443/"),
+		validated(t, "4", "http://example.com:8080/"),
+	}
+	in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, AllowedPorts: []int{80, 8443}}, msgs)
+	want := []netip.AddrPort{
+		netip.MustParseAddrPort("10.0.0.1:80"),
+		netip.MustParseAddrPort("10.0.0.1:443"),
+		netip.MustParseAddrPort("[fe80::1]:8443"),
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("guard called %d times (%+v), want %d (the names are not judged)", len(calls), calls, len(want))
+	}
+	for i, c := range calls {
+		if c.addr != want[i] || !slices.Equal(c.ports, []int{80, 8443}) {
+			t.Errorf("call %d: %v %v, want %v [80 8443]", i, c.addr, c.ports, want[i])
+		}
 	}
 }

@@ -91,7 +91,9 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 // invalid, none is queued and the record is reported failed, so after the
 // queue's maxReceiveCount it lands whole in the dead-letter queue for
 // inspection. Records whose hosts could not be written are reported failed
-// and retried by SQS; the rest of the batch proceeds.
+// and retried by SQS; the rest of the batch proceeds. A URL denied at ingest
+// (its host an address the deployment may not reach) is not a failure: its
+// denied result is on the output queue.
 func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var msgs []urlmsg.Message
 	var owner []int // record index of each message
@@ -121,7 +123,7 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 				h.Log.ErrorContext(ctx, "queue urls", "messageId", ev.Records[owner[mi]].MessageId, "error", err)
 			}
 		}
-		h.Log.InfoContext(ctx, "ingested", "records", len(ev.Records), "urls", len(msgs), "appended", res.Appended, "evicted", res.Evicted, "failedRecords", len(failed), "requestId", requestID(ctx))
+		h.Log.InfoContext(ctx, "ingested", "records", len(ev.Records), "urls", len(msgs), "appended", res.Appended, "evicted", res.Evicted, "denied", res.Denied, "failedRecords", len(failed), "requestId", requestID(ctx))
 	}
 	var out events.SQSEventResponse
 	for i, rec := range ev.Records {
@@ -134,10 +136,16 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 // APIResponse is the body of POST /urls answers.
 type APIResponse struct {
-	Accepted int                `json:"accepted"`
-	IDs      []string           `json:"ids,omitempty"`
-	Errors   []urlmsg.ItemError `json:"errors,omitempty"`
-	Message  string             `json:"message,omitempty"`
+	// Accepted counts the URLs that will end in a result on the output
+	// queue, one per ID in IDs: those queued and those Denied.
+	Accepted int `json:"accepted"`
+	// Denied counts the accepted URLs already answered with a denied
+	// result: their host is an address the deployment may not reach
+	// (loopback, private, a port not allowed), so they were not queued.
+	Denied  int                `json:"denied,omitempty"`
+	IDs     []string           `json:"ids,omitempty"`
+	Errors  []urlmsg.ItemError `json:"errors,omitempty"`
+	Message string             `json:"message,omitempty"`
 }
 
 // HandleAPI serves POST /urls: 202 with the accepted count and per-item
@@ -180,6 +188,7 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 			resp.Accepted++
 			resp.IDs = append(resp.IDs, m.ID)
 		}
+		resp.Denied = res.Denied
 		if code != http.StatusAccepted {
 			h.Log.ErrorContext(ctx, "queue urls from api", "failed", len(res.Failed), "requestId", id)
 		}
@@ -188,7 +197,7 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 }
 
 func ingestParams(p params.Params) hostqueue.IngestParams {
-	return hostqueue.IngestParams{PersistLimit: p.PersistLimit, ByDomain: p.QueueMode == params.QueueByDomain}
+	return hostqueue.IngestParams{PersistLimit: p.PersistLimit, ByDomain: p.QueueMode == params.QueueByDomain, AllowedPorts: p.Ports()}
 }
 
 func reply(code int, body APIResponse) events.APIGatewayProxyResponse {

@@ -161,8 +161,8 @@ func TestHandleSQSBatch(t *testing.T) {
 			t.Errorf("ingested %s from the record with an invalid item; the record must be all or nothing", m.URL)
 		}
 	}
-	if p := ing.params[0]; p != (hostqueue.IngestParams{PersistLimit: 77}) {
-		t.Errorf("ingest params %+v, want the runtime parameters", p)
+	if p := ing.params[0]; p.PersistLimit != 77 || p.ByDomain || !slices.Equal(p.AllowedPorts, []int{80, 443}) {
+		t.Errorf("ingest params %+v, want the runtime parameters (PersistLimit 77, per host, ports 80 and 443)", p)
 	}
 	for _, id := range []string{recMalformed, recBadItem} {
 		if !strings.Contains(log.String(), id) {
