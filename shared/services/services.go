@@ -92,7 +92,7 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		Store:     store,
 		Publisher: pub,
 		Params:    cache,
-		Ingester:  &hostqueue.Ingester{Store: store, Publisher: pub, Now: clock.Now},
+		Ingester:  &hostqueue.Ingester{Store: store, Publisher: pub, Now: clock.Now, Guard: fetchers.guard},
 		Engine: &check.Engine{
 			Store: store, Publisher: pub, Fetcher: fetchers.get,
 			Params: cache.Get, Clock: clock, Log: log,
@@ -130,6 +130,12 @@ type fetcherCache struct {
 	mu  sync.Mutex
 	key fetch.Options
 	f   *fetch.Fetcher
+}
+
+// guard judges an IP-literal host at ingest by the fetcher's own address
+// policy, so ingest and dial refuse the same addresses and ports.
+func (c *fetcherCache) guard(addr netip.AddrPort, allowedPorts []int) error {
+	return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: c.allowPrivate, AllowedPorts: allowedPorts})
 }
 
 func (c *fetcherCache) get(p params.Params) check.Fetcher {
