@@ -404,3 +404,46 @@ func TestDroppedConnectionIsNotReplayed(t *testing.T) {
 		t.Errorf("smallest gap on the server %v, want >= FetchDelay %v (a request replayed outside the engine's pacing)", g, p.FetchDelay)
 	}
 }
+
+// TestRobotsRefetchPacedByCrawlDelay checks that when a stored or cached
+// robots.txt has expired, the request that reads it again keeps the
+// Crawl-delay it asked for after the host's previous request, even in a
+// worker that has not read any robots.txt yet.
+func TestRobotsRefetchPacedByCrawlDelay(t *testing.T) {
+	t.Parallel()
+	for _, warm := range []bool{false, true} {
+		name := map[bool]string{false: "new instance, stored copy expired", true: "same instance, cached copy expired"}[warm]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const crawlDelay = 3 * time.Second
+			p := testParams()
+			p.FetchDelay = 100 * time.Millisecond
+			// Expired by the time the page after it is fetched.
+			p.RobotsTTL = 500 * time.Millisecond
+			e := newEnv(t, p)
+			s := newSite(t, withRobots(200, "User-agent: *\nCrawl-delay: 3\n", page))
+			eng := e.engine()
+			e.seed(s.url("/a"))
+			e.runWith(eng, "owner", 15*time.Second, 0, s.seen(2))
+			if got := strings.Join(s.paths(), " "); got != "/robots.txt /a" {
+				t.Fatalf("first run requested %s, want robots.txt and /a", got)
+			}
+			e.seed(s.url("/b"))
+			e.dueNow(s.host)
+			if !warm {
+				eng = e.engine()
+			}
+			e.runWith(eng, "owner", 15*time.Second, 0, e.pub.has(2))
+			reqs := s.requests()
+			if got := strings.Join(s.paths(), " "); got != "/robots.txt /a /robots.txt /b" {
+				t.Fatalf("requests %s, want robots.txt read again before /b", got)
+			}
+			if g := reqs[2].Start.Sub(reqs[1].End); g < crawlDelay-slack {
+				t.Errorf("robots.txt read again %v after /a, want >= its Crawl-delay %v", g, crawlDelay)
+			}
+			if g := reqs[3].Start.Sub(reqs[2].End); g < crawlDelay-slack {
+				t.Errorf("/b came %v after robots.txt, want >= %v", g, crawlDelay)
+			}
+		})
+	}
+}

@@ -187,3 +187,47 @@ func TestCrossHostRedirect(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirectLoopAcrossHosts checks that the hop count travels with a
+// cross-host redirect target: a chain A -> B -> A -> ... ends at its sixth
+// hop in all as fetch_error, although no single host sees more than three.
+func TestRedirectLoopAcrossHosts(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	e := newEnv(t, p)
+	var a, b *site
+	a = newSite(t, withRobots(404, "", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, b.url("/x"), http.StatusFound)
+	}))
+	b = newSite(t, withRobots(404, "", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, a.url("/x"), http.StatusFound)
+	}))
+	e.seed(a.url("/x"))
+	e.runUntil(6, 30*time.Second)
+	// A seventh request would come within a check period, if at all.
+	e.runUntilSeen(func() bool { return len(e.pub.all()) > 6 }, 2*p.CheckHostPeriod)
+
+	rs := e.pub.all()
+	if len(rs) != 6 {
+		t.Fatalf("%d results, want 6 (five redirects, then the sixth hop refused):%s", len(rs), describe(rs))
+	}
+	redirects := 0
+	for _, r := range rs {
+		switch {
+		case r.Status == result.StatusRedirect:
+			redirects++
+		case r.Status == result.StatusFetchError && strings.Contains(r.Error, "more than 5 redirects"):
+			if r.URL != b.url("/x") {
+				t.Errorf("the sixth hop was refused for %s, want B's URL (A, B, A, B, A, B)", r.URL)
+			}
+		default:
+			t.Errorf("unexpected result %s %s %q", r.URL, r.Status, r.Error)
+		}
+	}
+	if redirects != 5 {
+		t.Errorf("%d redirect results, want 5:%s", redirects, describe(rs))
+	}
+	if na, nb := a.count("/x"), b.count("/x"); na != 3 || nb != 3 {
+		t.Errorf("A requested %d times and B %d, want 3 each", na, nb)
+	}
+}

@@ -47,7 +47,13 @@ func originOf(u *url.URL) string { return u.Scheme + "://" + u.Host }
 // policyFor returns the robots policy of the URL's origin, fetching
 // robots.txt when it is not known or older than RobotsTTL. outRetry means
 // robots.txt is unavailable (5xx, 429, timeout): the host is paused and
-// nothing is fetched from it; outStop means the run must stop.
+// nothing is fetched from it; outStop means the run must stop; outGiveUp
+// that the host's failure run is over (see giveup.go).
+//
+// A refetch is paced by the Crawl-delay the origin's previous robots.txt
+// asked for (up to MaxCrawlDelay), not by FetchDelay alone: a new worker
+// knows no Crawl-delay until it has read robots.txt, and the previous
+// answer is the site's latest word on how often it may be asked.
 func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -55,8 +61,9 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	origin := originOf(u)
 	now := w.e.Clock.Now()
-	if p := w.e.robots.get(origin); p != nil && now.Sub(p.fetchedAt) < w.p.RobotsTTL {
-		return p, outDone
+	cached := w.e.robots.get(origin)
+	if cached != nil && now.Sub(cached.fetchedAt) < w.p.RobotsTTL {
+		return cached, outDone
 	}
 	var stored *hostqueue.Robots
 	if r, ok := w.inlineRobots[origin]; ok {
@@ -66,12 +73,24 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 			w.e.Log.WarnContext(ctx, "read stored robots.txt", "origin", origin, "error", err)
 		}
 	}
-	if stored != nil && now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
+	var stale *robots.Rules
+	if cached != nil {
+		stale = cached.rules
+	}
+	if stored != nil {
 		if rules, err := robots.Parse(stored.Status, stored.Body); err == nil {
-			p := &policy{rules: rules, fetchedAt: stored.FetchedAt}
-			w.e.robots.put(origin, p)
-			return p, outDone
+			if now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
+				p := &policy{rules: rules, fetchedAt: stored.FetchedAt}
+				w.e.robots.put(origin, p)
+				return p, outDone
+			}
+			if stale == nil {
+				stale = rules
+			}
 		}
+	}
+	if stale != nil {
+		w.crawlDelay = max(w.crawlDelay, min(stale.CrawlDelay(w.p.UserAgent), w.p.MaxCrawlDelay))
 	}
 	rb, out := w.fetchRobots(ctx, origin)
 	if out != outDone {
@@ -83,8 +102,12 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 		rules, err = robots.Parse(rb.Status, rb.Body)
 	}
 	if errors.Is(err, robots.ErrUnavailable) {
-		w.deferHost()
+		w.fail(fmt.Sprintf("%sserver answered %d", robotsFailure, rb.Status), nil)
 		return nil, outRetry
+	}
+	if rb.Status != 0 {
+		// 2xx or 4xx (or redirected too often): the host answers.
+		w.answered()
 	}
 	if err != nil {
 		// No usable answer (an error that is not the server's verdict, a
@@ -111,8 +134,8 @@ var errNoAnswer = errors.New("robots.txt got no answer")
 func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Robots, outcome) {
 	target := origin + "/robots.txt"
 	for hop := 0; hop <= robots.MaxRedirects; hop++ {
-		if !w.pace(ctx) {
-			return nil, outStop
+		if out := w.pace(ctx); out != outDone {
+			return nil, out
 		}
 		resp, err := w.f.Fetch(ctx, fetch.Request{URL: target})
 		w.lastFetch = w.e.Clock.Now()
@@ -122,14 +145,22 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 			switch {
 			case fetch.KindOf(err) == fetch.KindCanceled:
 				return nil, outStop
-			case fetch.IsTransient(err):
-				w.deferHost()
+			case fetch.IsTransient(err) || fetch.KindOf(err) == fetch.KindTLS:
+				// Unreachable: RFC 9309 2.3.1.4 says complete disallow, so
+				// nothing is fetched until it can be read (or the host
+				// gives up, its URLs denied).
+				w.fail(robotsFailure+err.Error(), nil)
 				return nil, outRetry
 			default:
-				// Refused by the address guard, no such host, TLS: the URLs
-				// themselves will fail the same way and get that result;
-				// robots.txt has nothing to add. Status 0 marks "no answer",
-				// which policyFor neither caches nor stores.
+				if notFound(err) {
+					w.unresolvable[hostname(target)] = err.Error()
+				}
+				// Refused by the address guard, no such host, a protocol
+				// error: the URLs themselves fail the same way (or, for a
+				// name that does not resolve, end with this lookup's
+				// answer) and get that result; robots.txt has nothing to
+				// add. Status 0 marks "no answer", which policyFor neither
+				// caches nor stores.
 				return &hostqueue.Robots{Status: 0, FetchedAt: w.lastFetch}, outDone
 			}
 		}
@@ -140,8 +171,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		if (resp.HTTPStatus == http.StatusTooManyRequests || resp.HTTPStatus == http.StatusServiceUnavailable) && resp.RetryAfterSet {
 			// The server said when to come back: wait that long (capped
 			// like any Retry-After), not the back-off.
-			w.errors++
-			w.pauseUntil = w.lastFetch.Add(min(resp.RetryAfter, max(w.p.MaxBackoff, maxRetryAfter)))
+			w.fail(fmt.Sprintf("%sserver answered %d with Retry-After", robotsFailure, resp.HTTPStatus), resp)
 			return nil, outRetry
 		}
 		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.lastFetch}, outDone
@@ -150,12 +180,6 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 	// robots.txt as unavailable in the 4xx sense (allow), which is a real
 	// verdict and cached.
 	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
-}
-
-// deferHost backs the host off after robots.txt could not be read.
-func (w *worker) deferHost() {
-	w.errors++
-	w.pauseUntil = w.e.Clock.Now().Add(w.backoff())
 }
 
 // backoff is FetchDelay x 2^errors (errors counted after this failure),

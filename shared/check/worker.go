@@ -17,7 +17,10 @@ import (
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
-// maxRedirects is how many same-host redirect hops one URL may take.
+// maxRedirects is how many redirect hops one URL may take in all: same-host
+// hops followed inline, and cross-host hops, whose targets are queued on
+// their own hosts with the hops so far (hostqueue.Entry.Hops), so a loop
+// across hosts ends too.
 const maxRedirects = 5
 
 // maxRetryAfter caps a server's Retry-After, so one odd header cannot park a
@@ -35,7 +38,14 @@ type worker struct {
 	lastFetch  time.Time
 	pauseUntil time.Time
 	errors     int
-	attempts   map[string]int
+	// failingSince and lastError are the host's failure run (see
+	// giveup.go); zero while it answers.
+	failingSince time.Time
+	lastError    string
+	attempts     map[string]int
+	// unresolvable holds, by host name, the "no such host" error seen in
+	// this session: the name's other URLs end with it, unrequested.
+	unresolvable map[string]string
 	// crawlDelay is the largest robots.txt Crawl-delay seen for this queue.
 	crawlDelay time.Duration
 	// inlineRobots are the robots.txt answers kept in the host's state;
@@ -50,9 +60,10 @@ type worker struct {
 type outcome int
 
 const (
-	outDone  outcome = iota // a terminal result was produced
-	outRetry                // the entry stays queued; the host pauses
-	outStop                 // the run must stop working this host now
+	outDone   outcome = iota // a terminal result was produced
+	outRetry                 // the entry stays queued; the host pauses
+	outStop                  // the run must stop working this host now
+	outGiveUp                // the host's failure run is over: end its queue
 )
 
 func (w *worker) work(ctx context.Context) error {
@@ -66,6 +77,8 @@ func (w *worker) work(ctx context.Context) error {
 	}
 	w.f = e.Fetcher(w.p)
 	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
+	w.failingSince, w.lastError = h.FailingSince, h.LastError
+	w.unresolvable = map[string]string{}
 	if t := w.remembered(w.key); t.After(w.lastFetch) {
 		w.lastFetch = t
 	}
@@ -94,20 +107,26 @@ func (w *worker) work(ctx context.Context) error {
 		round := next(h.Head, inflight.ids(), headBatch)
 		var results []result.Result
 		var done []string
-		stop := false
+		out := outDone
+		if w.expired(e.Clock.Now()) {
+			out = outGiveUp
+		}
 		for _, ent := range round {
-			res, out := w.process(ctx, ent)
+			if out != outDone {
+				break
+			}
+			res, o := w.process(ctx, ent)
 			if w.crash("fetched", ent.ID) {
 				return ErrCrashed
 			}
-			if out == outDone {
+			if o == outDone {
 				results = append(results, res)
 				done = append(done, ent.ID)
 				continue
 			}
-			stop = out == outStop
-			break
+			out = o
 		}
+		stop := out == outStop
 		if inflight != nil {
 			prev := inflight.wait()
 			inflight = nil
@@ -120,13 +139,18 @@ func (w *worker) work(ctx context.Context) error {
 			// as a synchronous round would.
 			stop = stop || prev.refused
 		}
+		if out == outGiveUp && !stop {
+			// inflight is settled: the round's results go out with the
+			// first batch of the given-up URLs.
+			return w.giveUp(ctx, results, done)
+		}
 		if w.crash("before-publish", w.key) {
 			return ErrCrashed
 		}
 		// h still holds this round's entries: it ends the queue when the
 		// whole round is done and nothing else is queued.
 		drained := len(done) == len(round) && h.Pending <= len(round)
-		release := stop || len(round) == 0 || drained
+		release := stop || out == outGiveUp || len(round) == 0 || drained
 		following := next(h.Head, doneSet(done), headBatch)
 		if !release && len(following) > 0 {
 			inflight = w.commitInBackground(ctx, results, done)
@@ -148,6 +172,12 @@ func (w *worker) work(ctx context.Context) error {
 		w.remember(w.key, w.lastFetch)
 		if drained && !stop && len(done) > 0 {
 			w.linger(ctx)
+		}
+		if drained {
+			// Every URL of the failure run has ended (by MaxAttempts):
+			// URLs that come later get a bound of their own. The pause
+			// and back-off stay: they are politeness.
+			w.failingSince, w.lastError = time.Time{}, ""
 		}
 		// A batch that took the whole queue releases the host in the same
 		// write (one write fewer per session); with Continue the store
@@ -171,6 +201,7 @@ func (w *worker) work(ctx context.Context) error {
 func (w *worker) progress(done []string, release bool) hostqueue.Commit {
 	c := hostqueue.Commit{
 		Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
+		FailingSince: w.failingSince, LastError: w.lastError,
 		Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(), Want: 2 * headBatch, IdleTTL: idleTTL,
 		Robots: w.newRobots,
 	}
@@ -332,10 +363,11 @@ func (w *worker) delay() time.Duration {
 	return d
 }
 
-// pace waits until the host may be requested again. It returns false when
+// pace waits until the host may be requested again. It returns outStop when
 // the request could not finish before the run ends, or the shard's lease is
-// gone.
-func (w *worker) pace(ctx context.Context) bool {
+// gone, and outGiveUp (at the failure run's bound, or at once when the
+// server asked for a pause beyond it) instead of a probe the bound forbids.
+func (w *worker) pace(ctx context.Context) outcome {
 	now := w.e.Clock.Now()
 	start := now
 	if next := w.lastFetch.Add(w.delay()); next.After(start) {
@@ -344,19 +376,36 @@ func (w *worker) pace(ctx context.Context) bool {
 	if w.pauseUntil.After(start) {
 		start = w.pauseUntil
 	}
+	if b, failing := w.bound(); failing {
+		if w.pauseUntil.After(b) {
+			return outGiveUp
+		}
+		if !start.Before(b) {
+			if b.After(now) && !b.Before(w.req.Until) {
+				return outStop
+			}
+			if err := w.e.Clock.Sleep(ctx, b.Sub(now)); err != nil {
+				return outStop
+			}
+			return outGiveUp
+		}
+	}
 	if !start.Before(w.req.Until) {
-		return false
+		return outStop
 	}
 	if !w.req.Deadline.IsZero() && start.Add(w.p.FetchTimeout+commitMargin).After(w.req.Deadline) {
-		return false
+		return outStop
 	}
 	if err := w.e.Clock.Sleep(ctx, start.Sub(now)); err != nil {
-		return false
+		return outStop
 	}
 	// Fencing: start only if the lease outlives the request and the delay
 	// after it, so a successor that takes the shard over after expiry keeps
 	// the delay even if this run dies mid-request.
-	return !w.crashed.Load() && w.leaseLeft(w.vshard) > w.p.FetchTimeout+w.delay()+commitMargin
+	if w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+w.delay()+commitMargin {
+		return outStop
+	}
+	return outDone
 }
 
 // process takes one entry to a terminal result, or decides it must wait.
@@ -364,10 +413,17 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 	target := ent.URL
 	seen := map[string]bool{target: true}
 	for hop := 0; ; hop++ {
+		if res, ok := w.unresolved(ent, target, hop); ok {
+			return res, outDone
+		}
 		if w.p.RespectRobots {
 			pol, out := w.policyFor(ctx, target)
 			if out != outDone {
 				return result.Result{}, out
+			}
+			// robots.txt may have found that the name does not resolve.
+			if res, ok := w.unresolved(ent, target, hop); ok {
+				return res, outDone
 			}
 			if why := w.robotsVerdict(pol, target); why != "" {
 				return result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, Status: result.StatusDenied,
@@ -377,8 +433,8 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 				w.crawlDelay = max(w.crawlDelay, pol.rules.CrawlDelay(w.p.UserAgent))
 			}
 		}
-		if !w.pace(ctx) {
-			return result.Result{}, outStop
+		if out := w.pace(ctx); out != outDone {
+			return result.Result{}, out
 		}
 		req := fetch.Request{URL: target}
 		if hop == 0 {
@@ -396,10 +452,16 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 			case fetch.KindOf(err) == fetch.KindDenied:
 				res.Status, res.Error = result.StatusDenied, err.Error()
 				return res, outDone
-			case fetch.IsTransient(err):
-				return w.failed(ent, res, 0, err.Error(), nil)
+			case notFound(err):
+				w.unresolvable[hostname(target)] = err.Error()
+				res.Status, res.Error = result.StatusFetchError, err.Error()
+				res.Attempts = w.attempts[ent.ID] + 1
+				return res, outDone
+			case fetch.IsTransient(err) || fetch.KindOf(err) == fetch.KindTLS:
+				return w.failed(ent, res, err.Error(), nil)
 			default:
-				w.errors = 0
+				// A protocol error or a bad URL: final for this URL, and
+				// neither a failure nor a usable answer of the host.
 				res.Status, res.Error = result.StatusFetchError, err.Error()
 				res.Attempts = w.attempts[ent.ID] + 1
 				return res, outDone
@@ -408,31 +470,30 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		res.HTTPStatus, res.ContentType = resp.HTTPStatus, resp.ContentType
 		res.ETag, res.LastModified = resp.ETag, resp.LastModified
 		code := resp.HTTPStatus
+		if usable(code) {
+			w.answered()
+		}
 		switch {
 		case code >= 200 && code < 300:
-			w.errors = 0
 			res.Status = result.StatusFetched
 			res.SetBody(resp.Body)
 			res.Truncated = resp.Truncated
 			res.Attempts = w.attempts[ent.ID] + 1
 			return res, outDone
 		case code == http.StatusNotModified:
-			w.errors = 0
 			res.Status = result.StatusNotModified
 			res.Attempts = w.attempts[ent.ID] + 1
 			return res, outDone
 		case code >= 300 && code < 400 && code != http.StatusNotModified:
-			w.errors = 0
 			next, ok, r := w.redirect(ctx, ent, res, resp, seen, hop)
 			if !ok {
 				return r, outDone
 			}
 			target = next
 			seen[next] = true
-		case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == http.StatusRequestTimeout || code >= 500:
-			return w.failed(ent, res, code, fmt.Sprintf("server answered %d", code), resp)
+		case !usable(code):
+			return w.failed(ent, res, fmt.Sprintf("server answered %d", code), resp)
 		default:
-			w.errors = 0
 			res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("server answered %d", code)
 			res.Attempts = w.attempts[ent.ID] + 1
 			return res, outDone
@@ -440,19 +501,13 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 	}
 }
 
-// failed handles a transient failure: the host backs off (or pauses as the
-// server's Retry-After says) and the entry is retried until MaxAttempts.
-func (w *worker) failed(ent hostqueue.Entry, res result.Result, code int, msg string, resp *fetch.Response) (result.Result, outcome) {
+// failed handles a request to a page that got no usable answer: the host's
+// failure run goes on (see fail), and the entry is retried until
+// MaxAttempts.
+func (w *worker) failed(ent hostqueue.Entry, res result.Result, msg string, resp *fetch.Response) (result.Result, outcome) {
+	w.fail(msg, resp)
 	w.attempts[ent.ID]++
 	n := w.attempts[ent.ID]
-	now := w.e.Clock.Now()
-	if resp != nil && resp.RetryAfterSet && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {
-		wait := min(resp.RetryAfter, max(w.p.MaxBackoff, maxRetryAfter))
-		w.pauseUntil = now.Add(wait)
-	} else {
-		w.errors++
-		w.pauseUntil = now.Add(w.backoff())
-	}
 	if n >= w.p.MaxAttempts {
 		delete(w.attempts, ent.ID)
 		res.Status, res.Error, res.Attempts = result.StatusFetchError, msg, n
@@ -463,7 +518,9 @@ func (w *worker) failed(ent hostqueue.Entry, res result.Result, code int, msg st
 
 // redirect decides a 3xx: a same-host hop is followed (paced like any
 // request); a hop to another host ends this URL as "redirect" and queues the
-// target on its own host, where that host's delay and robots apply.
+// target on its own host, where that host's delay and robots apply, with
+// the hops taken so far. The hop that would be the sixth in all, counted
+// from the URL's own Hops, ends it as fetch_error.
 func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.Result, resp *fetch.Response, seen map[string]bool, hop int) (string, bool, result.Result) {
 	if resp.Location == "" {
 		res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("server answered %d without a usable Location", resp.HTTPStatus)
@@ -481,7 +538,8 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 		res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("redirect loop at %s", loc)
 		return "", false, res
 	}
-	if hop+1 > maxRedirects {
+	hops := ent.Hops + hop + 1
+	if hops > maxRedirects {
 		res.Status, res.Error = result.StatusFetchError, fmt.Sprintf("more than %d redirects", maxRedirects)
 		return "", false, res
 	}
@@ -493,7 +551,7 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 		key := hostqueue.QueueKey(u.Host, w.p.QueueMode == params.QueueByDomain)
 		_, err := w.e.Store.Append(ctx, hostqueue.AppendRequest{
 			Key:     key,
-			Entries: []hostqueue.Entry{{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc}},
+			Entries: []hostqueue.Entry{{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc, Hops: hops}},
 			Limit:   w.p.PersistLimit,
 			Due:     w.e.Clock.Now(),
 			OnEvict: func(ctx context.Context, ev []hostqueue.Entry) error {
@@ -505,6 +563,35 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 		}
 	}
 	return "", false, res
+}
+
+// unresolved ends an entry whose target's host name was found, in this
+// session, not to resolve: one lookup answers for every URL of the name
+// (DNS caches the answer anyway), and none of them is requested.
+func (w *worker) unresolved(ent hostqueue.Entry, target string, hop int) (result.Result, bool) {
+	name := hostname(target)
+	why, ok := w.unresolvable[name]
+	if !ok {
+		return result.Result{}, false
+	}
+	return result.Result{
+		ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, Status: result.StatusFetchError,
+		Error:     fmt.Sprintf("not requested: host name %s does not resolve: %s", name, why),
+		FetchedAt: w.e.Clock.Now().UTC(), Attempts: w.attempts[ent.ID], Location: locationIf(hop > 0, target),
+	}, true
+}
+
+// notFound tells a name that does not exist (final) from a DNS failure
+// that may pass (transient, a failure of the host).
+func notFound(err error) bool {
+	return fetch.KindOf(err) == fetch.KindDNS && !fetch.IsTransient(err)
+}
+
+func hostname(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Hostname()
+	}
+	return ""
 }
 
 func hostOf(raw string) string {
