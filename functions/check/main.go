@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/services"
 )
 
@@ -19,6 +20,11 @@ func main() {
 		log.Error("start check", "error", err)
 		os.Exit(1)
 	}
+	// A FetchTimeout that leaves no room in a run is refused like any bad
+	// value, and a cold start during a parameter store outage fails its
+	// run rather than fetch with defaults the operator did not choose.
+	s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(handler.RunWindow(s.Config.CheckRun)))
+	s.Engine.ParamsReady = s.Params.WaitLoaded
 	h := &handler.Handler{Runner: s.Engine, ShardCount: s.Config.ShardCount, Run: s.Config.CheckRun, Now: time.Now, Log: log}
 	lambda.Start(h.Handle)
 }

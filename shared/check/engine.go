@@ -78,13 +78,30 @@ type Engine struct {
 	// agent, timeout and body cap follow live parameter changes).
 	Fetcher func(params.Params) Fetcher
 	Params  func(ctx context.Context) params.Params
-	Clock   Clock
-	Log     *slog.Logger
+	// ParamsReady, when set, is called before a run does anything and
+	// returns nil once the parameters have been read from where the
+	// operator sets them (params.Cache.WaitLoaded), or an error when they
+	// could not be by the time its context ends: the run then fails
+	// instead of fetching with built-in defaults that may be less polite
+	// than the operator's values (a shorter delay, a larger concurrency).
+	ParamsReady func(ctx context.Context) error
+	Clock       Clock
+	Log         *slog.Logger
 	// LeaseTTL overrides DefaultLeaseTTL (local runs with injected crashes
 	// use a short one so takeovers are quick); leases are renewed every
 	// quarter of it.
 	LeaseTTL time.Duration
 	robots   robotsCache
+}
+
+// FetchTimeoutLimit is the FetchTimeout at and above which a run with
+// window between its start and its deadline (RunRequest.Deadline) can never
+// start a request: pace keeps commitMargin after every request's timeout.
+// A parameter cache bounds FetchTimeout below it
+// (params.Cache.LimitFetchTimeout), so such a value is refused as invalid
+// instead of silently making every run idle.
+func FetchTimeoutLimit(window time.Duration) time.Duration {
+	return window - commitMargin
 }
 
 // leaseTTL is the lease duration for the parameters in force: at least
@@ -168,6 +185,15 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 	}
 	if req.Tick <= 0 {
 		req.Tick = time.Second
+	}
+	if e.ParamsReady != nil {
+		// Waiting is bounded by the run: it could not fetch anyway.
+		wctx, cancel := context.WithDeadline(ctx, req.Until)
+		err := e.ParamsReady(wctx)
+		cancel()
+		if err != nil {
+			return Summary{Shard: req.Shard}, fmt.Errorf("shard %d: not fetching with built-in parameters: %w", req.Shard, err)
+		}
 	}
 	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{}, lastFetch: map[string]time.Time{}}
 	r.crashFn, _ = ctx.Value(crashKey{}).(CrashFunc)

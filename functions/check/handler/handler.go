@@ -52,6 +52,17 @@ type Handler struct {
 // in-flight requests to finish and their results to be committed.
 const DeadlineMargin = 15 * time.Second
 
+// RunWindow is the least time from a run's start to its deadline
+// (check.RunRequest.Deadline) for runs of the given length, when the
+// function's timeout leaves DeadlineMargin after the run (template.yaml
+// gives 120 s for a 55 s run): the deadline is DeadlineMargin/3 before the
+// invocation's, so at least run + 2/3 DeadlineMargin after the start. A
+// FetchTimeout that does not fit in it (check.FetchTimeoutLimit) would let
+// no run start a request.
+func RunWindow(run time.Duration) time.Duration {
+	return run + DeadlineMargin - DeadlineMargin/3
+}
+
 // leaseWait covers a predecessor that is still finishing its in-flight
 // requests when the next minute's invocation starts.
 const leaseWait = 20 * time.Second

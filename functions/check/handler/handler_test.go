@@ -246,3 +246,39 @@ func TestHandleRunnerResult(t *testing.T) {
 		}
 	})
 }
+
+// TestRunWindow checks that RunWindow is the least time from a run's start
+// to its deadline whenever the function's timeout leaves DeadlineMargin
+// after the run (the template's 120s for 55s does): a FetchTimeout bounded
+// by it can start a request in every such invocation.
+func TestRunWindow(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		run      time.Duration
+		timeout  time.Duration
+		tightest bool
+	}{
+		{"the template's timeout", 55 * time.Second, 120 * time.Second, false},
+		{"timeout just long enough", 55 * time.Second, 55*time.Second + handler.DeadlineMargin, true},
+		{"short run", 3 * time.Second, 3*time.Second + handler.DeadlineMargin, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &fakeRunner{}
+			h := newHandler(r, nil)
+			h.Run = tt.run
+			ctx, cancel := context.WithDeadline(context.Background(), base.Add(tt.timeout))
+			defer cancel()
+			if _, err := h.Handle(ctx, shard(0)); err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			window := r.reqs[0].Deadline.Sub(base)
+			want := handler.RunWindow(tt.run)
+			if window < want || tt.tightest && window != want {
+				t.Errorf("run %v, timeout %v: window %v, want RunWindow %v at least (equal at the tightest timeout)", tt.run, tt.timeout, window, want)
+			}
+			if check.FetchTimeoutLimit(want) <= 0 {
+				t.Errorf("FetchTimeoutLimit(%v) = %v leaves no timeout at all", want, check.FetchTimeoutLimit(want))
+			}
+		})
+	}
+}
