@@ -1,0 +1,125 @@
+// Package storetest is the contract of hostqueue.Store as one test suite,
+// run against every store (DynamoDB on moto in package dynamo, SQLite in a
+// file and in memory in package sqlite) so that they cannot drift: the
+// engine runs on either and must not be able to tell them apart.
+//
+// It checks observable behaviour only, through the Store interface. Where
+// a store cannot show a case, a capability flag of the Harness says so and
+// the case is skipped with the reason.
+package storetest
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// Harness makes the stores the suite tests.
+type Harness struct {
+	// New returns a store with no state, of its own (a fresh table or
+	// file per call), whose idle TTLs read time from now. The harness
+	// cleans it up with t.Cleanup.
+	New func(t *testing.T, now func() time.Time) Fixture
+	// IdleExpiry says the store hides an idle host's state once its
+	// IdleTTL has passed (Load finds nothing, an append starts afresh).
+	// DynamoDB does not: its TTL deletes expired items in the background,
+	// up to days later, and reads return them until then (moto never
+	// deletes them).
+	IdleExpiry bool
+	// Parallel runs the cases in parallel (each on its own store).
+	Parallel bool
+	// Scale multiplies the sizes of the concurrency case (0 means 1): an
+	// emulator over HTTP takes a smaller one.
+	Scale float64
+}
+
+// Fixture is one case's store.
+type Fixture struct {
+	Store hostqueue.Store
+	// Peer is another store on the same state: another Lambda instance
+	// on the same table, another connection to the same file. Nil means
+	// the store has no other way in, and Store is used.
+	Peer hostqueue.Store
+}
+
+// Clock is a settable clock for the stores' idle TTLs. The suite's times
+// are whole milliseconds, as both stores keep them.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// T0 is where every case's clock starts.
+var T0 = time.UnixMilli(1_760_000_000_000)
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is one case: its store, its peer and its clock.
+type env struct {
+	t     *testing.T
+	clock *Clock
+	store hostqueue.Store
+	peer  hostqueue.Store
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T, h Harness, e *env)
+}
+
+// Run runs the whole contract against the stores h makes.
+func Run(t *testing.T, h Harness) {
+	cases := []testCase{
+		{"AppendLoadOrder", testAppendLoadOrder},
+		{"LoadAndCommitUnknownHost", testUnknownHost},
+		{"Activated", testActivated},
+		{"Eviction", testEviction},
+		{"EvictionReportFails", testEvictionReportFails},
+		{"EvictionReportedOnceAcrossRetry", testEvictionRetry},
+		{"CommitDone", testCommitDone},
+		{"ReleaseAndContinue", testReleaseContinue},
+		{"PolitenessFields", testPolitenessFields},
+		{"Attempts", testAttempts},
+		{"Robots", testRobots},
+		{"DueHosts", testDueHosts},
+		{"Leases", testLeases},
+		{"IdleTTL", testIdleTTL},
+		{"ConcurrentAppendersAndConsumer", testConcurrency},
+		{"ConcurrentEviction", testConcurrentEviction},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if h.Parallel {
+				t.Parallel()
+			}
+			clock := &Clock{t: T0}
+			f := h.New(t, clock.Now)
+			e := &env{t: t, clock: clock, store: f.Store, peer: f.Peer}
+			if e.peer == nil {
+				e.peer = f.Store
+			}
+			c.run(t, h, e)
+		})
+	}
+}
+
+func (h Harness) scaled(n int) int {
+	if h.Scale <= 0 {
+		return n
+	}
+	return max(1, int(float64(n)*h.Scale))
+}

@@ -1,0 +1,95 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// maxInlineRobots is the largest robots.txt body kept in the host row
+// itself: most answers are a bare 404 or a few lines, and keeping them there
+// saves a lookup per host session, while a large one would make every
+// commit of the host rewrite it.
+const maxInlineRobots = 1024
+
+// robotsKeep is how long a stored robots.txt outlives its fetch before it
+// reads as absent and is swept (it is refetched long before, after
+// RobotsTTL), as DynamoDB's TTL removes robots items.
+const robotsKeep = 7 * 24 * time.Hour
+
+// inlineRobots is a robots.txt answer in the host row's robots column
+// (JSON, by origin).
+type inlineRobots struct {
+	S int    `json:"s"`
+	B []byte `json:"b,omitempty"`
+	T int64  `json:"t"`
+	// X marks an answer too large for the row, stored in the robots
+	// table: without the mark a reader knows there is none to look up.
+	X bool `json:"x,omitempty"`
+}
+
+// storeRobots records the answers of a commit: small ones in the host row,
+// large ones in the robots table (in the same transaction) with a mark in
+// the row.
+func (s *Store) storeRobots(ctx context.Context, tx *sql.Tx, key string, h *hostRow, answers map[string]hostqueue.Robots) error {
+	for origin, r := range answers {
+		if h.robots == nil {
+			h.robots = map[string]inlineRobots{}
+		}
+		if len(r.Body) <= maxInlineRobots {
+			h.robots[origin] = inlineRobots{S: r.Status, B: r.Body, T: r.FetchedAt.UnixMilli()}
+			continue
+		}
+		if err := putRobots(ctx, tx, key, origin, r); err != nil {
+			return err
+		}
+		h.robots[origin] = inlineRobots{X: true, T: r.FetchedAt.UnixMilli()}
+	}
+	return nil
+}
+
+// Robots implements hostqueue.Store.
+func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robots, error) {
+	var out *hostqueue.Robots
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var r hostqueue.Robots
+		var at int64
+		err := tx.QueryRowContext(ctx,
+			"SELECT status, body, fetched_at FROM robots WHERE key = ? AND origin = ? AND fetched_at > ?",
+			key, origin, s.now().Add(-robotsKeep).UnixMilli()).Scan(&r.Status, &r.Body, &at)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r.FetchedAt = time.UnixMilli(at)
+		out = &r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read robots.txt of %s: %w", origin, err)
+	}
+	return out, nil
+}
+
+// PutRobots implements hostqueue.Store.
+func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		return putRobots(ctx, tx, key, origin, r)
+	})
+}
+
+func putRobots(ctx context.Context, tx *sql.Tx, key, origin string, r hostqueue.Robots) error {
+	_, err := tx.ExecContext(ctx,
+		"INSERT OR REPLACE INTO robots (key, origin, status, body, fetched_at) VALUES (?, ?, ?, ?, ?)",
+		key, origin, r.Status, r.Body, r.FetchedAt.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store robots.txt of %s: %w", origin, err)
+	}
+	return nil
+}

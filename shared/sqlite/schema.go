@@ -1,0 +1,86 @@
+package sqlite
+
+// The schema. Four tables in one file:
+//
+//	hosts    one row per queue key: politeness state, queue bounds, due time
+//	entries  one row per queued URL, clustered by (host, seq)
+//	robots   robots.txt answers too large for the host row, by (key, origin)
+//	leases   which check run owns a virtual shard
+//
+// Why this shape, for a local run of ~100,000 URLs over ~1,000 hosts:
+//
+//   - A host row stays small (no URL lists), so the commit after every
+//     fetch rewrites a few hundred bytes; its pending count and next
+//     sequence number live in the row, so neither an append nor a commit
+//     counts or scans the queue.
+//   - Entries are a WITHOUT ROWID table keyed by (host, seq): one host's
+//     queue is one contiguous range of the B-tree, the head is its first
+//     rows, eviction and Done delete a key range, and an append inserts at
+//     the range's end. Every operation costs what it touches, never the
+//     length of the queue.
+//   - hosts_due is a partial index on (vs, due) holding only hosts with a
+//     due time, as DynamoDB's sparse due-index does: DueHosts reads the
+//     due prefix of one virtual shard and nothing else.
+//   - hosts_expires is a partial index over idle hosts only, so the sweep
+//     that deletes expired idle state reads exactly what it deletes.
+//   - Host rows refer to their entries by an integer id rather than the
+//     key text, which keeps each of the 100,000 entry keys a few bytes.
+//   - Robots rows are keyed by queue key and origin and outlive the host
+//     row's idle TTL, as DynamoDB's robots items do: a host back after a
+//     day still finds its robots.txt (until robotsKeep).
+//
+// Times are Unix milliseconds, as the DynamoDB store keeps them, so both
+// stores round a time the same way. Zero means unset, except for due and
+// expires, where NULL keeps the row out of the partial index.
+const schema = `
+CREATE TABLE IF NOT EXISTS hosts (
+	id            INTEGER PRIMARY KEY,
+	key           TEXT    NOT NULL UNIQUE,
+	vs            INTEGER NOT NULL,
+	due           INTEGER,
+	tail          INTEGER NOT NULL DEFAULT 0,
+	pending       INTEGER NOT NULL DEFAULT 0,
+	last_fetch    INTEGER NOT NULL DEFAULT 0,
+	pause_until   INTEGER NOT NULL DEFAULT 0,
+	errors        INTEGER NOT NULL DEFAULT 0,
+	failing_since INTEGER NOT NULL DEFAULT 0,
+	last_error    TEXT    NOT NULL DEFAULT '',
+	attempts      BLOB,
+	robots        BLOB,
+	expires       INTEGER
+);
+CREATE INDEX IF NOT EXISTS hosts_due ON hosts (vs, due) WHERE due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS hosts_expires ON hosts (expires) WHERE expires IS NOT NULL;
+CREATE TABLE IF NOT EXISTS entries (
+	host          INTEGER NOT NULL,
+	seq           INTEGER NOT NULL,
+	id            TEXT    NOT NULL,
+	url           TEXT    NOT NULL,
+	etag          TEXT    NOT NULL DEFAULT '',
+	last_modified TEXT    NOT NULL DEFAULT '',
+	hops          INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (host, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS robots (
+	key        TEXT    NOT NULL,
+	origin     TEXT    NOT NULL,
+	status     INTEGER NOT NULL,
+	body       BLOB,
+	fetched_at INTEGER NOT NULL,
+	PRIMARY KEY (key, origin)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS robots_fetched ON robots (fetched_at);
+CREATE TABLE IF NOT EXISTS leases (
+	vs    INTEGER PRIMARY KEY,
+	owner TEXT    NOT NULL,
+	until INTEGER NOT NULL
+);
+`
+
+// schemaVersion is kept in PRAGMA user_version: a file written by a
+// different layout is refused rather than misread.
+const schemaVersion = 1
+
+// hostColumns are the columns scanned into a hostRow, in its field order.
+const hostColumns = `id, vs, due, tail, pending, last_fetch, pause_until, errors,
+	failing_since, last_error, attempts, robots, expires`

@@ -1,0 +1,732 @@
+// Package sqlite keeps host queues in one SQLite file, or in memory, through
+// the pure-Go modernc.org/sqlite driver (no cgo): the store of local mode
+// and of the engine's fast tests. It keeps the hostqueue.Store contract of
+// package dynamo (shared/hostqueue/storetest runs one suite against both);
+// schema.go gives the tables and why.
+//
+// Where DynamoDB needs versions and conditional writes retried on
+// conflict, each operation here is one transaction, begun IMMEDIATE so that
+// it holds SQLite's write lock from its first read and cannot lose a race.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+var _ hostqueue.Store = (*Store)(nil)
+
+// Store is the SQLite host-queue store. It is safe for concurrent use.
+type Store struct {
+	db  *sql.DB
+	now func() time.Time
+
+	// mu serialises the store's use of its one connection. SQLite runs one
+	// writer at a time anyway; a single connection is what keeps an
+	// in-memory database alive, and in a file it costs nothing that WAL
+	// readers in other connections would have won for a local run. Another
+	// process, or another Store, on the same file is kept in step by
+	// SQLite's own locks (BEGIN IMMEDIATE under busy_timeout).
+	mu        sync.Mutex
+	conn      *sql.Conn
+	nextSweep time.Time
+}
+
+// maxAttempts bounds the report-then-retry rounds of one Append.
+const maxAttempts = 50
+
+// sweepEvery is how often (on the store's clock) a commit also deletes a
+// batch of expired idle state; sweepBatch bounds that batch, so the
+// commit that pays for it stays cheap.
+const (
+	sweepEvery = time.Minute
+	sweepBatch = 500
+)
+
+// New opens (creating it if needed) the store in the SQLite file at path,
+// in WAL mode; now is the clock used for idle TTLs. The caller must Close it.
+func New(path string, now func() time.Time) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, ":memory:") {
+		return nil, fmt.Errorf("open sqlite store: invalid file name %q", path)
+	}
+	// synchronous=NORMAL in WAL mode: a commit survives a crash of the
+	// process (the case a local run must resume from), though the last
+	// ones may be lost to a power cut, which at-least-once delivery
+	// already tolerates by refetching.
+	dsn := path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	s, err := open(dsn, now)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// NewMemory returns a store held in memory, lost when it is closed: the
+// store of fast tests. now is the clock used for idle TTLs.
+func NewMemory(now func() time.Time) (*Store, error) {
+	s, err := open(":memory:?_txlock=immediate", now)
+	if err != nil {
+		return nil, fmt.Errorf("open in-memory sqlite store: %w", err)
+	}
+	return s, nil
+}
+
+func open(dsn string, now func() time.Time) (*Store, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, conn: conn, now: now}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if v != 0 && v != schemaVersion {
+			return fmt.Errorf("schema version %d, this build reads %d", v, schemaVersion)
+		}
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return fmt.Errorf("write schema version: %w", err)
+		}
+		return nil
+	})
+}
+
+// Close releases the database; an in-memory store's state is gone.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	if s.conn != nil {
+		err = s.conn.Close()
+		s.conn = nil
+	}
+	return errors.Join(err, s.db.Close())
+}
+
+// write runs fn in a transaction that holds the write lock from its start.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inTx(ctx, false, fn)
+}
+
+// read runs fn in a read transaction: one consistent snapshot, which in WAL
+// mode never waits for a writer.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inTx(ctx, true, fn)
+}
+
+func (s *Store) inTx(ctx context.Context, readOnly bool, fn func(tx *sql.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return errors.New("sqlite store is closed")
+	}
+	tx, err := s.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// errReportFirst ends an append's transaction without writing: it found
+// entries to evict that must be reported before the eviction is written.
+var errReportFirst = errors.New("evicted entries to report first")
+
+// Append implements hostqueue.Store. Entries to evict are reported outside
+// the transaction (OnEvict may be slow, or use the store), then the append
+// runs again: if the queue changed meanwhile, only entries not reported yet
+// are reported before it is written.
+func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+	reported := map[string]bool{}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var res hostqueue.AppendResult
+		var toReport []hostqueue.Entry
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			var err error
+			res, toReport, err = s.append(ctx, tx, req, reported)
+			return err
+		})
+		if errors.Is(err, errReportFirst) {
+			if err := req.OnEvict(ctx, toReport); err != nil {
+				return hostqueue.AppendResult{}, fmt.Errorf("report %d evicted urls of %s: %w", len(toReport), req.Key, err)
+			}
+			for _, e := range toReport {
+				reported[e.ID] = true
+			}
+			continue
+		}
+		if err != nil {
+			return hostqueue.AppendResult{}, fmt.Errorf("append %d urls to %s: %w", len(req.Entries), req.Key, err)
+		}
+		return res, nil
+	}
+	return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w after %d attempts", req.Key, hostqueue.ErrConflict, maxAttempts)
+}
+
+func (s *Store) append(ctx context.Context, tx *sql.Tx, req hostqueue.AppendRequest, reported map[string]bool) (hostqueue.AppendResult, []hostqueue.Entry, error) {
+	h, err := s.hostForAppend(ctx, tx, req.Key)
+	if err != nil {
+		return hostqueue.AppendResult{}, nil, err
+	}
+	incoming := req.Entries
+	fromPending, fromIncoming := hostqueue.Evict(h.pending, len(incoming), req.Limit)
+	var evicted []hostqueue.Entry
+	lastEvicted := int64(-1)
+	if fromPending > 0 {
+		if evicted, lastEvicted, err = headEntries(ctx, tx, h.id, fromPending); err != nil {
+			return hostqueue.AppendResult{}, nil, err
+		}
+	}
+	evicted = append(evicted, incoming[:fromIncoming]...)
+	incoming = incoming[fromIncoming:]
+	if req.OnEvict != nil {
+		if fresh := unreported(evicted, reported); len(fresh) > 0 {
+			return hostqueue.AppendResult{}, fresh, errReportFirst
+		}
+	}
+	if lastEvicted >= 0 {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM entries WHERE host = ? AND seq <= ?", h.id, lastEvicted); err != nil {
+			return hostqueue.AppendResult{}, nil, fmt.Errorf("evict %d urls: %w", fromPending, err)
+		}
+	}
+	if err := insertEntries(ctx, tx, h.id, h.tail, incoming); err != nil {
+		return hostqueue.AppendResult{}, nil, err
+	}
+	h.tail += int64(len(incoming))
+	h.pending += len(incoming) - fromPending
+	activated := false
+	if h.pending > 0 {
+		h.expires = sql.NullInt64{}
+		if !h.due.Valid {
+			h.due = sql.NullInt64{Int64: req.Due.UnixMilli(), Valid: true}
+			activated = true
+		}
+	}
+	if err := updateHost(ctx, tx, h); err != nil {
+		return hostqueue.AppendResult{}, nil, err
+	}
+	return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: h.pending, Activated: activated}, nil, nil
+}
+
+// hostForAppend returns the host's row, creating it when there is none and
+// starting it afresh when its idle state has expired.
+func (s *Store) hostForAppend(ctx context.Context, tx *sql.Tx, key string) (*hostRow, error) {
+	h, err := getHost(ctx, tx, key)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil && !h.expired(s.now()) {
+		return h, nil
+	}
+	if h != nil {
+		// Expired idle state reads as absent: keep only the row's
+		// identity (an idle host has no entries left to renumber).
+		return &hostRow{id: h.id, vs: h.vs, tail: h.tail}, nil
+	}
+	vs := hostqueue.VirtualShard(key)
+	r, err := tx.ExecContext(ctx, "INSERT INTO hosts (key, vs) VALUES (?, ?)", key, vs)
+	if err != nil {
+		return nil, fmt.Errorf("create host: %w", err)
+	}
+	id, err := r.LastInsertId()
+	if err != nil {
+		return nil, fmt.Errorf("create host: %w", err)
+	}
+	return &hostRow{id: id, vs: vs}, nil
+}
+
+// Load implements hostqueue.Store.
+func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
+	var out *hostqueue.Host
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		h, err := s.liveHost(ctx, tx, key)
+		if err != nil || h == nil {
+			return err
+		}
+		out, err = toHost(ctx, tx, key, h, want)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", key, err)
+	}
+	if out == nil {
+		return nil, fmt.Errorf("load %s: %w", key, hostqueue.ErrNotFound)
+	}
+	return out, nil
+}
+
+// Commit implements hostqueue.Store.
+func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
+	done := make(map[string]bool, len(c.Done))
+	for _, id := range c.Done {
+		done[id] = true
+	}
+	var out *hostqueue.Host
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		h, err := s.liveHost(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if h == nil {
+			return hostqueue.ErrNotFound
+		}
+		if len(done) > 0 {
+			removed, err := popDone(ctx, tx, h.id, done)
+			if err != nil {
+				return err
+			}
+			h.pending -= removed
+		}
+		if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > h.lastFetch {
+			h.lastFetch = lf
+		}
+		h.pauseUntil = msOf(c.PauseUntil)
+		h.errors = c.Errors
+		h.failingSince, h.lastError = msOf(c.FailingSince), c.LastError
+		h.attempts = nil
+		for id, n := range c.Attempts {
+			if !done[id] && n > 0 {
+				if h.attempts == nil {
+					h.attempts = map[string]int{}
+				}
+				h.attempts[id] = n
+			}
+		}
+		if c.Release {
+			if h.pending > 0 {
+				// Continue leaves the due time alone: the host is
+				// still due, as it was when the holder took it.
+				if !c.Continue || !h.due.Valid {
+					h.due = sql.NullInt64{Int64: c.NextDue.UnixMilli(), Valid: true}
+				}
+				h.expires = sql.NullInt64{}
+			} else {
+				h.due = sql.NullInt64{}
+				h.attempts = nil
+				h.expires = s.idleExpiry(c.IdleTTL)
+			}
+		}
+		if err := s.storeRobots(ctx, tx, key, h, c.Robots); err != nil {
+			return err
+		}
+		if err := updateHost(ctx, tx, h); err != nil {
+			return err
+		}
+		out, err = toHost(ctx, tx, key, h, c.Want)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", key, err)
+	}
+	s.maybeSweep(ctx)
+	return out, nil
+}
+
+// idleExpiry is when an idle host's state, kept for ttl from now, expires;
+// a ttl of zero or less keeps it without expiry.
+func (s *Store) idleExpiry(ttl time.Duration) sql.NullInt64 {
+	if ttl <= 0 {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: s.now().Add(ttl).UnixMilli(), Valid: true}
+}
+
+// popDone removes entries from the head of a host's queue as long as their
+// IDs are in done, and returns how many it removed.
+func popDone(ctx context.Context, tx *sql.Tx, host int64, done map[string]bool) (int, error) {
+	page := len(done) + 1
+	removed, last := 0, int64(-1)
+	for more := true; more; {
+		rows, err := tx.QueryContext(ctx, "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?", host, last, page)
+		if err != nil {
+			return 0, fmt.Errorf("read queue head: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			var seq int64
+			var id string
+			if err := rows.Scan(&seq, &id); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("read queue head: %w", err)
+			}
+			n++
+			if !done[id] {
+				more = false
+				break
+			}
+			removed, last = removed+1, seq
+		}
+		err = errors.Join(rows.Err(), rows.Close())
+		if err != nil {
+			return 0, fmt.Errorf("read queue head: %w", err)
+		}
+		if n < page {
+			more = false
+		}
+	}
+	if removed == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM entries WHERE host = ? AND seq <= ?", host, last); err != nil {
+		return 0, fmt.Errorf("remove %d done urls: %w", removed, err)
+	}
+	return removed, nil
+}
+
+// DueHosts implements hostqueue.Store.
+func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var keys []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx,
+			"SELECT key FROM hosts WHERE vs = ? AND due IS NOT NULL AND due <= ? ORDER BY due LIMIT ?",
+			vshard, now.UnixMilli(), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query due hosts of shard %d: %w", vshard, err)
+	}
+	return keys, nil
+}
+
+// AcquireShard implements hostqueue.Store: one upsert that takes the lease
+// when it is free, expired (until before now) or already the owner's.
+func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error) {
+	var took bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `INSERT INTO leases (vs, owner, until) VALUES (?1, ?2, ?3)
+			ON CONFLICT (vs) DO UPDATE SET owner = excluded.owner, until = excluded.until
+			WHERE leases.owner = excluded.owner OR leases.until < ?4`,
+			vshard, owner, until.UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		took = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("lease shard %d: %w", vshard, err)
+	}
+	return took, nil
+}
+
+// ReleaseShard implements hostqueue.Store; a lease another owner holds is
+// left alone.
+func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM leases WHERE vs = ? AND owner = ?", vshard, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release shard %d: %w", vshard, err)
+	}
+	return nil
+}
+
+// Sweep deletes the idle host state and robots.txt answers that have
+// expired, and returns how many rows it deleted. Expired state already
+// reads as absent; sweeping only reclaims its space. Commits sweep a batch
+// now and then on their own; a long-lived process may also call Sweep.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.sweep(ctx, sweepBatch)
+		total += n
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) sweep(ctx context.Context, batch int) (int, error) {
+	now := s.now()
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM hosts WHERE id IN
+			(SELECT id FROM hosts WHERE expires <= ? AND pending = 0 LIMIT ?)`, now.UnixMilli(), batch)
+		if err != nil {
+			return err
+		}
+		if n, err = r.RowsAffected(); err != nil {
+			return err
+		}
+		r, err = tx.ExecContext(ctx, `DELETE FROM robots WHERE (key, origin) IN
+			(SELECT key, origin FROM robots WHERE fetched_at <= ? LIMIT ?)`, now.Add(-robotsKeep).UnixMilli(), batch)
+		if err != nil {
+			return err
+		}
+		m, err := r.RowsAffected()
+		n += m
+		return err
+	})
+	if err != nil {
+		return int(n), fmt.Errorf("sweep expired state: %w", err)
+	}
+	return int(n), nil
+}
+
+// maybeSweep deletes one batch of expired state when the last sweep is
+// sweepEvery old. Best effort: expired state reads as absent either way.
+func (s *Store) maybeSweep(ctx context.Context) {
+	now := s.now()
+	s.mu.Lock()
+	due := !now.Before(s.nextSweep)
+	if due {
+		s.nextSweep = now.Add(sweepEvery)
+	}
+	s.mu.Unlock()
+	if due {
+		_, _ = s.sweep(ctx, sweepBatch)
+	}
+}
+
+// hostRow is a hosts row (see schema.go).
+type hostRow struct {
+	id           int64
+	vs           int
+	due          sql.NullInt64
+	tail         int64
+	pending      int
+	lastFetch    int64
+	pauseUntil   int64
+	errors       int
+	failingSince int64
+	lastError    string
+	attempts     map[string]int
+	robots       map[string]inlineRobots
+	expires      sql.NullInt64
+}
+
+func (h *hostRow) expired(now time.Time) bool {
+	return h.expires.Valid && h.expires.Int64 <= now.UnixMilli()
+}
+
+// getHost returns the host's row as stored, expired or not; nil when there
+// is none.
+func getHost(ctx context.Context, tx *sql.Tx, key string) (*hostRow, error) {
+	var h hostRow
+	var attempts, robots []byte
+	err := tx.QueryRowContext(ctx, "SELECT "+hostColumns+" FROM hosts WHERE key = ?", key).Scan(
+		&h.id, &h.vs, &h.due, &h.tail, &h.pending, &h.lastFetch, &h.pauseUntil, &h.errors,
+		&h.failingSince, &h.lastError, &attempts, &robots, &h.expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read host: %w", err)
+	}
+	if len(attempts) > 0 {
+		if err := json.Unmarshal(attempts, &h.attempts); err != nil {
+			return nil, fmt.Errorf("decode attempts: %w", err)
+		}
+	}
+	if len(robots) > 0 {
+		if err := json.Unmarshal(robots, &h.robots); err != nil {
+			return nil, fmt.Errorf("decode robots: %w", err)
+		}
+	}
+	return &h, nil
+}
+
+// liveHost returns the host's row, nil when there is none or its idle
+// state has expired.
+func (s *Store) liveHost(ctx context.Context, tx *sql.Tx, key string) (*hostRow, error) {
+	h, err := getHost(ctx, tx, key)
+	if err != nil || h == nil || h.expired(s.now()) {
+		return nil, err
+	}
+	return h, nil
+}
+
+func updateHost(ctx context.Context, tx *sql.Tx, h *hostRow) error {
+	attempts, err := jsonOrNil(h.attempts)
+	if err != nil {
+		return err
+	}
+	robots, err := jsonOrNil(h.robots)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE hosts SET due = ?, tail = ?, pending = ?, last_fetch = ?,
+		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, attempts = ?, robots = ?,
+		expires = ? WHERE id = ?`,
+		h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
+		h.lastError, attempts, robots, h.expires, h.id)
+	if err != nil {
+		return fmt.Errorf("write host: %w", err)
+	}
+	return nil
+}
+
+func jsonOrNil[M ~map[string]V, V any](m M) ([]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode host state: %w", err)
+	}
+	return b, nil
+}
+
+// headEntries returns the first n entries of a host's queue and the
+// sequence number of the last of them.
+func headEntries(ctx context.Context, tx *sql.Tx, host int64, n int) ([]hostqueue.Entry, int64, error) {
+	rows, err := tx.QueryContext(ctx,
+		"SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?", host, n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read queue head: %w", err)
+	}
+	defer rows.Close()
+	out := make([]hostqueue.Entry, 0, n)
+	last := int64(-1)
+	for rows.Next() {
+		var e hostqueue.Entry
+		if err := rows.Scan(&last, &e.ID, &e.URL, &e.ETag, &e.LastModified, &e.Hops); err != nil {
+			return nil, 0, fmt.Errorf("read queue head: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read queue head: %w", err)
+	}
+	return out, last, nil
+}
+
+// insertBatch is how many entries one INSERT carries (7 parameters each,
+// well under SQLite's 32,766).
+const insertBatch = 256
+
+func insertEntries(ctx context.Context, tx *sql.Tx, host, seq int64, es []hostqueue.Entry) error {
+	for len(es) > 0 {
+		n := min(len(es), insertBatch)
+		var q strings.Builder
+		q.WriteString("INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES ")
+		args := make([]any, 0, 7*n)
+		for i, e := range es[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, host, seq+int64(i), e.ID, e.URL, e.ETag, e.LastModified, e.Hops)
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("insert %d urls: %w", n, err)
+		}
+		es, seq = es[n:], seq+int64(n)
+	}
+	return nil
+}
+
+func toHost(ctx context.Context, tx *sql.Tx, key string, h *hostRow, want int) (*hostqueue.Host, error) {
+	out := &hostqueue.Host{
+		Key:          key,
+		VirtualShard: h.vs,
+		Pending:      h.pending,
+		LastFetch:    timeOf(h.lastFetch),
+		PauseUntil:   timeOf(h.pauseUntil),
+		Errors:       h.errors,
+		FailingSince: timeOf(h.failingSince),
+		LastError:    h.lastError,
+		Attempts:     h.attempts,
+	}
+	if h.due.Valid {
+		out.Due = time.UnixMilli(h.due.Int64)
+	}
+	for origin, ir := range h.robots {
+		if ir.X {
+			if out.RobotsItems == nil {
+				out.RobotsItems = map[string]bool{}
+			}
+			out.RobotsItems[origin] = true
+			continue
+		}
+		if out.Robots == nil {
+			out.Robots = map[string]hostqueue.Robots{}
+		}
+		out.Robots[origin] = hostqueue.Robots{Status: ir.S, Body: ir.B, FetchedAt: time.UnixMilli(ir.T)}
+	}
+	if want > 0 && h.pending > 0 {
+		head, _, err := headEntries(ctx, tx, h.id, want)
+		if err != nil {
+			return nil, err
+		}
+		out.Head = head
+	}
+	return out, nil
+}
+
+func unreported(es []hostqueue.Entry, reported map[string]bool) []hostqueue.Entry {
+	var out []hostqueue.Entry
+	for _, e := range es {
+		if !reported[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// msOf is t in Unix milliseconds, 0 for the zero time.
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// timeOf is the inverse of msOf.
+func timeOf(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
