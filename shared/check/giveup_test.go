@@ -448,10 +448,13 @@ func TestGiveUpBulk(t *testing.T) {
 	e.seed(urls...)
 	late := s.url("/late")
 	var once sync.Once
+	var mu sync.Mutex
 	var publishes []int
 	eng := e.engine()
 	eng.Publisher = hookPublisher{next: e.pub, before: func(rs []result.Result) {
+		mu.Lock()
 		publishes = append(publishes, len(rs))
+		mu.Unlock()
 		once.Do(func() {
 			_, err := e.store.Append(t.Context(), hostqueue.AppendRequest{
 				Key: s.host, Entries: []hostqueue.Entry{{ID: "late", URL: late}}, Limit: p.PersistLimit, Due: time.Now(),
@@ -471,9 +474,11 @@ func TestGiveUpBulk(t *testing.T) {
 	if rs := e.pub.byURL()[late]; len(rs) != 0 {
 		t.Errorf("the URL appended during the give-up ended with the old failure run:%s", describe(rs))
 	}
+	mu.Lock()
 	if len(publishes) < 3 {
 		t.Errorf("given up in %d publishes %v, want rounds", len(publishes), publishes)
 	}
+	mu.Unlock()
 	if n := log.pages(); n != 0 {
 		t.Errorf("%d pages requested although robots.txt never answered", n)
 	}
