@@ -18,7 +18,9 @@ func main() {
 		log.Error("start ingest", "error", err)
 		os.Exit(1)
 	}
-	h := &handler.Handler{Ingester: s.Ingester, Params: s.Params.Get, Log: log}
+	// ParamsReady: a batch is never ingested on defaults the operator did
+	// not choose (see handler.Handler.ParamsReady).
+	h := &handler.Handler{Ingester: s.Ingester, Params: s.Params.Get, ParamsReady: s.Params.WaitLoaded, Log: log}
 	if s.Waker != nil {
 		h.Waker = s.Waker
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -38,6 +39,18 @@ type Waker interface {
 type Handler struct {
 	Ingester Ingester
 	Params   func(ctx context.Context) params.Params
+	// ParamsReady, when set, must return nil before a batch is ingested:
+	// it waits for the first successful read of the parameters. Nil means
+	// the parameters are always ready (tests, fixed parameters).
+	//
+	// Ingest must not run on built-in defaults the operator did not
+	// choose: with a default PersistLimit below the operator's it would
+	// evict accepted URLs as dropped, and with the default QueueMode it
+	// would queue URLs where the operator's pacing does not apply; neither
+	// can be undone. A batch that arrives while the parameters cannot be
+	// read is handed back instead (SQS redelivers it, POST /urls answers
+	// 503), which costs only delay.
+	ParamsReady func(ctx context.Context) error
 	// Waker is told which shards got hosts with new work; nil: none (the
 	// schedule still runs every shard once a minute).
 	Waker Waker
@@ -48,6 +61,13 @@ type Handler struct {
 // wake-up is logged, never fails the batch: the URLs are stored, and the
 // schedule comes within a minute.
 func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.IngestResult {
+	if err := h.ready(ctx); err != nil {
+		failed := make(map[int]error, len(msgs))
+		for i := range msgs {
+			failed[i] = err
+		}
+		return hostqueue.IngestResult{Failed: failed}
+	}
 	res := h.Ingester.Ingest(ctx, ingestParams(h.Params(ctx)), msgs)
 	if h.Waker != nil && len(res.Activated) > 0 {
 		if err := h.Waker.Wake(ctx, res.Activated); err != nil {
@@ -55,6 +75,24 @@ func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.I
 		}
 	}
 	return res
+}
+
+// paramsWait bounds how long one invocation waits for its first parameter
+// read: long enough to ride out a slow cold start, short enough to hand a
+// batch back well inside the function's timeout.
+const paramsWait = 10 * time.Second
+
+// ready waits (bounded) until the parameters have been read once.
+func (h *Handler) ready(ctx context.Context) error {
+	if h.ParamsReady == nil {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, paramsWait)
+	defer cancel()
+	if err := h.ParamsReady(wctx); err != nil {
+		return fmt.Errorf("parameters not read yet, batch handed back: %w", err)
+	}
+	return nil
 }
 
 // Handle accepts any event and dispatches on its shape, because one function
