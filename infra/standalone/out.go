@@ -1,0 +1,130 @@
+package standalone
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+var _ hostqueue.Publisher = (*lineWriter)(nil)
+
+// lineWriter is the output queue of local mode: it writes each result as a
+// JSON line and, when the output is a regular file, syncs it before
+// Publish returns. The engine publishes before it commits a URL as done,
+// so a result on disk is never one the store has forgotten and the disk
+// lost: at least once, as on SQS.
+//
+// Concurrent Publish calls share writes and syncs (group commit): while
+// one caller writes, the others' lines gather, and the next write takes
+// them all, so a thousand hosts finishing rounds cost a few syncs a second,
+// not one each.
+type lineWriter struct {
+	w    io.Writer
+	sync func() error // nil when w is not a file that can be synced
+	// seen is told of results once they are written and synced.
+	seen func([]result.Result)
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	buf     []byte
+	spare   []byte
+	pending []result.Result
+	queued  uint64 // calls whose lines are in buf or written
+	durable uint64 // calls whose lines are written and synced
+	writing bool
+	err     error // sticky: after a failed write the output may hold a partial line
+	failed  chan struct{}
+}
+
+func newLineWriter(w io.Writer, seen func([]result.Result)) *lineWriter {
+	lw := &lineWriter{w: w, seen: seen, failed: make(chan struct{})}
+	lw.cond = sync.NewCond(&lw.mu)
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			lw.sync = f.Sync
+		}
+	}
+	return lw
+}
+
+// Publish writes results as JSON lines, synced, before it returns. The
+// context is not consulted: a stopping run's last rounds must still get out
+// (the engine commits them with the context's cancellation removed too).
+func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error {
+	if len(results) == 0 {
+		return nil
+	}
+	var lines []byte
+	for _, r := range results {
+		// No message limit here: the body is kept whole up to MaxBodyBytes.
+		b, err := result.Encode(r, math.MaxInt32)
+		if err != nil {
+			return err
+		}
+		lines = append(append(lines, b...), '\n')
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.err != nil {
+		return lw.err
+	}
+	lw.buf = append(lw.buf, lines...)
+	lw.pending = append(lw.pending, results...)
+	lw.queued++
+	mine := lw.queued
+	for lw.durable < mine && lw.err == nil {
+		if lw.writing {
+			lw.cond.Wait()
+			continue
+		}
+		lw.writing = true
+		buf, pending, upto := lw.buf, lw.pending, lw.queued
+		lw.buf, lw.spare, lw.pending = lw.spare[:0], nil, nil
+		lw.mu.Unlock()
+		err := lw.write(buf)
+		if err == nil && lw.seen != nil {
+			lw.seen(pending)
+		}
+		lw.mu.Lock()
+		lw.writing, lw.spare = false, buf
+		if err != nil {
+			lw.err = err
+			close(lw.failed)
+		} else {
+			lw.durable = upto
+		}
+		lw.cond.Broadcast()
+	}
+	if lw.durable >= mine {
+		return nil
+	}
+	return lw.err
+}
+
+func (lw *lineWriter) write(b []byte) error {
+	if _, err := lw.w.Write(b); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	if lw.sync != nil {
+		if err := lw.sync(); err != nil {
+			return fmt.Errorf("sync results: %w", err)
+		}
+	}
+	return nil
+}
+
+// Failed is closed when a write failed: no result can be written any more.
+func (lw *lineWriter) Failed() <-chan struct{} { return lw.failed }
+
+// Err is the write error, if any.
+func (lw *lineWriter) Err() error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.err
+}

@@ -1,0 +1,332 @@
+// Package standalone runs the whole downloader in one process on one
+// machine: local mode, the default of `make run`. It composes the code that
+// is deployed (the ingest and check handlers, the ingester, the check
+// engine) with local stand-ins for the AWS services around it:
+//
+//	DynamoDB table          the embedded SQLite store (shared/sqlite), in a file
+//	SQS output queue        JSON lines appended to a file (or stdout), synced
+//	                        before the engine commits the URL as done
+//	SQS input queue + ESM   an input file or stdin, read into ingest batches,
+//	                        its progress kept in the state file (input.go)
+//	EventBridge schedule    one loop per shard (scheduler.go)
+//	wake queue              an in-process signal to the shard's loop
+//	SSM Parameter Store     --param values, validated as params.Parse does
+//	API Gateway             POST /urls on a local listener (serve.go)
+//
+// Leases, politeness state, robots.txt and the at-least-once order (publish,
+// then commit) are the engine's and the store's own code paths, so a second
+// process on the same state file cannot work a host at the same time.
+package standalone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
+	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/sqlite"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
+)
+
+// Defaults of Options.
+const (
+	// DefaultShardCount runs one check loop per virtual shard: locally a
+	// loop costs nothing while idle, and each loop's run works at most
+	// MaxConcurrentHosts hosts, so more loops keep a thousand hosts from
+	// waiting for a worker slot.
+	DefaultShardCount = hostqueue.VirtualShards
+	// DefaultCheckRun is the template's CHECK_RUN_SECONDS.
+	DefaultCheckRun = 55 * time.Second
+	// checkTimeout is the check function's timeout in the template: each
+	// local invocation gets it as its deadline, as on Lambda.
+	checkTimeout = 120 * time.Second
+	// DefaultIngestBatch and DefaultIngestWindow shape ingest batches as the
+	// template's event source mapping does (10,000 records), with a short
+	// window: a local file is read at once, and a trickle on stdin should
+	// not wait the mapping's 5 s.
+	DefaultIngestBatch  = 10000
+	DefaultIngestWindow = 200 * time.Millisecond
+	// idlePoll is how often an idle shard's loop looks again for hosts that
+	// fall due without an ingest (held back by Retry-After or back-off).
+	idlePoll = time.Second
+)
+
+// Options shape a runtime.
+type Options struct {
+	// State is the SQLite file that keeps the host queues, their politeness
+	// state and how far each input was read; created when missing. Empty
+	// keeps everything in memory, lost at Close.
+	State string
+	// Out receives one JSON line per result (default os.Stdout). A regular
+	// file is synced before Publish returns, so a result is on disk before
+	// the store forgets its URL.
+	Out io.Writer
+	// Params are runtime parameters, name to value, as --param gives them;
+	// an invalid one fails Open.
+	Params map[string]string
+	// AllowPrivate lets the fetcher (and ingest's address guard) reach
+	// loopback and private addresses and any port.
+	AllowPrivate bool
+	// Resolve, when set, resolves host names from this table instead of
+	// DNS (fetch.Options.Resolve).
+	Resolve map[string][]netip.Addr
+	// ShardCount is the number of check loops (1..16; default 16).
+	ShardCount int
+	// CheckRun is how long one check invocation starts requests (default
+	// the template's 55 s); loops run invocations back to back.
+	CheckRun time.Duration
+	// IngestBatch and IngestWindow bound an ingest batch: this many input
+	// records, or this long after its first record.
+	IngestBatch  int
+	IngestWindow time.Duration
+	// LeaseTTL overrides the engine's shard lease duration (tests).
+	LeaseTTL time.Duration
+	// OnResult, when set, sees every result once it is written to Out.
+	OnResult func(result.Result)
+	// OnReject, when set, is told of every input line refused as invalid.
+	OnReject func(Rejected)
+	// Log receives the functions' logs (default: discarded).
+	Log *slog.Logger
+}
+
+// Store is the host-queue store the runtime runs on.
+type Store interface {
+	hostqueue.Store
+	Close() error
+}
+
+// Runtime is the downloader composed for one machine. Open it, Run it
+// (and serve Handler if wanted), then Close it.
+type Runtime struct {
+	opts   Options
+	params params.Params
+	log    *slog.Logger
+
+	store  Store
+	ledger ledger
+	out    *lineWriter
+	tally  *tally
+	clock  *stopClock
+	ingest *ingesthandler.Handler
+	check  *checkhandler.Handler
+	wakes  []chan struct{}
+
+	// Resumed counts the URLs found queued in the state at Open: accepted
+	// by an earlier run and still without a result there.
+	Resumed int
+
+	mu       sync.Mutex
+	accepted map[string]time.Time
+}
+
+// Open validates the options, opens the state and wires the handlers. It
+// makes no network call.
+func Open(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.ShardCount == 0 {
+		opts.ShardCount = DefaultShardCount
+	}
+	if opts.ShardCount < 1 || opts.ShardCount > hostqueue.VirtualShards {
+		return nil, fmt.Errorf("shard count %d: want 1 to %d", opts.ShardCount, hostqueue.VirtualShards)
+	}
+	if opts.CheckRun <= 0 {
+		opts.CheckRun = DefaultCheckRun
+	}
+	if opts.IngestBatch <= 0 {
+		opts.IngestBatch = DefaultIngestBatch
+	}
+	if opts.IngestWindow <= 0 {
+		opts.IngestWindow = DefaultIngestWindow
+	}
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p, err := params.Parse(opts.Params, params.Defaults())
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	// The check function refuses such a timeout too (its parameter cache's
+	// LimitFetchTimeout): no run could ever start a request.
+	if limit := check.FetchTimeoutLimit(checkhandler.RunWindow(opts.CheckRun)); p.FetchTimeout >= limit {
+		return nil, fmt.Errorf("parameters: FetchTimeout %s must be below %s for %s check runs", p.FetchTimeout, limit, opts.CheckRun)
+	}
+
+	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock(), accepted: map[string]time.Time{}}
+	if opts.State == "" {
+		rt.store, err = sqlite.NewMemory(time.Now)
+		if err == nil {
+			rt.ledger = newMemLedger()
+		}
+	} else {
+		rt.store, err = sqlite.New(opts.State, time.Now)
+		if err == nil {
+			rt.ledger, err = openSQLLedger(opts.State)
+			if err != nil {
+				rt.store.Close()
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open state: %w", err)
+	}
+
+	rt.tally = newTally(p.FollowCrossHostRedirects)
+	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
+		rt.tally.seen(rs)
+		if opts.OnResult != nil {
+			for _, r := range rs {
+				opts.OnResult(r)
+			}
+		}
+	})
+	fetcher := fetch.New(fetch.Options{
+		UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
+		AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
+	}, time.Now)
+	fixed := func(context.Context) params.Params { return p }
+	engine := &check.Engine{
+		Store: rt.store, Publisher: rt.out,
+		Fetcher: func(params.Params) check.Fetcher { return fetcher },
+		Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
+	}
+	ingester := &hostqueue.Ingester{
+		Store: rt.store, Publisher: rt.out, Now: time.Now,
+		Guard: func(addr netip.AddrPort, ports []int) error {
+			return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: opts.AllowPrivate, AllowedPorts: ports})
+		},
+	}
+	rt.wakes = make([]chan struct{}, opts.ShardCount)
+	for i := range rt.wakes {
+		rt.wakes[i] = make(chan struct{}, 1)
+	}
+	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log}
+	rt.check = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
+
+	queued, err := queuedEntries(ctx, rt.store)
+	if err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("read queued urls from the state: %w", err)
+	}
+	rt.tally.expect(queued)
+	rt.Resumed = len(queued)
+	return rt, nil
+}
+
+// Params returns the parameters in force.
+func (rt *Runtime) Params() params.Params { return rt.params }
+
+// Close releases the state. Results are already on Out.
+func (rt *Runtime) Close() error {
+	var errs []error
+	if rt.ledger != nil {
+		errs = append(errs, rt.ledger.close())
+	}
+	if rt.store != nil {
+		errs = append(errs, rt.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// AcceptedAt is when ingest first accepted a URL of host in this process.
+func (rt *Runtime) AcceptedAt(host string) (time.Time, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	t, ok := rt.accepted[host]
+	return t, ok
+}
+
+// counted is the ingester with the runtime's bookkeeping around it: the
+// URLs of a batch are expected (owed a result) before they are queued,
+// since a denied or dropped result can come out during the call, and
+// forgotten again when the batch failed them.
+type counted struct {
+	inner ingesthandler.Ingester
+	rt    *Runtime
+}
+
+func (c *counted) Ingest(ctx context.Context, p hostqueue.IngestParams, msgs []urlmsg.Message) hostqueue.IngestResult {
+	want := make(map[string]string, len(msgs))
+	for _, m := range msgs {
+		want[m.ID] = m.URL
+	}
+	c.rt.tally.expect(want)
+	res := c.inner.Ingest(ctx, p, msgs)
+	var failed []string
+	for i := range res.Failed {
+		failed = append(failed, msgs[i].ID)
+	}
+	c.rt.tally.forget(failed)
+	now := time.Now()
+	c.rt.mu.Lock()
+	for i, m := range msgs {
+		if _, bad := res.Failed[i]; bad {
+			continue
+		}
+		if _, ok := c.rt.accepted[m.Host]; !ok {
+			c.rt.accepted[m.Host] = now
+		}
+	}
+	c.rt.mu.Unlock()
+	return res
+}
+
+// waker is the wake queue: ingest's wake-up reaches the shard's loop at
+// once (a loop that is running takes it after its run).
+type waker struct{ rt *Runtime }
+
+func (w waker) Wake(_ context.Context, vshards []int) error {
+	for _, v := range vshards {
+		select {
+		case w.rt.wakes[v%len(w.rt.wakes)] <- struct{}{}:
+		default: // a wake-up is already waiting
+		}
+	}
+	return nil
+}
+
+// queuedEntries lists the URLs queued in the store, by id: the work an
+// earlier run left. Every host with queued URLs is in the due index.
+func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, error) {
+	out := map[string]string{}
+	far := time.Now().AddDate(100, 0, 0)
+	for v := range hostqueue.VirtualShards {
+		keys, err := s.DueHosts(ctx, v, far, math.MaxInt32)
+		if err != nil {
+			return nil, fmt.Errorf("due hosts of virtual shard %d: %w", v, err)
+		}
+		for _, key := range keys {
+			h, err := s.Load(ctx, key, 0)
+			if errors.Is(err, hostqueue.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", key, err)
+			}
+			if h.Pending == 0 {
+				continue
+			}
+			if h, err = s.Load(ctx, key, h.Pending); err != nil {
+				return nil, fmt.Errorf("load %s: %w", key, err)
+			}
+			for _, e := range h.Head {
+				out[e.ID] = e.URL
+			}
+		}
+	}
+	return out, nil
+}
