@@ -1,0 +1,332 @@
+package main
+
+// Local mode: the downloader on one machine (package standalone), the
+// default backend of the runner. main.go's own flags (--urls, --out,
+// --param, ...) are read from the flag set by name, so the moto backend's
+// code needs no change beyond the dispatch.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// DefaultState is where local mode keeps its state when --state is not
+// given (git-ignored).
+const DefaultState = ".state/run.db"
+
+var (
+	backendFlag = flag.String("backend", "local", "local: one process on an embedded SQLite state (resumable); moto: the emulated AWS stack (template resources, queues, fault runs)")
+	stateFlag   = flag.String("state", "", "local backend: SQLite file keeping the queues, politeness state and input progress; the same file resumes a stopped run (default "+DefaultState+"; the demo site uses a fresh in-memory state)")
+	listenFlag  = flag.String("listen", "", "local backend: serve POST /urls on this address (e.g. 127.0.0.1:8080) and keep running until Ctrl-C")
+)
+
+// runBackend runs the local backend when it is chosen: main calls it right
+// after flag.Parse and returns its code when handled.
+func runBackend() (code int, handled bool) {
+	switch *backendFlag {
+	case "local":
+		return runLocalMode(), true
+	case "moto":
+		for _, name := range []string{"state", "listen"} {
+			if flagSet(name) {
+				fmt.Fprintf(os.Stderr, "localrun: --%s is for --backend local\n", name)
+				return 2, true
+			}
+		}
+		return 0, false
+	default:
+		fmt.Fprintf(os.Stderr, "localrun: --backend %q: want local or moto\n", *backendFlag)
+		return 2, true
+	}
+}
+
+// sharedFlag returns the value of one of main.go's flags.
+func sharedFlag(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+func sharedBool(name string) bool { return sharedFlag(name) == "true" }
+
+func sharedInt(name string) int {
+	var n int
+	fmt.Sscan(sharedFlag(name), &n)
+	return n
+}
+
+func sharedDuration(name string) time.Duration {
+	d, _ := time.ParseDuration(sharedFlag(name))
+	return d
+}
+
+func sharedParams() map[string]string {
+	if f := flag.Lookup("param"); f != nil {
+		if p, ok := f.Value.(paramFlags); ok {
+			return maps.Clone(map[string]string(p))
+		}
+	}
+	return map[string]string{}
+}
+
+func runLocalMode() int {
+	for _, name := range []string{"faults", "fault-rate", "endpoint"} {
+		if flagSet(name) {
+			fmt.Fprintf(os.Stderr, "localrun: --%s needs the emulated AWS stack: add --backend moto\n", name)
+			return 2
+		}
+	}
+	urlsPath, outPath, listen := sharedFlag("urls"), sharedFlag("out"), *listenFlag
+	demo := urlsPath == "" && listen == ""
+	if sharedBool("demo-hostile") && !demo {
+		fmt.Fprintln(os.Stderr, "localrun: --demo-hostile serves its own site; it does not go with --urls or --listen")
+		return 2
+	}
+	if demo && flagSet("state") {
+		fmt.Fprintln(os.Stderr, "localrun: the demo site listens on new ports every run, so a demo cannot resume: --state goes with --urls or --listen")
+		return 2
+	}
+
+	logw := io.Discard
+	if sharedBool("v") {
+		logw = os.Stderr
+	}
+	log := slog.New(slog.NewJSONHandler(logw, nil))
+	// The first Ctrl-C stops cleanly; after it, a second one kills.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	go func() { <-ctx.Done(); stopSignals() }()
+	if flagSet("timeout") {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, sharedDuration("timeout"))
+		defer cancel()
+	}
+
+	params := sharedParams()
+	opts := standalone.Options{
+		Params: params, AllowPrivate: sharedBool("allow-private"), ShardCount: sharedInt("shards"), Log: log,
+		OnReject: func(r standalone.Rejected) {
+			fmt.Fprintf(os.Stderr, "localrun: line %d not accepted: %s\n", r.Line, r.Error)
+		},
+	}
+	if flagSet("check-run") {
+		opts.CheckRun = sharedDuration("check-run")
+	}
+
+	var input *standalone.Input
+	var site *demosite.Site
+	var hostile *demosite.HostileSite
+	var tally *hostileTally
+	switch {
+	case demo:
+		var err error
+		site, err = demosite.Start(demosite.Options{Hosts: sharedInt("demo-hosts")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 1
+		}
+		defer site.Close()
+		list := site.URLs(sharedInt("demo-pages"))
+		if sharedBool("demo-skewed") {
+			list = site.SkewedURLs(sharedInt("demo-pages"), 7)
+		}
+		hosts := site.Hosts()
+		shown := strings.Join(hosts[:min(len(hosts), 4)], ", ")
+		if len(hosts) > 4 {
+			shown += fmt.Sprintf(" and %d more", len(hosts)-4)
+		}
+		fmt.Fprintf(os.Stderr, "localrun: demo site on %s: %d urls\n", shown, len(list))
+		if sharedBool("demo-hostile") {
+			hostile, err = demosite.StartHostile(demosite.HostileOptions{Pages: sharedInt("hostile-pages")})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "localrun:", err)
+				return 1
+			}
+			defer hostile.Close()
+			list = append(list, hostile.URLs()...)
+			for name, v := range hostileDefaults {
+				if _, set := params[name]; !set {
+					params[name] = v
+				}
+			}
+			opts.Resolve = hostile.Resolve()
+			fmt.Fprintf(os.Stderr, "localrun: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
+				demosite.HostileDomain, len(hostile.URLs()), params["GiveUpAfter"], params["FetchTimeout"])
+		}
+		// The demo site lives on loopback, which the fetcher refuses unless
+		// private networks are allowed: the demo allows them for itself.
+		opts.AllowPrivate = true
+		var b strings.Builder
+		for _, u := range list {
+			line, _ := json.Marshal(map[string]string{"url": u})
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+		input = &standalone.Input{Name: "demo", R: strings.NewReader(b.String())}
+	case urlsPath == "-":
+		input = &standalone.Input{Name: "stdin", R: os.Stdin}
+	case urlsPath != "":
+		f, err := os.Open(urlsPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "localrun: open urls:", err)
+			return 2
+		}
+		defer f.Close()
+		abs, err := filepath.Abs(urlsPath)
+		if err != nil {
+			abs = urlsPath
+		}
+		input = &standalone.Input{Name: abs, R: f}
+	}
+
+	fresh := true
+	if !demo {
+		opts.State = *stateFlag
+		if opts.State == "" {
+			opts.State = DefaultState
+		}
+		if _, err := os.Stat(opts.State); err == nil {
+			fresh = false
+		}
+		if err := os.MkdirAll(filepath.Dir(opts.State), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 1
+		}
+	}
+	out := os.Stdout
+	if outPath != "" {
+		// A new state starts a new output; a resumed one adds to it.
+		mode := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		if fresh {
+			mode |= os.O_TRUNC
+		}
+		f, err := os.OpenFile(outPath, mode, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 2
+		}
+		defer f.Close()
+		out = f
+	}
+	opts.Out = out
+	if hostile != nil {
+		// tally is set once the runtime is open, before any result.
+		opts.OnResult = func(r result.Result) { tally.add(r) }
+	}
+
+	rt, err := standalone.Open(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "localrun:", err)
+		return 2
+	}
+	defer rt.Close()
+	if hostile != nil {
+		tally = newHostileTally(hostile, rt.AcceptedAt)
+	}
+	switch {
+	case demo:
+		fmt.Fprintln(os.Stderr, "localrun: local mode, state in memory")
+	case fresh:
+		fmt.Fprintf(os.Stderr, "localrun: local mode, new state %s\n", opts.State)
+	default:
+		fmt.Fprintf(os.Stderr, "localrun: local mode, state %s: %d urls queued by an earlier run\n", opts.State, rt.Resumed)
+	}
+
+	var srv *http.Server
+	if listen != "" {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 2
+		}
+		srv = &http.Server{Handler: rt.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls until Ctrl-C\n", ln.Addr())
+	}
+	rep, runErr := rt.Run(ctx, standalone.RunOptions{Input: input, Serve: listen != ""})
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+	}
+
+	printLocalSummary(rep)
+	if site != nil {
+		reqs := site.Requests()
+		if hostile != nil {
+			tally.print(os.Stderr)
+			if n := tally.unexpected(); n > 0 {
+				fmt.Fprintf(os.Stderr, "localrun: %d hostile results did not end as their host's kind says (see UNEXPECTED above)\n", n)
+			}
+			reqs = append(reqs, hostile.Requests()...)
+		}
+		gap, host := demosite.MinGap(reqs)
+		fmt.Fprintf(os.Stderr, "localrun: demo site saw %d requests; smallest gap between two requests to one host: %s (%s)\n",
+			len(reqs), gap.Round(time.Millisecond), host)
+	}
+	rejected := rep.Input.Rejected + rep.Input.SkippedRejected
+	switch {
+	case runErr != nil:
+		fmt.Fprintln(os.Stderr, "localrun:", runErr)
+		if errors.Is(runErr, standalone.ErrInputChanged) {
+			fmt.Fprintln(os.Stderr, "localrun: use a new --state for a new input")
+			return 2
+		}
+		return 1
+	case rep.Stopped:
+		ids := slices.Sorted(maps.Keys(rep.Missing))
+		for _, id := range ids[:min(len(ids), 20)] {
+			fmt.Fprintf(os.Stderr, "localrun: no result yet: %s %s\n", id, rep.Missing[id])
+		}
+		if len(ids) > 20 {
+			fmt.Fprintf(os.Stderr, "localrun: ... and %d more\n", len(ids)-20)
+		}
+		if demo {
+			fmt.Fprintf(os.Stderr, "localrun: stopped with %d urls without a result\n", len(ids))
+		} else {
+			fmt.Fprintf(os.Stderr, "localrun: stopped; %d urls are still queued in %s: run the same command again to continue\n", len(ids), opts.State)
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return 1
+		}
+		return 130
+	case rejected > 0:
+		fmt.Fprintf(os.Stderr, "localrun: %d input lines were not accepted\n", rejected)
+		return 1
+	}
+	return 0
+}
+
+func printLocalSummary(r standalone.Report) {
+	var parts []string
+	for _, s := range slices.Sorted(maps.Keys(r.ByStatus)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", s, r.ByStatus[s]))
+	}
+	in := r.Input
+	if in.Skipped > 0 {
+		fmt.Fprintf(os.Stderr, "localrun: input: %d lines read by earlier runs (%d urls accepted, %d lines rejected) skipped\n", in.Skipped, in.SkippedURLs, in.SkippedRejected)
+	}
+	fmt.Fprintf(os.Stderr, "localrun: summary: read=%d lines accepted=%d rejected=%d resumed=%d expected=%d results=%d %s duplicates=%d missing=%d elapsed=%s requests=%d checkInvocations=%d ingestInvocations=%d\n",
+		in.Lines, in.URLs, in.Rejected, r.Resumed, r.Expected, r.Results, strings.Join(parts, " "), r.Duplicates, len(r.Missing),
+		r.Elapsed.Round(time.Millisecond), r.Requests, r.CheckRuns, in.Batches)
+}
