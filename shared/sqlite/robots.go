@@ -35,7 +35,7 @@ type inlineRobots struct {
 // storeRobots records the answers of a commit: small ones in the host row,
 // large ones in the robots table (in the same transaction) with a mark in
 // the row.
-func (s *Store) storeRobots(ctx context.Context, tx *sql.Tx, key string, h *hostRow, answers map[string]hostqueue.Robots) error {
+func (s *Store) storeRobots(ctx context.Context, tx *txn, key string, h *hostRow, answers map[string]hostqueue.Robots) error {
 	for origin, r := range answers {
 		if h.robots == nil {
 			h.robots = map[string]inlineRobots{}
@@ -55,7 +55,7 @@ func (s *Store) storeRobots(ctx context.Context, tx *sql.Tx, key string, h *host
 // Robots implements hostqueue.Store.
 func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robots, error) {
 	var out *hostqueue.Robots
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		var r hostqueue.Robots
 		var at int64
 		err := tx.QueryRowContext(ctx,
@@ -79,12 +79,12 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 
 // PutRobots implements hostqueue.Store.
 func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		return putRobots(ctx, tx, key, origin, r)
 	})
 }
 
-func putRobots(ctx context.Context, tx *sql.Tx, key, origin string, r hostqueue.Robots) error {
+func putRobots(ctx context.Context, tx *txn, key, origin string, r hostqueue.Robots) error {
 	_, err := tx.ExecContext(ctx,
 		"INSERT OR REPLACE INTO robots (key, origin, status, body, fetched_at) VALUES (?, ?, ?, ?, ?)",
 		key, origin, r.Status, r.Body, r.FetchedAt.UnixMilli())

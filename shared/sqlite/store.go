@@ -39,6 +39,7 @@ type Store struct {
 	// SQLite's own locks (BEGIN IMMEDIATE under busy_timeout).
 	mu        sync.Mutex
 	conn      *sql.Conn
+	stmts     map[string]*sql.Stmt // by query, prepared on conn
 	nextSweep time.Time
 }
 
@@ -63,7 +64,7 @@ func New(path string, now func() time.Time) (*Store, error) {
 	// process (the case a local run must resume from), though the last
 	// ones may be lost to a power cut, which at-least-once delivery
 	// already tolerates by refetching.
-	dsn := path + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	s, err := open(dsn, now)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -74,7 +75,7 @@ func New(path string, now func() time.Time) (*Store, error) {
 // NewMemory returns a store held in memory, lost when it is closed: the
 // store of fast tests. now is the clock used for idle TTLs.
 func NewMemory(now func() time.Time) (*Store, error) {
-	s, err := open(":memory:?_txlock=immediate", now)
+	s, err := open(":memory:", now)
 	if err != nil {
 		return nil, fmt.Errorf("open in-memory sqlite store: %w", err)
 	}
@@ -93,7 +94,7 @@ func open(dsn string, now func() time.Time) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, conn: conn, now: now}
+	s := &Store{db: db, conn: conn, now: now, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -102,7 +103,7 @@ func open(dsn string, now func() time.Time) (*Store, error) {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
@@ -110,7 +111,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if v != 0 && v != schemaVersion {
 			return fmt.Errorf("schema version %d, this build reads %d", v, schemaVersion)
 		}
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
+		if _, err := s.conn.ExecContext(ctx, schema); err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
@@ -125,42 +126,15 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var err error
+	for _, st := range s.stmts {
+		err = errors.Join(err, st.Close())
+	}
+	clear(s.stmts)
 	if s.conn != nil {
-		err = s.conn.Close()
+		err = errors.Join(err, s.conn.Close())
 		s.conn = nil
 	}
 	return errors.Join(err, s.db.Close())
-}
-
-// write runs fn in a transaction that holds the write lock from its start.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inTx(ctx, false, fn)
-}
-
-// read runs fn in a read transaction: one consistent snapshot, which in WAL
-// mode never waits for a writer.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inTx(ctx, true, fn)
-}
-
-func (s *Store) inTx(ctx context.Context, readOnly bool, fn func(tx *sql.Tx) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return errors.New("sqlite store is closed")
-	}
-	tx, err := s.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
 
 // errReportFirst ends an append's transaction without writing: it found
@@ -176,7 +150,7 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var res hostqueue.AppendResult
 		var toReport []hostqueue.Entry
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := s.write(ctx, func(tx *txn) error {
 			var err error
 			res, toReport, err = s.append(ctx, tx, req, reported)
 			return err
@@ -198,7 +172,7 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 	return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w after %d attempts", req.Key, hostqueue.ErrConflict, maxAttempts)
 }
 
-func (s *Store) append(ctx context.Context, tx *sql.Tx, req hostqueue.AppendRequest, reported map[string]bool) (hostqueue.AppendResult, []hostqueue.Entry, error) {
+func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest, reported map[string]bool) (hostqueue.AppendResult, []hostqueue.Entry, error) {
 	h, err := s.hostForAppend(ctx, tx, req.Key)
 	if err != nil {
 		return hostqueue.AppendResult{}, nil, err
@@ -245,7 +219,7 @@ func (s *Store) append(ctx context.Context, tx *sql.Tx, req hostqueue.AppendRequ
 
 // hostForAppend returns the host's row, creating it when there is none and
 // starting it afresh when its idle state has expired.
-func (s *Store) hostForAppend(ctx context.Context, tx *sql.Tx, key string) (*hostRow, error) {
+func (s *Store) hostForAppend(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 	h, err := getHost(ctx, tx, key)
 	if err != nil {
 		return nil, err
@@ -273,7 +247,7 @@ func (s *Store) hostForAppend(ctx context.Context, tx *sql.Tx, key string) (*hos
 // Load implements hostqueue.Store.
 func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
 	var out *hostqueue.Host
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		h, err := s.liveHost(ctx, tx, key)
 		if err != nil || h == nil {
 			return err
@@ -297,7 +271,7 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		done[id] = true
 	}
 	var out *hostqueue.Host
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		h, err := s.liveHost(ctx, tx, key)
 		if err != nil {
 			return err
@@ -368,7 +342,7 @@ func (s *Store) idleExpiry(ttl time.Duration) sql.NullInt64 {
 
 // popDone removes entries from the head of a host's queue as long as their
 // IDs are in done, and returns how many it removed.
-func popDone(ctx context.Context, tx *sql.Tx, host int64, done map[string]bool) (int, error) {
+func popDone(ctx context.Context, tx *txn, host int64, done map[string]bool) (int, error) {
 	page := len(done) + 1
 	removed, last := 0, int64(-1)
 	for more := true; more; {
@@ -414,7 +388,7 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 		return nil, nil
 	}
 	var keys []string
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx,
 			"SELECT key FROM hosts WHERE vs = ? AND due IS NOT NULL AND due <= ? ORDER BY due LIMIT ?",
 			vshard, now.UnixMilli(), limit)
@@ -441,7 +415,7 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 // when it is free, expired (until before now) or already the owner's.
 func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error) {
 	var took bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		r, err := tx.ExecContext(ctx, `INSERT INTO leases (vs, owner, until) VALUES (?1, ?2, ?3)
 			ON CONFLICT (vs) DO UPDATE SET owner = excluded.owner, until = excluded.until
 			WHERE leases.owner = excluded.owner OR leases.until < ?4`,
@@ -462,7 +436,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 // ReleaseShard implements hostqueue.Store; a lease another owner holds is
 // left alone.
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, "DELETE FROM leases WHERE vs = ? AND owner = ?", vshard, owner)
 		return err
 	})
@@ -490,7 +464,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 func (s *Store) sweep(ctx context.Context, batch int) (int, error) {
 	now := s.now()
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		r, err := tx.ExecContext(ctx, `DELETE FROM hosts WHERE id IN
 			(SELECT id FROM hosts WHERE expires <= ? AND pending = 0 LIMIT ?)`, now.UnixMilli(), batch)
 		if err != nil {
@@ -552,7 +526,7 @@ func (h *hostRow) expired(now time.Time) bool {
 
 // getHost returns the host's row as stored, expired or not; nil when there
 // is none.
-func getHost(ctx context.Context, tx *sql.Tx, key string) (*hostRow, error) {
+func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 	var h hostRow
 	var attempts, robots []byte
 	err := tx.QueryRowContext(ctx, "SELECT "+hostColumns+" FROM hosts WHERE key = ?", key).Scan(
@@ -579,7 +553,7 @@ func getHost(ctx context.Context, tx *sql.Tx, key string) (*hostRow, error) {
 
 // liveHost returns the host's row, nil when there is none or its idle
 // state has expired.
-func (s *Store) liveHost(ctx context.Context, tx *sql.Tx, key string) (*hostRow, error) {
+func (s *Store) liveHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 	h, err := getHost(ctx, tx, key)
 	if err != nil || h == nil || h.expired(s.now()) {
 		return nil, err
@@ -587,7 +561,7 @@ func (s *Store) liveHost(ctx context.Context, tx *sql.Tx, key string) (*hostRow,
 	return h, nil
 }
 
-func updateHost(ctx context.Context, tx *sql.Tx, h *hostRow) error {
+func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 	attempts, err := jsonOrNil(h.attempts)
 	if err != nil {
 		return err
@@ -620,7 +594,7 @@ func jsonOrNil[M ~map[string]V, V any](m M) ([]byte, error) {
 
 // headEntries returns the first n entries of a host's queue and the
 // sequence number of the last of them.
-func headEntries(ctx context.Context, tx *sql.Tx, host int64, n int) ([]hostqueue.Entry, int64, error) {
+func headEntries(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.Entry, int64, error) {
 	rows, err := tx.QueryContext(ctx,
 		"SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?", host, n)
 	if err != nil {
@@ -642,24 +616,28 @@ func headEntries(ctx context.Context, tx *sql.Tx, host int64, n int) ([]hostqueu
 	return out, last, nil
 }
 
-// insertBatch is how many entries one INSERT carries (7 parameters each,
-// well under SQLite's 32,766).
-const insertBatch = 256
+// insertBatch is how many entries one prepared INSERT carries; the rest of
+// an append goes one by one. A statement costs more than a row.
+const insertBatch = 16
 
-func insertEntries(ctx context.Context, tx *sql.Tx, host, seq int64, es []hostqueue.Entry) error {
+var (
+	insertOne  = "INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES (?, ?, ?, ?, ?, ?, ?)"
+	insertMany = "INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", insertBatch), ", ")
+)
+
+func insertEntries(ctx context.Context, tx *txn, host, seq int64, es []hostqueue.Entry) error {
+	args := make([]any, 0, 7*insertBatch)
 	for len(es) > 0 {
-		n := min(len(es), insertBatch)
-		var q strings.Builder
-		q.WriteString("INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES ")
-		args := make([]any, 0, 7*n)
+		n, query := insertBatch, insertMany
+		if len(es) < insertBatch {
+			n, query = 1, insertOne
+		}
+		args = args[:0]
 		for i, e := range es[:n] {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, host, seq+int64(i), e.ID, e.URL, e.ETag, e.LastModified, e.Hops)
 		}
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
 			return fmt.Errorf("insert %d urls: %w", n, err)
 		}
 		es, seq = es[n:], seq+int64(n)
@@ -667,7 +645,7 @@ func insertEntries(ctx context.Context, tx *sql.Tx, host, seq int64, es []hostqu
 	return nil
 }
 
-func toHost(ctx context.Context, tx *sql.Tx, key string, h *hostRow, want int) (*hostqueue.Host, error) {
+func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*hostqueue.Host, error) {
 	out := &hostqueue.Host{
 		Key:          key,
 		VirtualShard: h.vs,
