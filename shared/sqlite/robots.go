@@ -58,9 +58,7 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 	err := s.read(ctx, func(tx *txn) error {
 		var r hostqueue.Robots
 		var at int64
-		err := tx.QueryRowContext(ctx,
-			"SELECT status, body, fetched_at FROM robots WHERE key = ? AND origin = ? AND fetched_at > ?",
-			key, origin, s.now().Add(-robotsKeep).UnixMilli()).Scan(&r.Status, &r.Body, &at)
+		err := tx.QueryRowContext(ctx, qRobots, key, origin, s.now().Add(-robotsKeep).UnixMilli()).Scan(&r.Status, &r.Body, &at)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -85,9 +83,7 @@ func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.R
 }
 
 func putRobots(ctx context.Context, tx *txn, key, origin string, r hostqueue.Robots) error {
-	_, err := tx.ExecContext(ctx,
-		"INSERT OR REPLACE INTO robots (key, origin, status, body, fetched_at) VALUES (?, ?, ?, ?, ?)",
-		key, origin, r.Status, r.Body, r.FetchedAt.UnixMilli())
+	_, err := tx.ExecContext(ctx, qPutRobots, key, origin, r.Status, r.Body, r.FetchedAt.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("store robots.txt of %s: %w", origin, err)
 	}

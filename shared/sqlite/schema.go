@@ -81,6 +81,29 @@ CREATE TABLE IF NOT EXISTS leases (
 // different layout is refused rather than misread.
 const schemaVersion = 1
 
-// hostColumns are the columns scanned into a hostRow, in its field order.
-const hostColumns = `id, vs, due, tail, pending, last_fetch, pause_until, errors,
-	failing_since, last_error, attempts, robots, expires`
+// The statements. Each one that runs per operation reads or writes through
+// a key or an index (plan_test.go checks that none scans a table).
+const (
+	qHost = `SELECT id, vs, due, tail, pending, last_fetch, pause_until, errors,
+		failing_since, last_error, attempts, robots, expires FROM hosts WHERE key = ?`
+	qInsertHost = "INSERT INTO hosts (key, vs) VALUES (?, ?)"
+	qUpdateHost = `UPDATE hosts SET due = ?, tail = ?, pending = ?, last_fetch = ?,
+		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, attempts = ?, robots = ?,
+		expires = ? WHERE id = ?`
+	qHead       = "SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
+	qHeadIDs    = "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?"
+	qDeleteHead = "DELETE FROM entries WHERE host = ? AND seq <= ?"
+	qDueHosts   = "SELECT key FROM hosts WHERE vs = ? AND due IS NOT NULL AND due <= ? ORDER BY due LIMIT ?"
+	// qAcquire takes the lease when it is free, expired (until before
+	// now) or already the owner's, in one statement.
+	qAcquire = `INSERT INTO leases (vs, owner, until) VALUES (?1, ?2, ?3)
+		ON CONFLICT (vs) DO UPDATE SET owner = excluded.owner, until = excluded.until
+		WHERE leases.owner = excluded.owner OR leases.until < ?4`
+	qRelease    = "DELETE FROM leases WHERE vs = ? AND owner = ?"
+	qRobots     = "SELECT status, body, fetched_at FROM robots WHERE key = ? AND origin = ? AND fetched_at > ?"
+	qPutRobots  = "INSERT OR REPLACE INTO robots (key, origin, status, body, fetched_at) VALUES (?, ?, ?, ?, ?)"
+	qSweepHosts = `DELETE FROM hosts WHERE id IN
+		(SELECT id FROM hosts WHERE expires <= ? AND pending = 0 LIMIT ?)`
+	qSweepRobots = `DELETE FROM robots WHERE (key, origin) IN
+		(SELECT key, origin FROM robots WHERE fetched_at <= ? LIMIT ?)`
+)

@@ -194,7 +194,7 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 		}
 	}
 	if lastEvicted >= 0 {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM entries WHERE host = ? AND seq <= ?", h.id, lastEvicted); err != nil {
+		if _, err := tx.ExecContext(ctx, qDeleteHead, h.id, lastEvicted); err != nil {
 			return hostqueue.AppendResult{}, nil, fmt.Errorf("evict %d urls: %w", fromPending, err)
 		}
 	}
@@ -233,7 +233,7 @@ func (s *Store) hostForAppend(ctx context.Context, tx *txn, key string) (*hostRo
 		return &hostRow{id: h.id, vs: h.vs, tail: h.tail}, nil
 	}
 	vs := hostqueue.VirtualShard(key)
-	r, err := tx.ExecContext(ctx, "INSERT INTO hosts (key, vs) VALUES (?, ?)", key, vs)
+	r, err := tx.ExecContext(ctx, qInsertHost, key, vs)
 	if err != nil {
 		return nil, fmt.Errorf("create host: %w", err)
 	}
@@ -346,7 +346,7 @@ func popDone(ctx context.Context, tx *txn, host int64, done map[string]bool) (in
 	page := len(done) + 1
 	removed, last := 0, int64(-1)
 	for more := true; more; {
-		rows, err := tx.QueryContext(ctx, "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?", host, last, page)
+		rows, err := tx.QueryContext(ctx, qHeadIDs, host, last, page)
 		if err != nil {
 			return 0, fmt.Errorf("read queue head: %w", err)
 		}
@@ -376,7 +376,7 @@ func popDone(ctx context.Context, tx *txn, host int64, done map[string]bool) (in
 	if removed == 0 {
 		return 0, nil
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM entries WHERE host = ? AND seq <= ?", host, last); err != nil {
+	if _, err := tx.ExecContext(ctx, qDeleteHead, host, last); err != nil {
 		return 0, fmt.Errorf("remove %d done urls: %w", removed, err)
 	}
 	return removed, nil
@@ -389,9 +389,7 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	}
 	var keys []string
 	err := s.read(ctx, func(tx *txn) error {
-		rows, err := tx.QueryContext(ctx,
-			"SELECT key FROM hosts WHERE vs = ? AND due IS NOT NULL AND due <= ? ORDER BY due LIMIT ?",
-			vshard, now.UnixMilli(), limit)
+		rows, err := tx.QueryContext(ctx, qDueHosts, vshard, now.UnixMilli(), limit)
 		if err != nil {
 			return err
 		}
@@ -416,10 +414,7 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error) {
 	var took bool
 	err := s.write(ctx, func(tx *txn) error {
-		r, err := tx.ExecContext(ctx, `INSERT INTO leases (vs, owner, until) VALUES (?1, ?2, ?3)
-			ON CONFLICT (vs) DO UPDATE SET owner = excluded.owner, until = excluded.until
-			WHERE leases.owner = excluded.owner OR leases.until < ?4`,
-			vshard, owner, until.UnixMilli(), now.UnixMilli())
+		r, err := tx.ExecContext(ctx, qAcquire, vshard, owner, until.UnixMilli(), now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -437,7 +432,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 // left alone.
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
 	err := s.write(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, "DELETE FROM leases WHERE vs = ? AND owner = ?", vshard, owner)
+		_, err := tx.ExecContext(ctx, qRelease, vshard, owner)
 		return err
 	})
 	if err != nil {
@@ -465,16 +460,14 @@ func (s *Store) sweep(ctx context.Context, batch int) (int, error) {
 	now := s.now()
 	var n int64
 	err := s.write(ctx, func(tx *txn) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM hosts WHERE id IN
-			(SELECT id FROM hosts WHERE expires <= ? AND pending = 0 LIMIT ?)`, now.UnixMilli(), batch)
+		r, err := tx.ExecContext(ctx, qSweepHosts, now.UnixMilli(), batch)
 		if err != nil {
 			return err
 		}
 		if n, err = r.RowsAffected(); err != nil {
 			return err
 		}
-		r, err = tx.ExecContext(ctx, `DELETE FROM robots WHERE (key, origin) IN
-			(SELECT key, origin FROM robots WHERE fetched_at <= ? LIMIT ?)`, now.Add(-robotsKeep).UnixMilli(), batch)
+		r, err = tx.ExecContext(ctx, qSweepRobots, now.Add(-robotsKeep).UnixMilli(), batch)
 		if err != nil {
 			return err
 		}
@@ -529,7 +522,7 @@ func (h *hostRow) expired(now time.Time) bool {
 func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 	var h hostRow
 	var attempts, robots []byte
-	err := tx.QueryRowContext(ctx, "SELECT "+hostColumns+" FROM hosts WHERE key = ?", key).Scan(
+	err := tx.QueryRowContext(ctx, qHost, key).Scan(
 		&h.id, &h.vs, &h.due, &h.tail, &h.pending, &h.lastFetch, &h.pauseUntil, &h.errors,
 		&h.failingSince, &h.lastError, &attempts, &robots, &h.expires)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -570,9 +563,7 @@ func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE hosts SET due = ?, tail = ?, pending = ?, last_fetch = ?,
-		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, attempts = ?, robots = ?,
-		expires = ? WHERE id = ?`,
+	_, err = tx.ExecContext(ctx, qUpdateHost,
 		h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
 		h.lastError, attempts, robots, h.expires, h.id)
 	if err != nil {
@@ -595,8 +586,7 @@ func jsonOrNil[M ~map[string]V, V any](m M) ([]byte, error) {
 // headEntries returns the first n entries of a host's queue and the
 // sequence number of the last of them.
 func headEntries(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.Entry, int64, error) {
-	rows, err := tx.QueryContext(ctx,
-		"SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?", host, n)
+	rows, err := tx.QueryContext(ctx, qHead, host, n)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read queue head: %w", err)
 	}
