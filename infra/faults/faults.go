@@ -1,8 +1,9 @@
 // Package faults makes a local run hostile, reproducibly from a seed: it
 // kills invocations at random points, injects DynamoDB throttling, 5xx
-// errors and conditional-check conflicts and SQS partial batch failures
-// through SDK middleware, duplicates schedule deliveries and redelivers
-// input messages. It exists to prove the guarantees under the failures AWS
+// errors, conditional-check conflicts and lost responses (a write applied
+// whose caller sees an error) and SQS partial batch failures through SDK
+// middleware, duplicates schedule deliveries and redelivers input
+// messages. It exists to prove the guarantees under the failures AWS
 // really produces; production code never imports it.
 //
 // Decisions are a pure function of (seed, kind, n) where n counts the
@@ -22,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -44,15 +46,25 @@ const (
 	DynamoThrottle          Kind = "dynamodb-throttle"
 	DynamoServerError       Kind = "dynamodb-5xx"
 	DynamoConflict          Kind = "dynamodb-conflict"
-	SQSPartialFailure       Kind = "sqs-partial-failure"
-	DuplicateSchedule       Kind = "duplicate-schedule"
-	InputRedelivery         Kind = "input-redelivery"
+	// DynamoLostResponse: a write is applied and its answer lost; the
+	// SDK's retryer sends it again, so a conditional write then fails its
+	// condition against itself, as on AWS after a 5xx or a reset
+	// connection that came after the write was taken.
+	DynamoLostResponse Kind = "dynamodb-lost-response"
+	// DynamoLostResponseToCaller: a write is applied and the caller sees
+	// an error (the SDK's retries ran out, or its context ended).
+	DynamoLostResponseToCaller Kind = "dynamodb-lost-response-to-caller"
+	SQSPartialFailure          Kind = "sqs-partial-failure"
+	DuplicateSchedule          Kind = "duplicate-schedule"
+	InputRedelivery            Kind = "input-redelivery"
 )
 
 // Injector decides and counts faults. A nil *Injector injects nothing.
 type Injector struct {
 	seed uint64
 	rate float64
+	// only, when set, limits the faults to these kinds (see Only).
+	only map[Kind]bool
 
 	mu     sync.Mutex
 	n      map[Kind]uint64
@@ -63,6 +75,17 @@ type Injector struct {
 // rate at each opportunity.
 func New(seed int64, rate float64) *Injector {
 	return &Injector{seed: uint64(seed), rate: rate, n: map[Kind]uint64{}, counts: map[Kind]int{}}
+}
+
+// Only returns an injector with the same seed and rate that injects only
+// the given kinds: a test of one fault's handling.
+func (in *Injector) Only(kinds ...Kind) *Injector {
+	out := New(int64(in.seed), in.rate)
+	out.only = map[Kind]bool{}
+	for _, k := range kinds {
+		out.only[k] = true
+	}
+	return out
 }
 
 // String describes the injector for logs.
@@ -87,7 +110,7 @@ func (in *Injector) draw(kind Kind) float64 {
 
 // Fire decides whether a fault of kind happens now, and counts it.
 func (in *Injector) Fire(kind Kind, scale float64) bool {
-	if in == nil || in.rate <= 0 {
+	if in == nil || in.rate <= 0 || (in.only != nil && !in.only[kind]) {
 		return false
 	}
 	if in.draw(kind) >= in.rate*scale {
@@ -136,7 +159,7 @@ func (in *Injector) Summary() string {
 // the state update), after a random number of passes through that point.
 // The returned context carries the plan for the check engine.
 func (in *Injector) CheckCrash(ctx context.Context) context.Context {
-	if in == nil || in.draw("check-invocation") >= in.rate {
+	if in == nil || in.only != nil || in.draw("check-invocation") >= in.rate {
 		return ctx
 	}
 	points := []struct {
@@ -166,9 +189,13 @@ func (in *Injector) CheckCrash(ctx context.Context) context.Context {
 type injectedError struct {
 	code   string
 	status int
+	what   string // what happened, when more than the code says
 }
 
 func (e *injectedError) Error() string {
+	if e.what != "" {
+		return fmt.Sprintf("injected fault: %s: %s (HTTP %d)", e.what, e.code, e.status)
+	}
 	return fmt.Sprintf("injected fault: %s (HTTP %d)", e.code, e.status)
 }
 func (e *injectedError) ErrorCode() string             { return e.code }
@@ -176,10 +203,17 @@ func (e *injectedError) ErrorMessage() string          { return "injected fault"
 func (e *injectedError) ErrorFault() smithy.ErrorFault { return smithy.FaultServer }
 func (e *injectedError) HTTPStatusCode() int           { return e.status }
 
-// DynamoDBOptions adds the DynamoDB faults to a client: throttling and
-// server errors inside the SDK's retry loop (so they are retried as on
-// AWS), and conditional-check failures on conditional writes before they
-// are sent (so the store's own conflict handling runs).
+// lostResponse is the error of a write that was applied: a 500 after the
+// write was taken, which the retryer retries like any 5xx.
+func lostResponse() error {
+	return &injectedError{code: "InternalServerError", status: 500, what: "response lost after the write was applied"}
+}
+
+// DynamoDBOptions adds the DynamoDB faults to a client: throttling, server
+// errors and lost responses inside the SDK's retry loop (so they are
+// retried as on AWS), lost responses that reach the caller, and
+// conditional-check failures on conditional writes before they are sent
+// (so the store's own conflict handling runs).
 func (in *Injector) DynamoDBOptions(o *dynamodb.Options) {
 	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 		if err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("InjectConflict",
@@ -191,6 +225,18 @@ func (in *Injector) DynamoDBOptions(o *dynamodb.Options) {
 			}), middleware.After); err != nil {
 			return err
 		}
+		// Outside the retry loop: the write, retries and all, went
+		// through, and the caller sees an error.
+		if err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("InjectLostResponseToCaller",
+			func(ctx context.Context, i middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleInitialize(ctx, i)
+				if err == nil && isWrite(i.Parameters) && in.Fire(DynamoLostResponseToCaller, 0.5) {
+					return middleware.InitializeOutput{}, md, lostResponse()
+				}
+				return out, md, err
+			}), middleware.After); err != nil {
+			return err
+		}
 		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("InjectServerFault",
 			func(ctx context.Context, f middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				if in.Fire(DynamoThrottle, 0.5) {
@@ -199,9 +245,34 @@ func (in *Injector) DynamoDBOptions(o *dynamodb.Options) {
 				if in.Fire(DynamoServerError, 0.5) {
 					return middleware.FinalizeOutput{}, middleware.Metadata{}, &injectedError{code: "InternalServerError", status: 500}
 				}
-				return next.HandleFinalize(ctx, f)
+				out, md, err := next.HandleFinalize(ctx, f)
+				// Inside the retry loop: the retryer sends the applied
+				// write again.
+				if err == nil && isWriteOperation(ctx) && in.Fire(DynamoLostResponse, 0.5) {
+					return middleware.FinalizeOutput{}, md, lostResponse()
+				}
+				return out, md, err
 			}), middleware.After)
 	})
+}
+
+// isWrite reports whether an operation's input is a single-item write.
+func isWrite(params any) bool {
+	switch params.(type) {
+	case *dynamodb.PutItemInput, *dynamodb.DeleteItemInput:
+		return true
+	}
+	return false
+}
+
+// isWriteOperation is isWrite inside the retry loop, where the request is
+// already serialised and only the operation's name is at hand.
+func isWriteOperation(ctx context.Context) bool {
+	switch awsmiddleware.GetOperationName(ctx) {
+	case "PutItem", "DeleteItem":
+		return true
+	}
+	return false
 }
 
 func conditional(params any) bool {

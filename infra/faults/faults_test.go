@@ -66,3 +66,22 @@ func TestCountsAndNil(t *testing.T) {
 		t.Error("a nil injector injected something")
 	}
 }
+
+// TestOnly: an injector limited to some kinds fires those alone, at the
+// same rate, and plans no crashes.
+func TestOnly(t *testing.T) {
+	in := faults.New(3, 1).Only(faults.DynamoConflict)
+	for range 50 {
+		in.Fire(faults.DynamoThrottle, 1)
+		in.Fire(faults.DynamoConflict, 1)
+	}
+	if got := in.Counts(); got[faults.DynamoThrottle] != 0 || got[faults.DynamoConflict] != 50 {
+		t.Errorf("counts %v, want only the 50 conflicts", got)
+	}
+	ctx := t.Context()
+	for range 50 {
+		if in.CheckCrash(ctx) != ctx {
+			t.Fatal("an injector limited to conflicts planned a crash")
+		}
+	}
+}

@@ -1,9 +1,16 @@
 package local_test
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/urldownloader/urldownloader/infra/demosite"
 	"github.com/urldownloader/urldownloader/infra/faults"
@@ -26,13 +33,25 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 		maxDupShare float64
 		// wantKinds must each have been injected at least once.
 		wantKinds []faults.Kind
+		// many is the pages of each of the three big hosts (12 if zero);
+		// more make their queues spill into chunk items.
+		many int
 	}{
 		{name: "clean", maxDupShare: 0},
 		{name: "rate 0.05", inj: faults.New(7, 0.05), maxDupShare: 0.05,
-			wantKinds: []faults.Kind{faults.DynamoThrottle, faults.DynamoServerError, faults.DynamoConflict}},
+			wantKinds: []faults.Kind{faults.DynamoThrottle, faults.DynamoServerError, faults.DynamoConflict,
+				faults.DynamoLostResponse, faults.DynamoLostResponseToCaller}},
 		{name: "rate 0.25", inj: faults.New(5, 0.25), maxDupShare: 2,
 			wantKinds: []faults.Kind{faults.DynamoThrottle, faults.DynamoServerError, faults.DynamoConflict,
+				faults.DynamoLostResponse, faults.DynamoLostResponseToCaller,
 				faults.SQSPartialFailure, faults.DuplicateSchedule}},
+		// Lost responses alone, at a high rate: every write whose answer
+		// is lost must be recognised as landed (or not) by the store, with
+		// nothing undone, so no URL is lost; a write that did not land
+		// sends its URLs again (ingest) or refetches them (check), so
+		// duplicates are allowed.
+		{name: "lost responses 0.3", inj: faults.New(11, 0.3).Only(faults.DynamoLostResponse, faults.DynamoLostResponseToCaller), maxDupShare: 2,
+			wantKinds: []faults.Kind{faults.DynamoLostResponse, faults.DynamoLostResponseToCaller}, many: 60},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +62,12 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 			defer site.Close()
 			p := start(t, local.Options{AllowPrivate: true, Faults: tc.inj,
 				Params: map[string]string{"FetchDelay": delay.String(), "CheckHostPeriod": "2s"}})
-			urls := site.SkewedURLs(12, 3)
+			many := tc.many
+			if many == 0 {
+				many = 12
+			}
+			urls := site.SkewedURLs(many, 3)
+			watch := watchChunks(p)
 			rep, got := runAll(t, p, inputs(urls), 4*time.Minute)
 			t.Logf("%d urls: %+v duplicates=%d elapsed=%s faults=%v", len(urls), rep.ByStatus, rep.Duplicates, rep.Elapsed, rep.Faults)
 
@@ -64,6 +88,120 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 					t.Errorf("no %s fault was injected (%v): the run did not test it", k, rep.Faults)
 				}
 			}
+			watch.finish(t)
 		})
+	}
+}
+
+// chunkWatch checks, while a run goes on, that no host item references a
+// chunk item that is gone: that is URLs lost, whatever the results say
+// (they may come out anyway, from a duplicate). A chunk found missing is a
+// violation only if the host item, read again afterwards, still references
+// it: a chunk is deleted only once unreferenced, and never comes back.
+type chunkWatch struct {
+	db    *dynamodb.Client
+	table string
+	done  chan struct{}
+	stop  context.CancelFunc
+
+	// seen counts the distinct chunks found referenced and present.
+	seen       map[string]bool
+	violations []string
+}
+
+func watchChunks(p *local.Pipeline) *chunkWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &chunkWatch{db: dynamodb.NewFromConfig(p.AWS), table: p.Stack.TableName, done: make(chan struct{}), stop: cancel, seen: map[string]bool{}}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			w.pass(ctx)
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// finish stops the watch after one last pass and reports.
+func (w *chunkWatch) finish(t *testing.T) {
+	t.Helper()
+	w.stop()
+	<-w.done
+	w.pass(t.Context())
+	for _, v := range w.violations {
+		t.Error(v)
+	}
+	t.Logf("chunk watch: %d distinct chunks seen referenced", len(w.seen))
+}
+
+func (w *chunkWatch) pass(ctx context.Context) {
+	pages := dynamodb.NewScanPaginator(w.db, &dynamodb.ScanInput{
+		TableName: &w.table, ConsistentRead: aws.Bool(true),
+		FilterExpression:          aws.String("sk = :h AND attribute_exists(c)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":h": &types.AttributeValueMemberS{Value: "h"}},
+		ProjectionExpression:      aws.String("pk"),
+	})
+	for pages.HasMorePages() {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return // the run is ending, or moto is busy: the next pass
+		}
+		for _, it := range out.Items {
+			if pk, ok := it["pk"].(*types.AttributeValueMemberS); ok {
+				w.host(ctx, pk.Value)
+			}
+		}
+	}
+}
+
+// host checks one host item's chunk references.
+func (w *chunkWatch) host(ctx context.Context, pk string) {
+	refs, err := w.refs(ctx, pk)
+	if err != nil {
+		return
+	}
+	for _, id := range refs {
+		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &w.table, Key: chunkKey(pk, id), ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pk")})
+		if err != nil {
+			return
+		}
+		if len(out.Item) > 0 {
+			w.seen[pk+" "+id] = true
+			continue
+		}
+		again, err := w.refs(ctx, pk)
+		if err == nil && slices.Contains(again, id) {
+			w.violations = append(w.violations, fmt.Sprintf("%s references chunk %s, which is gone: its URLs are lost", pk, id))
+		}
+	}
+}
+
+func (w *chunkWatch) refs(ctx context.Context, pk string) ([]string, error) {
+	out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &w.table, Key: chunkKey(pk, "h"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	list, _ := out.Item["c"].(*types.AttributeValueMemberL)
+	if list == nil {
+		return nil, nil
+	}
+	for _, ref := range list.Value {
+		if m, ok := ref.(*types.AttributeValueMemberM); ok {
+			if id, ok := m.Value["i"].(*types.AttributeValueMemberS); ok {
+				ids = append(ids, "c#"+id.Value)
+			}
+		}
+	}
+	return ids, nil
+}
+
+func chunkKey(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: pk},
+		"sk": &types.AttributeValueMemberS{Value: sk},
 	}
 }
