@@ -58,7 +58,7 @@ func TestHostileTally(t *testing.T) {
 		want []string
 	}{
 		{demosite.Refused, []string{"denied=1", "after 30s", "requests=0", "as expected"}},
-		{demosite.NXDomain, []string{"fetch_error=1", "UNEXPECTED (1)", "took 3 attempts"}},
+		{demosite.NXDomain, []string{"fetch_error=1", "UNEXPECTED (1)", "took 3 attempts, want at most 1"}},
 		{demosite.LoopA, []string{"redirect=1", "as expected"}},
 		{demosite.LoopB, []string{"fetch_error=1", "after 30s", "as expected"}},
 		{demosite.Reset, []string{"no result yet"}},
