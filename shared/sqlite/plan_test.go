@@ -28,7 +28,7 @@ func TestQueryPlans(t *testing.T) {
 		{"evict or pop the head", qDeleteHead, []any{1, 5}, "PRIMARY KEY"},
 		{"due hosts", qDueHosts, []any{3, 0, 10}, "hosts_due"},
 		{"release a lease", qRelease, []any{3, "o"}, "INTEGER PRIMARY KEY"},
-		{"robots", qRobots, []any{"k", "o", 0}, "PRIMARY KEY"},
+		{"robots", qRobots, []any{"k", "o"}, "PRIMARY KEY"},
 		{"sweep hosts", qSweepHosts, []any{0, 10}, "hosts_expires"},
 		{"sweep robots", qSweepRobots, []any{0, 10}, "robots_fetched"},
 	}

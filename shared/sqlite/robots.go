@@ -16,9 +16,11 @@ import (
 // commit of the host rewrite it.
 const maxInlineRobots = 1024
 
-// robotsKeep is how long a stored robots.txt outlives its fetch before it
-// reads as absent and is swept (it is refetched long before, after
-// RobotsTTL), as DynamoDB's TTL removes robots items.
+// robotsKeep is how long a stored robots.txt outlives its fetch before the
+// sweep deletes it (it is refetched long before, after RobotsTTL), as
+// DynamoDB's TTL removes robots items. Reads do not hide an old one: the
+// engine judges an answer's age by its FetchedAt on its own clock, which
+// in tests need not be the store's.
 const robotsKeep = 7 * 24 * time.Hour
 
 // inlineRobots is a robots.txt answer in the host row's robots column
@@ -58,7 +60,7 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 	err := s.read(ctx, func(tx *txn) error {
 		var r hostqueue.Robots
 		var at int64
-		err := tx.QueryRowContext(ctx, qRobots, key, origin, s.now().Add(-robotsKeep).UnixMilli()).Scan(&r.Status, &r.Body, &at)
+		err := tx.QueryRowContext(ctx, qRobots, key, origin).Scan(&r.Status, &r.Body, &at)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

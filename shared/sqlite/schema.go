@@ -27,7 +27,8 @@ package sqlite
 //     key text, which keeps each of the 100,000 entry keys a few bytes.
 //   - Robots rows are keyed by queue key and origin and outlive the host
 //     row's idle TTL, as DynamoDB's robots items do: a host back after a
-//     day still finds its robots.txt (until robotsKeep).
+//     day still finds its robots.txt (until the sweep, robotsKeep after
+//     its fetch).
 //
 // Times are Unix milliseconds, as the DynamoDB store keeps them, so both
 // stores round a time the same way. Zero means unset, except for due and
@@ -100,7 +101,7 @@ const (
 		ON CONFLICT (vs) DO UPDATE SET owner = excluded.owner, until = excluded.until
 		WHERE leases.owner = excluded.owner OR leases.until < ?4`
 	qRelease    = "DELETE FROM leases WHERE vs = ? AND owner = ?"
-	qRobots     = "SELECT status, body, fetched_at FROM robots WHERE key = ? AND origin = ? AND fetched_at > ?"
+	qRobots     = "SELECT status, body, fetched_at FROM robots WHERE key = ? AND origin = ?"
 	qPutRobots  = "INSERT OR REPLACE INTO robots (key, origin, status, body, fetched_at) VALUES (?, ?, ?, ?, ?)"
 	qSweepHosts = `DELETE FROM hosts WHERE id IN
 		(SELECT id FROM hosts WHERE expires <= ? AND pending = 0 LIMIT ?)`
