@@ -33,10 +33,10 @@ type Store struct {
 
 	// mu serialises the store's use of its one connection. SQLite runs one
 	// writer at a time anyway; a single connection is what keeps an
-	// in-memory database alive, and in a file it costs nothing that WAL
-	// readers in other connections would have won for a local run. Another
-	// process, or another Store, on the same file is kept in step by
-	// SQLite's own locks (BEGIN IMMEDIATE under busy_timeout).
+	// in-memory database alive, and in a file it gives up only reads
+	// running beside a write, which statements of a few microseconds do
+	// not need. Another process, or another Store, on the same file is
+	// kept in step by SQLite's own locks (BEGIN IMMEDIATE, busy_timeout).
 	mu        sync.Mutex
 	conn      *sql.Conn
 	stmts     map[string]*sql.Stmt // by query, prepared on conn
@@ -73,7 +73,8 @@ func New(path string, now func() time.Time) (*Store, error) {
 }
 
 // NewMemory returns a store held in memory, lost when it is closed: the
-// store of fast tests. now is the clock used for idle TTLs.
+// store of fast tests. now is the clock used for idle TTLs; give it the
+// engine's (fake) clock, so that idle state expires on the test's time.
 func NewMemory(now func() time.Time) (*Store, error) {
 	s, err := open(":memory:", now)
 	if err != nil {
@@ -606,28 +607,35 @@ func headEntries(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.E
 	return out, last, nil
 }
 
-// insertBatch is how many entries one prepared INSERT carries; the rest of
-// an append goes one by one. A statement costs more than a row.
-const insertBatch = 16
+// insertSizes are the row counts of the prepared INSERTs an append is cut
+// into, largest first: a statement costs more than a row, and a few fixed
+// shapes keep the statement cache small.
+var insertSizes = []int{64, 16, 4, 1}
 
-var (
-	insertOne  = "INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES (?, ?, ?, ?, ?, ?, ?)"
-	insertMany = "INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES " +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", insertBatch), ", ")
-)
+var insertQueries = func() map[int]string {
+	m := map[int]string{}
+	for _, n := range insertSizes {
+		m[n] = "INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+	}
+	return m
+}()
 
 func insertEntries(ctx context.Context, tx *txn, host, seq int64, es []hostqueue.Entry) error {
-	args := make([]any, 0, 7*insertBatch)
+	args := make([]any, 0, 7*insertSizes[0])
 	for len(es) > 0 {
-		n, query := insertBatch, insertMany
-		if len(es) < insertBatch {
-			n, query = 1, insertOne
+		n := insertSizes[len(insertSizes)-1]
+		for _, size := range insertSizes {
+			if size <= len(es) {
+				n = size
+				break
+			}
 		}
 		args = args[:0]
 		for i, e := range es[:n] {
 			args = append(args, host, seq+int64(i), e.ID, e.URL, e.ETag, e.LastModified, e.Hops)
 		}
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertQueries[n], args...); err != nil {
 			return fmt.Errorf("insert %d urls: %w", n, err)
 		}
 		es, seq = es[n:], seq+int64(n)
