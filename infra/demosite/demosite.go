@@ -2,7 +2,10 @@
 // (127.0.0.2, 127.0.0.3, ...: every 127/8 address is loopback on Linux, so
 // each is a distinct host without DNS), and records every request with the
 // server's own timestamps, so tests and benchmarks can check politeness from
-// the site's side.
+// the site's side. StartHostile serves the misbehaving hosts of the real web
+// beside it (refusing, hanging, dripping, resetting, bad robots.txt,
+// redirect loops, a name that does not resolve), each with the ending a
+// correct downloader gives its URLs.
 package demosite
 
 import (
