@@ -35,6 +35,9 @@ type Report struct {
 	// Missing are the URLs still owed a result when the run stopped, by
 	// id; they are still queued in the state for the next run.
 	Missing map[string]string `json:"missing,omitempty"`
+	// DoneElsewhere counts the URLs owed a result here that another
+	// process on the same state finished (their results are in its output).
+	DoneElsewhere int `json:"doneElsewhere,omitempty"`
 	// Requests counts the HTTP requests the check runs made; CheckRuns the
 	// check invocations.
 	Requests  int64         `json:"requests"`
@@ -84,6 +87,8 @@ func (rt *Runtime) Run(ctx context.Context, ro RunOptions) (Report, error) {
 
 	var runErr error
 	stopped := false
+	quiet := time.NewTicker(quietAfter)
+	defer quiet.Stop()
 wait:
 	for {
 		if fed && !ro.Serve && rt.tally.outstanding() == 0 {
@@ -99,6 +104,15 @@ wait:
 			}
 		}
 		select {
+		case <-quiet.C:
+			// Results stopped coming while URLs are owed some: another
+			// process on the same state may have done them.
+			if fed && !ro.Serve && time.Since(rt.out.LastWrite()) >= quietAfter {
+				if err := rt.settleElsewhere(ectx); err != nil {
+					runErr = err
+					break wait
+				}
+			}
 		case <-ctx.Done():
 			stopped = true
 			break wait
@@ -126,7 +140,7 @@ wait:
 		}
 	}
 
-	rep := Report{Input: inRep, Resumed: rt.Resumed, Requests: requests, CheckRuns: runs, Elapsed: time.Since(start), Stopped: stopped}
+	rep := Report{Input: inRep, Resumed: rt.Resumed, DoneElsewhere: rt.tally.elsewhere(), Requests: requests, CheckRuns: runs, Elapsed: time.Since(start), Stopped: stopped}
 	t := rt.tally
 	t.mu.Lock()
 	rep.Expected, rep.Results, rep.Duplicates = t.expected, t.results, t.duplicates
@@ -141,13 +155,30 @@ wait:
 	return rep, runErr
 }
 
+// quietAfter is how long without a result written makes a run with URLs
+// still owed a result look whether another process finished them.
+const quietAfter = 2 * time.Second
+
+// settleElsewhere drops from the URLs owed a result those no longer queued
+// in the state: another process on the same state published their results
+// and committed them. Only once the input is read: a URL being ingested is
+// owed a result before it is queued.
+func (rt *Runtime) settleElsewhere(ctx context.Context) error {
+	queued, err := queuedEntries(ctx, rt.store)
+	if err != nil {
+		return fmt.Errorf("read queued urls: %w", err)
+	}
+	rt.tally.settle(queued)
+	return nil
+}
+
 // shardLoop is the schedule of one shard: check invocations back to back
 // while the shard has work, the next one at once when ingest wakes it, and
 // otherwise every idlePoll for hosts falling due after a pause (on AWS the
 // schedule's rate(1 minute)). It returns when the run stops.
 func (rt *Runtime) shardLoop(ctx context.Context, shard int) (runs int, requests int64) {
 	for !rt.clock.Stopping() {
-		ictx, cancel := context.WithTimeout(ctx, checkTimeout)
+		ictx, cancel := context.WithTimeout(ctx, rt.opts.CheckRun+checkSlack)
 		sum, err := rt.check.Handle(ictx, checkhandler.Event{Shard: &shard})
 		cancel()
 		runs++

@@ -48,11 +48,17 @@ const (
 	// MaxConcurrentHosts hosts, so more loops keep a thousand hosts from
 	// waiting for a worker slot.
 	DefaultShardCount = hostqueue.VirtualShards
-	// DefaultCheckRun is the template's CHECK_RUN_SECONDS.
-	DefaultCheckRun = 55 * time.Second
-	// checkTimeout is the check function's timeout in the template: each
-	// local invocation gets it as its deadline, as on Lambda.
-	checkTimeout = 120 * time.Second
+	// DefaultCheckRun is how long a local check invocation starts
+	// requests. On Lambda a run ends after 55 s (CHECK_RUN_SECONDS; the
+	// function's timeout is 120 s) and the hosts it stopped are due again
+	// at their staggered next check, one to two CheckHostPeriods later: a
+	// pause of 5-10 s per host and run, which a host with a 1 s delay feels
+	// as 10-15% of its rate. Locally no timeout forces it, so runs are long
+	// and hosts move from run to run rarely.
+	DefaultCheckRun = 10 * time.Minute
+	// checkSlack is what an invocation's deadline leaves after its run, as
+	// the template's timeout leaves 65 s after a 55 s run.
+	checkSlack = 65 * time.Second
 	// DefaultIngestBatch and DefaultIngestWindow shape ingest batches as the
 	// template's event source mapping does (10,000 records), with a short
 	// window: a local file is read at once, and a trickle on stdin should
@@ -86,7 +92,7 @@ type Options struct {
 	// ShardCount is the number of check loops (1..16; default 16).
 	ShardCount int
 	// CheckRun is how long one check invocation starts requests (default
-	// the template's 55 s); loops run invocations back to back.
+	// DefaultCheckRun); loops run invocations back to back.
 	CheckRun time.Duration
 	// IngestBatch and IngestWindow bound an ingest batch: this many input
 	// records, or this long after its first record.

@@ -20,6 +20,8 @@ type tally struct {
 	byStatus   map[result.Status]int
 	results    int
 	duplicates int
+	// doneElsewhere counts the URLs another process finished.
+	doneElsewhere int
 	// empty gets a value whenever need becomes empty.
 	empty chan struct{}
 }
@@ -127,4 +129,24 @@ func (t *tally) unseen(want map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// settle drops the URLs owed a result that are no longer queued (queued:
+// the store's queued entries by id): another process finished them.
+func (t *tally) settle(queued map[string]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id := range t.need {
+		if _, ok := queued[id]; !ok {
+			delete(t.need, id)
+			t.doneElsewhere++
+		}
+	}
+	t.signal()
+}
+
+func (t *tally) elsewhere() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.doneElsewhere
 }

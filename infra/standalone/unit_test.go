@@ -1,0 +1,206 @@
+package standalone
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// countingWriter counts writes and syncs, and fails from a given write on.
+type countingWriter struct {
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	writes   int
+	syncs    int
+	failFrom int // 0: never
+	gate     chan struct{}
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	if w.gate != nil {
+		<-w.gate
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	if w.failFrom > 0 && w.writes >= w.failFrom {
+		return 0, errors.New("disk full")
+	}
+	return w.buf.Write(p)
+}
+
+func (w *countingWriter) sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.syncs++
+	return nil
+}
+
+// TestLineWriterGroupCommit: concurrent publishes each return only once
+// their lines are written and synced, and share writes.
+func TestLineWriterGroupCommit(t *testing.T) {
+	cw := &countingWriter{gate: make(chan struct{})}
+	var seen []string
+	var smu sync.Mutex
+	lw := newLineWriter(cw, func(rs []result.Result) {
+		smu.Lock()
+		defer smu.Unlock()
+		for _, r := range rs {
+			seen = append(seen, r.ID)
+		}
+	})
+	lw.sync = cw.sync
+	const callers = 50
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			id := string(rune('A'+i%26)) + string(rune('a'+i/26))
+			if err := lw.Publish(context.Background(), []result.Result{{ID: id, Status: result.StatusFetched, Data: "<b>&</b>"}}); err != nil {
+				t.Error(err)
+			}
+			// Returned: the line is written and synced.
+			cw.mu.Lock()
+			defer cw.mu.Unlock()
+			if !strings.Contains(cw.buf.String(), `"id":"`+id+`"`) || cw.syncs == 0 {
+				t.Errorf("publish of %s returned before its line was synced", id)
+			}
+		})
+	}
+	// Let the first write through only once every caller is queued
+	// behind it, then the rest.
+	for lw.queuedCount() < callers {
+		runtimeGosched()
+	}
+	close(cw.gate)
+	wg.Wait()
+	lines := strings.Split(strings.TrimSpace(cw.buf.String()), "\n")
+	if len(lines) != callers || len(seen) != callers {
+		t.Fatalf("%d lines and %d seen, want %d", len(lines), len(seen), callers)
+	}
+	for _, l := range lines {
+		var r result.Result
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Data != "<b>&</b>" {
+			t.Errorf("line %q: %v", l, err)
+		}
+	}
+	if cw.writes > 2 || cw.syncs != cw.writes {
+		t.Errorf("%d writes and %d syncs for %d concurrent publishes, want at most 2 of each", cw.writes, cw.syncs, callers)
+	}
+}
+
+// TestLineWriterFailure: a failed write fails its publish and every later
+// one (the output may end in a partial line), and says so.
+func TestLineWriterFailure(t *testing.T) {
+	cw := &countingWriter{failFrom: 2}
+	lw := newLineWriter(cw, nil)
+	pub := func() error {
+		return lw.Publish(context.Background(), []result.Result{{ID: "x", Status: result.StatusFetched}})
+	}
+	if err := pub(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub(); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("second publish: %v, want the write error", err)
+	}
+	if err := pub(); err == nil {
+		t.Fatal("publish after a failed write succeeded")
+	}
+	select {
+	case <-lw.Failed():
+	default:
+		t.Fatal("Failed not closed")
+	}
+	if cw.writes != 2 {
+		t.Errorf("%d writes, want none after the failure", cw.writes)
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		keep     int
+		want     []string
+		tooLong  []bool
+	}{
+		{"lf", "a\nbb\n", 10, []string{"a", "bb"}, []bool{false, false}},
+		{"crlf and no final newline", "a\r\nbb", 10, []string{"a", "bb"}, []bool{false, false}},
+		{"exactly keep", "abcd\r\nabcde\n", 4, []string{"abcd", "abcde"}, []bool{false, true}},
+		{"longer than the reader's buffer", strings.Repeat("x", 40) + "\nok\n", 8, []string{"xxxxxxxxxx", "ok"}, []bool{true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(strings.NewReader(tc.in), 16)
+			h := sha256.New()
+			var total int64
+			for i := range tc.want {
+				n, text, long, err := readLine(br, h, tc.keep)
+				total += n
+				if err != nil && err != io.EOF {
+					t.Fatal(err)
+				}
+				if long != tc.tooLong[i] || !long && string(text) != tc.want[i] {
+					t.Errorf("line %d: %q tooLong=%v, want %q tooLong=%v", i, text, long, tc.want[i], tc.tooLong[i])
+				}
+			}
+			if total != int64(len(tc.in)) {
+				t.Errorf("consumed %d bytes of %d", total, len(tc.in))
+			}
+			if sum := sha256.Sum256([]byte(tc.in)); !bytes.Equal(h.Sum(nil), sum[:]) {
+				t.Error("hash does not cover every byte read")
+			}
+		})
+	}
+}
+
+func TestRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		urls       int
+		reject     string // substring; "" means accepted or skipped
+	}{
+		{"bare url", "http://example.com/a", 1, ""},
+		{"object", `{"url": "http://example.com/a", "etag": "\"x\""}`, 1, ""},
+		{"object with an unknown field", `{"url": "http://example.com/a", "note": 1}`, 1, ""},
+		{"array", `["http://example.com/a", {"url": "http://example.org/"}]`, 2, ""},
+		{"json string", `"http://example.com/a"`, 1, ""},
+		{"comment", "# http://example.com/a", 0, ""},
+		{"blank", "   ", 0, ""},
+		{"bad scheme", "ftp://example.com/", 0, "scheme"},
+		{"bad json", `{"url": `, 0, "not a JSON object"},
+		{"host mismatch", `{"host": "a.com", "url": "http://b.com/"}`, 0, "does not match"},
+		{"one bad item fails the line", `["http://example.com/", "ftp://x/"]`, 0, "scheme"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, n, rej := record("f:1", line{text: []byte(tc.line)})
+			if tc.reject != "" {
+				if !strings.Contains(rej, tc.reject) || body != "" {
+					t.Errorf("reject %q body %q, want a rejection naming %q", rej, body, tc.reject)
+				}
+				return
+			}
+			if rej != "" || n != tc.urls || (n > 0) != (body != "") {
+				t.Errorf("body %q n=%d reject %q, want %d urls", body, n, rej, tc.urls)
+			}
+		})
+	}
+	if _, _, rej := record("f:1", line{text: []byte("x"), tooLong: true}); !strings.Contains(rej, "longer") {
+		t.Errorf("too long line: %q", rej)
+	}
+}
+
+func (lw *lineWriter) queuedCount() int {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return int(lw.queued)
+}
+
+func runtimeGosched() { runtime.Gosched() }
