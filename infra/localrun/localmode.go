@@ -6,7 +6,11 @@ package main
 // code needs no change beyond the dispatch.
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -184,7 +188,11 @@ func runLocalMode() int {
 		}
 		input = &standalone.Input{Name: "demo", R: strings.NewReader(b.String())}
 	case urlsPath == "-":
-		input = &standalone.Input{Name: "stdin", R: os.Stdin}
+		var err error
+		if input, err = stdinInput(os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, "localrun: read stdin:", err)
+			return 2
+		}
 	case urlsPath != "":
 		f, err := os.Open(urlsPath)
 		if err != nil {
@@ -250,6 +258,9 @@ func runLocalMode() int {
 		fmt.Fprintf(os.Stderr, "localrun: local mode, new state %s\n", opts.State)
 	default:
 		fmt.Fprintf(os.Stderr, "localrun: local mode, state %s: %d urls queued by an earlier run\n", opts.State, rt.Resumed)
+		if rt.Resumed > 0 {
+			fmt.Fprintln(os.Stderr, "localrun: hosts the earlier run stopped are due again at their staggered check, within 2 × CheckHostPeriod")
+		}
 	}
 
 	var srv *http.Server
@@ -295,21 +306,29 @@ func runLocalMode() int {
 		return 1
 	case rep.Stopped:
 		ids := slices.Sorted(maps.Keys(rep.Missing))
-		for _, id := range ids[:min(len(ids), 20)] {
-			fmt.Fprintf(os.Stderr, "localrun: no result yet: %s %s\n", id, rep.Missing[id])
-		}
-		if len(ids) > 20 {
-			fmt.Fprintf(os.Stderr, "localrun: ... and %d more\n", len(ids)-20)
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		if timedOut || demo {
+			for _, id := range ids[:min(len(ids), 20)] {
+				fmt.Fprintf(os.Stderr, "localrun: no result yet: %s %s\n", id, rep.Missing[id])
+			}
+			if len(ids) > 20 {
+				fmt.Fprintf(os.Stderr, "localrun: ... and %d more\n", len(ids)-20)
+			}
 		}
 		if demo {
 			fmt.Fprintf(os.Stderr, "localrun: stopped with %d urls without a result\n", len(ids))
 		} else {
 			fmt.Fprintf(os.Stderr, "localrun: stopped; %d urls are still queued in %s: run the same command again to continue\n", len(ids), opts.State)
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if timedOut {
 			return 1
 		}
 		return 130
+	case rep.Expected == 0 && rep.Input.Skipped > 0 && rep.Input.Lines == 0:
+		fmt.Fprintln(os.Stderr, "localrun: nothing to do: this state already read the whole input and every url has its result (use a new --state to download again)")
+		if rejected > 0 {
+			return 1
+		}
 	case rejected > 0:
 		fmt.Fprintf(os.Stderr, "localrun: %d input lines were not accepted\n", rejected)
 		return 1
@@ -326,7 +345,22 @@ func printLocalSummary(r standalone.Report) {
 	if in.Skipped > 0 {
 		fmt.Fprintf(os.Stderr, "localrun: input: %d lines read by earlier runs (%d urls accepted, %d lines rejected) skipped\n", in.Skipped, in.SkippedURLs, in.SkippedRejected)
 	}
-	fmt.Fprintf(os.Stderr, "localrun: summary: read=%d lines accepted=%d rejected=%d resumed=%d expected=%d results=%d %s duplicates=%d missing=%d elapsed=%s requests=%d checkInvocations=%d ingestInvocations=%d\n",
-		in.Lines, in.URLs, in.Rejected, r.Resumed, r.Expected, r.Results, strings.Join(parts, " "), r.Duplicates, len(r.Missing),
+	if r.DoneElsewhere > 0 {
+		parts = append(parts, fmt.Sprintf("doneByAnotherProcess=%d", r.DoneElsewhere))
+	}
+	fmt.Fprintf(os.Stderr, "localrun: summary: read=%d lines accepted=%d rejected=%d resumed=%d expected=%d results=%d %sduplicates=%d missing=%d elapsed=%s requests=%d checkInvocations=%d ingestInvocations=%d\n",
+		in.Lines, in.URLs, in.Rejected, r.Resumed, r.Expected, r.Results, strings.Join(append(parts, ""), " "), r.Duplicates, len(r.Missing),
 		r.Elapsed.Round(time.Millisecond), r.Requests, r.CheckRuns, in.Batches)
+}
+
+// stdinInput names standard input by its first line: piping the same list
+// again resumes it, a list that starts differently is a new input.
+func stdinInput(r io.Reader) (*standalone.Input, error) {
+	br := bufio.NewReader(r)
+	first, err := br.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	sum := sha256.Sum256(first)
+	return &standalone.Input{Name: "stdin/" + hex.EncodeToString(sum[:8]), R: io.MultiReader(bytes.NewReader(first), br)}, nil
 }
