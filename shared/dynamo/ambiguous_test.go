@@ -467,6 +467,14 @@ func TestAmbiguousLease(t *testing.T) {
 				if ok2, _ := e.store.AcquireShard(ctx, vs, "other", t0.Add(time.Minute), t0); !ok2 {
 					t.Errorf("a lease that never landed blocks the shard")
 				}
+				// A release that was not applied says so, and the lease
+				// stays with its holder.
+				if err := e.wrapped(newLossy(e.db, how, 1, leaseDelete)).ReleaseShard(ctx, vs, "other"); err == nil {
+					t.Errorf("a release that was not applied returned no error")
+				}
+				if ok3, _ := e.store.AcquireShard(ctx, vs, "third", t0.Add(time.Minute), t0.Add(time.Second)); ok3 {
+					t.Errorf("a release that was not applied freed the shard")
+				}
 				return
 			}
 			if err != nil || !ok {
@@ -575,4 +583,63 @@ func TestAmbiguousOutcomeWithWritesBetween(t *testing.T) {
 			e.checkChunks(key)
 		})
 	}
+}
+
+// readCounter counts the host-item reads a store makes.
+type readCounter struct {
+	dynamo.Client
+	hostReads atomic.Int64
+}
+
+func (c *readCounter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if skOf(in.Key) == "h" {
+		c.hostReads.Add(1)
+	}
+	return c.Client.GetItem(ctx, in, opt...)
+}
+
+// TestOutcomeReadsCostNothingExtra: learning a write's outcome costs no
+// read on the happy path, and none beyond the one a retry makes anyway
+// when the write lost a race.
+func TestOutcomeReadsCostNothingExtra(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	const key = "cost.example"
+	e.append(key, entries("base", 0, 2, 100), 1000)
+
+	reads := &readCounter{Client: e.db}
+	s := e.wrapped(reads)
+	if _, err := s.Append(ctx, hostqueue.AppendRequest{Key: key, Entries: entries("a", 0, 1, 100), Limit: 1000, Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, key, hostqueue.Commit{Done: []string{"base-00000"}, Want: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.hostReads.Load(); n != 2 {
+		t.Errorf("an append and a commit that met no fault read the host item %d times, want 2 (one each)", n)
+	}
+
+	// A race lost: the retry's read is the one that judges the lost write.
+	other := e.fresh()
+	reads = &readCounter{}
+	c := &countingClient{Client: e.db}
+	c.beforeHostPut = func(ctx context.Context, n int64) {
+		if n == 1 {
+			if _, err := other.Append(ctx, hostqueue.AppendRequest{Key: key, Entries: entries("b", 0, 1, 100), Limit: 1000, Due: t0}); err != nil {
+				t.Errorf("intruding append: %v", err)
+			}
+		}
+	}
+	reads.Client = c
+	if _, err := e.wrapped(reads).Append(ctx, hostqueue.AppendRequest{Key: key, Entries: entries("a", 1, 1, 100), Limit: 1000, Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if c.conflicts.Load() != 1 {
+		t.Fatalf("%d conflicts, want 1: the race did not happen as staged", c.conflicts.Load())
+	}
+	if n := reads.hostReads.Load(); n != 2 {
+		t.Errorf("an append that lost one race read the host item %d times, want 2 (one per attempt)", n)
+	}
+	e.wantHead(key, []string{"base-00001", "a-00000", "b-00000", "a-00001"})
 }

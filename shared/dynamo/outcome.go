@@ -65,8 +65,6 @@ const (
 	// remembers, and the item references none of the chunks it wrote.
 	// Those chunks are nobody's now, whether or not it landed.
 	unknown
-	// unreadable: the item could not be read back; nothing may be deleted.
-	unreadable
 )
 
 // judge tells what became of w, from cur, the item read after w's answer.
@@ -99,33 +97,6 @@ func judge(cur *hostItem, w *hostWrite) verdict {
 	return unknown
 }
 
-// write makes the conditional write w. Unless it plainly succeeded, it
-// reads the item back and judges w; the error is the write's own (a failed
-// condition included), or for unreadable one that wraps ErrOutcomeUnknown.
-func (s *Store) write(ctx context.Context, w *hostWrite) (verdict, error) {
-	err := s.putHost(ctx, w.next, w.prev)
-	if err == nil {
-		return landed, nil
-	}
-	var enc *encodeError
-	if errors.As(err, &enc) {
-		return lost, err // never sent
-	}
-	cur, rerr := s.readBack(ctx, w.next.PK)
-	if rerr != nil {
-		return unreadable, fmt.Errorf("%w: %w; reading it back: %w", ErrOutcomeUnknown, err, rerr)
-	}
-	return judge(cur, w), err
-}
-
-// readBack reads a host item, strongly consistent, after a write whose
-// answer was not a success.
-func (s *Store) readBack(ctx context.Context, pk string) (*hostItem, error) {
-	ctx, cancel := settling(ctx)
-	defer cancel()
-	return s.getHost(ctx, pk)
-}
-
 // settling returns the context of a read that learns a write's outcome:
 // it goes on when ctx has ended (a cancelled request is one of the ways an
 // answer gets lost), for at most settleTimeout.
@@ -133,24 +104,125 @@ func settling(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 }
 
-// settle judges the call's writes still in flight against cur, the item as
-// just read. It returns the one that landed, if any (a call's writes all
-// expect versions no later than the one it read, so at most one lands),
-// and the others still pending; the chunks of the rest are deleted, since
-// nothing references them and nothing ever will.
-func (s *Store) settle(pk string, cur *hostItem, inflight []*hostWrite) (*hostWrite, []*hostWrite) {
+// attempts runs the attempts of one Append or Commit on a host item. A
+// write whose answer is not a success joins the call's writes in flight,
+// judged against the item the next attempt reads anyway: contention costs
+// no read more than it did before nonces, and the happy path none at all.
+type attempts struct {
+	s    *Store
+	pk   string
+	what string // "append to <key>", "commit <key>": for errors
+	// strict ends the call with ErrOutcomeUnknown when a write's outcome
+	// cannot be told (a commit must not be applied twice); otherwise such
+	// a write is taken as lost (an append may queue its entries twice).
+	strict bool
+
+	n          int // attempts started
+	inflight   []*hostWrite
+	errorsLeft int
+	giveUp     error // the error that used up errorsLeft
+	// garbage are chunks of writes known never to land, deleted by sweep
+	// after the attempt's write rather than between its read and write,
+	// where they would widen the window for a conflict.
+	garbage []string
+}
+
+func (s *Store) attempts(pk, what string, strict bool) *attempts {
+	return &attempts{s: s, pk: pk, what: what, strict: strict, errorsLeft: maxErrorRetries}
+}
+
+// next starts an attempt: after the first it waits, then reads the host
+// item, strongly consistent, and judges the writes in flight against it.
+// It returns the item to build the next write on, or the call's write that
+// landed, or an error. Whatever ends the call, the writes in flight are
+// judged first: one may have landed, and that is then the call's result.
+func (a *attempts) next(ctx context.Context) (*hostItem, *hostWrite, error) {
+	var waitErr error
+	if a.n > 0 {
+		waitErr = backoff(ctx, a.n)
+	}
+	a.n++
+	if waitErr != nil && len(a.inflight) == 0 {
+		return nil, nil, waitErr
+	}
+	readCtx := ctx
+	if len(a.inflight) > 0 {
+		var cancel context.CancelFunc
+		readCtx, cancel = settling(ctx)
+		defer cancel()
+	}
+	cur, err := a.s.getHost(readCtx, a.pk)
+	if err != nil {
+		if len(a.inflight) > 0 {
+			return nil, nil, fmt.Errorf("%s: %w: %w", a.what, ErrOutcomeUnknown, err)
+		}
+		return nil, nil, err
+	}
 	var still []*hostWrite
-	for i, w := range inflight {
+	for i, w := range a.inflight {
 		switch judge(cur, w) {
 		case landed:
-			return w, append(still, inflight[i+1:]...)
+			// The call's writes all expect versions no later than the
+			// one this read shows, so no other can land now.
+			a.inflight = append(still, a.inflight[i+1:]...)
+			return nil, w, nil
 		case pending:
 			still = append(still, w)
+		case unknown:
+			if a.strict {
+				a.inflight = append(still, a.inflight[i+1:]...)
+				return nil, nil, fmt.Errorf("%s: %w: more writes followed it than the item remembers", a.what, ErrOutcomeUnknown)
+			}
+			a.garbage = append(a.garbage, w.spilled...)
 		default:
-			s.deleteChunksQuietly(pk, w.spilled)
+			// Lost: its chunks are nobody's, and never will be.
+			a.garbage = append(a.garbage, w.spilled...)
 		}
 	}
-	return nil, still
+	a.inflight = still
+	switch {
+	case waitErr != nil:
+		return nil, nil, waitErr
+	case a.giveUp != nil:
+		return nil, nil, fmt.Errorf("%s: %w", a.what, a.giveUp)
+	case a.n > maxAttempts:
+		return nil, nil, fmt.Errorf("%s: %w after %d attempts", a.what, hostqueue.ErrConflict, a.n-1)
+	}
+	return cur, nil, nil
+}
+
+// answered takes the answer to write w, other than a success: w joins the
+// writes in flight, unless it was never sent. An error that is not a
+// failed condition (the SDK has already retried it) uses up one of the
+// store's own retries; the next attempt ends the call when none is left.
+func (a *attempts) answered(w *hostWrite, err error) {
+	var enc *encodeError
+	if errors.As(err, &enc) {
+		a.garbage = append(a.garbage, w.spilled...)
+	} else {
+		a.inflight = append(a.inflight, w)
+	}
+	a.failed(err)
+	a.sweep()
+}
+
+// sweep deletes the garbage. The call defers it too, for the garbage its
+// last read found.
+func (a *attempts) sweep() {
+	a.s.deleteChunksQuietly(a.pk, a.garbage)
+	a.garbage = nil
+}
+
+// failed counts an error of an attempt: not a failed condition, it uses
+// up one of the store's own retries.
+func (a *attempts) failed(err error) {
+	if isConditionFailed(err) {
+		return
+	}
+	if a.errorsLeft == 0 {
+		a.giveUp = err
+	}
+	a.errorsLeft--
 }
 
 // dropWrites deletes the chunks of a call's writes that can no longer

@@ -20,8 +20,9 @@
 //   - On the happy path nothing more happens. After any other answer to a
 //     host write (an error, or a failed condition, which may be the SDK's
 //     retry of our own applied write), the store reads the item, strongly
-//     consistent, and judges its write (outcome.go) before it deletes or
-//     retries anything: landed (the nonce at its version is its own, or the
+//     consistent (the read its next attempt makes anyway, so contention
+//     costs no more than before), and judges its write (outcome.go)
+//     before it deletes or retries anything: landed (the nonce at its version is its own, or the
 //     item references a chunk only it wrote), lost (another write took its
 //     version), pending (the item is still at the version it expected, so
 //     a request still in flight could apply it yet) or unknown (more
@@ -109,26 +110,16 @@ func New(client Client, table string, now func() time.Time) *Store {
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
 	pk := hostPK(req.Key)
 	reported := map[string]bool{}
-	var inflight []*hostWrite // writes of this call that may still apply
-	errorsLeft := maxErrorRetries
-	for attempt := 0; ; attempt++ {
-		if attempt >= maxAttempts {
-			return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w after %d attempts", req.Key, hostqueue.ErrConflict, attempt)
-		}
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				return hostqueue.AppendResult{}, err
-			}
-		}
-		cur, err := s.getHost(ctx, pk)
+	at := s.attempts(pk, "append to "+req.Key, false)
+	defer at.sweep()
+	for {
+		cur, w, err := at.next(ctx)
 		if err != nil {
 			return hostqueue.AppendResult{}, err
 		}
-		w, still := s.settle(pk, cur, inflight)
 		if w != nil {
-			return s.finishAppend(w, still), nil
+			return s.finishAppend(w, at.inflight), nil
 		}
-		inflight = still
 		exists := cur != nil
 		if !exists {
 			cur = &hostItem{PK: pk, SK: hostSK, VS: hostqueue.VirtualShard(req.Key)}
@@ -163,12 +154,8 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 		next.Q = append(append([]hostqueue.Entry(nil), next.Q...), incoming...)
 		var spilled []string
 		if entriesSize(next.Q) > inlineBudget {
-			spilled, err = s.spill(ctx, &next)
-			if err != nil {
-				if errorsLeft == 0 {
-					return hostqueue.AppendResult{}, err
-				}
-				errorsLeft--
+			if spilled, err = s.spill(ctx, &next); err != nil {
+				at.failed(err)
 				continue
 			}
 		}
@@ -182,27 +169,11 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 		}
 		w = &hostWrite{next: &next, prev: cur.V, spilled: spilled, dead: dead,
 			appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}
-		v, err := s.write(ctx, w)
-		switch v {
-		case landed:
-			return s.finishAppend(w, inflight), nil
-		case unreadable:
-			return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w", req.Key, err)
-		case pending:
-			inflight = append(inflight, w)
-		default:
-			// Lost, or unknown with nothing it wrote referenced: its
-			// chunks are nobody's, while the chunks it would have evicted
-			// still are. (Unknown: if it did land, the retry queues its
-			// entries twice, which at-least-once allows.)
-			s.deleteChunksQuietly(pk, spilled)
+		if err := s.putHost(ctx, w.next, w.prev); err != nil {
+			at.answered(w, err)
+			continue
 		}
-		if !isConditionFailed(err) {
-			if errorsLeft == 0 {
-				return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w", req.Key, err)
-			}
-			errorsLeft--
-		}
+		return s.finishAppend(w, at.inflight), nil
 	}
 }
 
@@ -246,29 +217,19 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			small[origin] = inlineRobots{X: true, T: r.FetchedAt.UnixMilli()}
 		}
 	}
-	var inflight []*hostWrite
-	errorsLeft := maxErrorRetries
-	for attempt := 0; ; attempt++ {
-		if attempt >= maxAttempts {
-			return nil, fmt.Errorf("commit %s: %w after %d attempts", key, hostqueue.ErrConflict, attempt)
-		}
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				return nil, err
-			}
-		}
-		cur, err := s.getHost(ctx, pk)
-		if err != nil {
-			return nil, err
-		}
+	at := s.attempts(pk, "commit "+key, true)
+	defer at.sweep()
+	for {
 		// A commit of ours that landed after all is not applied again on
 		// top of itself (a second Release would move a due time an ingest
 		// has set meanwhile).
-		w, still := s.settle(pk, cur, inflight)
-		if w != nil {
-			return s.finishCommit(ctx, key, w, still, c.Want)
+		cur, w, err := at.next(ctx)
+		if err != nil {
+			return nil, err
 		}
-		inflight = still
+		if w != nil {
+			return s.finishCommit(ctx, key, w, at.inflight, c.Want)
+		}
 		if cur == nil {
 			return nil, fmt.Errorf("commit %s: %w", key, hostqueue.ErrNotFound)
 		}
@@ -328,26 +289,11 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			next.HC = false
 		}
 		w = &hostWrite{next: &next, prev: cur.V, dead: dead, collect: collect}
-		v, err := s.write(ctx, w)
-		switch v {
-		case landed:
-			return s.finishCommit(ctx, key, w, inflight, c.Want)
-		case unreadable:
-			return nil, fmt.Errorf("commit %s: %w", key, err)
-		case unknown:
-			// Applying it again could undo what came after it; the
-			// chunks it would have freed stay until a drain collects
-			// them.
-			return nil, fmt.Errorf("commit %s: %w: more writes followed it than the item remembers (%w)", key, ErrOutcomeUnknown, err)
-		case pending:
-			inflight = append(inflight, w)
+		if err := s.putHost(ctx, w.next, w.prev); err != nil {
+			at.answered(w, err)
+			continue
 		}
-		if !isConditionFailed(err) {
-			if errorsLeft == 0 {
-				return nil, fmt.Errorf("commit %s: %w", key, err)
-			}
-			errorsLeft--
-		}
+		return s.finishCommit(ctx, key, w, at.inflight, c.Want)
 	}
 }
 
