@@ -68,6 +68,7 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 			}
 			urls := site.SkewedURLs(many, 3)
 			watch := watchChunks(p)
+			t.Cleanup(watch.stop) // when the run fails before finish
 			rep, got := runAll(t, p, inputs(urls), 4*time.Minute)
 			t.Logf("%d urls: %+v duplicates=%d elapsed=%s faults=%v", len(urls), rep.ByStatus, rep.Duplicates, rep.Elapsed, rep.Faults)
 
