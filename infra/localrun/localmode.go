@@ -39,7 +39,7 @@ const DefaultState = ".state/run.db"
 
 var (
 	backendFlag = flag.String("backend", "local", "local: one process on an embedded SQLite state (resumable); moto: the emulated AWS stack (template resources, queues, fault runs)")
-	stateFlag   = flag.String("state", "", "local backend: SQLite file keeping the queues, politeness state and input progress; the same file resumes a stopped run (default "+DefaultState+"; the demo site uses a fresh in-memory state)")
+	stateFlag   = flag.String("state", "", "local backend: SQLite file keeping the queues, politeness state and input progress; the same file resumes a stopped run; without --urls or --listen, finish what it holds (default "+DefaultState+"; the demo site uses a fresh in-memory state)")
 	listenFlag  = flag.String("listen", "", "local backend: serve POST /urls on this address (e.g. 127.0.0.1:8080) and keep running until Ctrl-C")
 )
 
@@ -101,13 +101,12 @@ func runLocalMode() int {
 		}
 	}
 	urlsPath, outPath, listen := sharedFlag("urls"), sharedFlag("out"), *listenFlag
-	demo := urlsPath == "" && listen == ""
+	// --state alone finishes what that state holds. The demo site listens
+	// on new ports every run, so a demo cannot resume: it keeps its state
+	// in memory.
+	demo := urlsPath == "" && listen == "" && !flagSet("state")
 	if sharedBool("demo-hostile") && !demo {
-		fmt.Fprintln(os.Stderr, "localrun: --demo-hostile serves its own site; it does not go with --urls or --listen")
-		return 2
-	}
-	if demo && flagSet("state") {
-		fmt.Fprintln(os.Stderr, "localrun: the demo site listens on new ports every run, so a demo cannot resume: --state goes with --urls or --listen")
+		fmt.Fprintln(os.Stderr, "localrun: --demo-hostile serves its own site; it does not go with --urls, --listen or --state")
 		return 2
 	}
 

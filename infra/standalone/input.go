@@ -3,6 +3,7 @@ package standalone
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -237,26 +239,31 @@ func (f *feeder) collect(lines <-chan line, stop <-chan struct{}) ([]line, bool)
 	return batch, false
 }
 
-// ingest hands a batch's valid lines to the ingest handler as one SQS
-// batch, retrying records the store could not take, then records the
-// batch as read. Invalid lines are reported and skipped for good.
+// ingest hands a batch's lines to the ingest handler as one SQS batch,
+// retrying records the store could not take, then records the batch as
+// read. Invalid lines are reported and skipped for good: the handler fails
+// such a record as it fails an invalid SQS record, and urlmsg.Parse, run
+// again on the failed records only, says why.
 func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progress, error) {
 	next := prog
 	var ev events.SQSEvent
+	type sent struct {
+		line line
+		urls int
+	}
+	sentAs := map[string]sent{}
+	var rejected []Rejected
 	var urls int64
 	for _, l := range batch {
 		next.Offset, next.Lines = l.end, l.no
 		id := f.in.Name + ":" + strconv.FormatInt(l.no, 10)
-		body, n, rej := record(id, l)
+		body, n, rej := record(l)
 		switch {
 		case rej != "":
-			next.Rejected++
-			f.rep.Rejected++
-			if f.rt.opts.OnReject != nil {
-				f.rt.opts.OnReject(Rejected{Line: l.no, URL: clip(firstURL(l.text), 200), Error: rej})
-			}
+			rejected = append(rejected, rejection(l, rej))
 		case body != "":
 			urls += int64(n)
+			sentAs[id] = sent{line: l, urls: n}
 			ev.Records = append(ev.Records, events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs"})
 		}
 	}
@@ -266,20 +273,10 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 	// its lines are either all queued and recorded, or none recorded.
 	ictx := context.WithoutCancel(ctx)
 	for attempt := 0; len(ev.Records) > 0; attempt++ {
-		if attempt > 0 {
-			time.Sleep(time.Duration(100<<min(attempt, 5)) * time.Millisecond)
-		}
 		resp, err := f.rt.ingest.HandleSQS(ictx, ev)
 		f.rep.Batches++
 		if err != nil {
 			return prog, fmt.Errorf("ingest lines %d-%d of %s: %w", prog.Lines+1, next.Lines, f.in.Name, err)
-		}
-		if len(resp.BatchItemFailures) == 0 {
-			break
-		}
-		if attempt == 9 {
-			return prog, fmt.Errorf("ingest lines %d-%d of %s: %d records not queued after %d attempts (run with -v for the store's errors)",
-				prog.Lines+1, next.Lines, f.in.Name, len(resp.BatchItemFailures), attempt+1)
 		}
 		failed := map[string]bool{}
 		for _, fl := range resp.BatchItemFailures {
@@ -287,25 +284,61 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 		}
 		var again []events.SQSMessage
 		for _, r := range ev.Records {
-			if failed[r.MessageId] {
-				again = append(again, r)
+			if !failed[r.MessageId] {
+				continue
 			}
+			_, bad, err := urlmsg.Parse(r.MessageId, []byte(r.Body))
+			s := sentAs[r.MessageId]
+			switch {
+			case err != nil:
+				rejected = append(rejected, rejection(s.line, err.Error()))
+			case len(bad) > 0 && r.Body[0] == '[':
+				rejected = append(rejected, rejection(s.line, fmt.Sprintf("item %d: %s", bad[0].Index, bad[0].Error)))
+			case len(bad) > 0:
+				rejected = append(rejected, rejection(s.line, bad[0].Error))
+			default:
+				again = append(again, r)
+				continue
+			}
+			urls -= int64(s.urls)
+		}
+		if len(again) > 0 && attempt == 9 {
+			return prog, fmt.Errorf("ingest lines %d-%d of %s: %d records not queued after %d attempts (run with -v for the store's errors)",
+				prog.Lines+1, next.Lines, f.in.Name, len(again), attempt+1)
+		}
+		if len(again) > 0 {
+			time.Sleep(time.Duration(100<<min(attempt, 5)) * time.Millisecond)
 		}
 		ev.Records = again
 	}
 	next.URLs += urls
 	f.rep.URLs += urls
+	slices.SortFunc(rejected, func(a, b Rejected) int { return cmp.Compare(a.Line, b.Line) })
+	next.Rejected += int64(len(rejected))
+	f.rep.Rejected += int64(len(rejected))
+	if f.rt.opts.OnReject != nil {
+		for _, r := range rejected {
+			f.rt.opts.OnReject(r)
+		}
+	}
 	if err := f.rt.ledger.advance(ictx, f.in.Name, prog, next); err != nil {
 		return prog, fmt.Errorf("record lines %d-%d of %s as read: %w", prog.Lines+1, next.Lines, f.in.Name, err)
 	}
 	return next, nil
 }
 
-// record turns a line into an input queue message body with its URL
-// count; empty body and reason: a line to skip; a reason: an invalid line.
-// A JSON object is read as today's producers write it (unknown fields
-// ignored), then sent as the input queue takes it.
-func record(id string, l line) (body string, n int, reject string) {
+// rejection describes an invalid line.
+func rejection(l line, why string) Rejected {
+	return Rejected{Line: l.no, URL: clip(firstURL(l.text), 200), Error: why}
+}
+
+// record turns a line into an input queue message body and the number of
+// URLs it carries (an array may carry several; the count of a line the
+// handler refuses is taken back); an empty body and reason: a line to
+// skip; a reason: a line refused before it is sent. A JSON object is read
+// as today's producers write it (unknown fields ignored), then sent as the
+// input queue takes it.
+func record(l line) (body string, n int, reject string) {
 	text := bytes.TrimSpace(l.text)
 	switch {
 	case l.tooLong:
@@ -318,19 +351,19 @@ func record(id string, l line) (body string, n int, reject string) {
 			return "", 0, fmt.Sprintf("not a JSON object: %v", err)
 		}
 		b, _ := json.Marshal(in)
-		text = b
-	case text[0] == '[' || text[0] == '"':
+		return string(b), 1, ""
+	case text[0] == '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(text, &items); err != nil {
+			return "", 0, fmt.Sprintf("not a JSON array: %v", err)
+		}
+		return string(text), len(items), ""
+	case text[0] == '"':
+		return string(text), 1, ""
 	default:
-		text, _ = json.Marshal(string(text))
+		b, _ := json.Marshal(string(text))
+		return string(b), 1, ""
 	}
-	msgs, bad, err := urlmsg.Parse(id, text)
-	if err != nil {
-		return "", 0, err.Error()
-	}
-	if len(bad) > 0 {
-		return "", 0, bad[0].Error
-	}
-	return string(text), len(msgs), ""
 }
 
 // firstURL is what a rejected line shows: its URL when it has one.

@@ -7,8 +7,6 @@ import (
 	"math"
 	"os"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
@@ -42,13 +40,10 @@ type lineWriter struct {
 	writing bool
 	err     error // sticky: after a failed write the output may hold a partial line
 	failed  chan struct{}
-	// last is when results were last written (Unix nanoseconds).
-	last atomic.Int64
 }
 
 func newLineWriter(w io.Writer, seen func([]result.Result)) *lineWriter {
 	lw := &lineWriter{w: w, seen: seen, failed: make(chan struct{})}
-	lw.last.Store(time.Now().UnixNano())
 	lw.cond = sync.NewCond(&lw.mu)
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
@@ -93,11 +88,8 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 		lw.buf, lw.spare, lw.pending = lw.spare[:0], nil, nil
 		lw.mu.Unlock()
 		err := lw.write(buf)
-		if err == nil {
-			lw.last.Store(time.Now().UnixNano())
-			if lw.seen != nil {
-				lw.seen(pending)
-			}
+		if err == nil && lw.seen != nil {
+			lw.seen(pending)
 		}
 		lw.mu.Lock()
 		lw.writing, lw.spare = false, buf
@@ -126,10 +118,6 @@ func (lw *lineWriter) write(b []byte) error {
 	}
 	return nil
 }
-
-// LastWrite is when results were last written (the writer's creation
-// before any).
-func (lw *lineWriter) LastWrite() time.Time { return time.Unix(0, lw.last.Load()) }
 
 // Failed is closed when a write failed: no result can be written any more.
 func (lw *lineWriter) Failed() <-chan struct{} { return lw.failed }

@@ -55,6 +55,7 @@ type Report struct {
 // rest queued in the state for the next run. Run may be called once.
 func (rt *Runtime) Run(ctx context.Context, ro RunOptions) (Report, error) {
 	start := time.Now()
+	rt.lastFetch.Store(start.UnixNano())
 	// The engine's context ends only when a clean stop overruns its grace:
 	// stopping is the stop clock's job.
 	ectx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
@@ -105,9 +106,10 @@ wait:
 		}
 		select {
 		case <-quiet.C:
-			// Results stopped coming while URLs are owed some: another
-			// process on the same state may have done them.
-			if fed && !ro.Serve && time.Since(rt.out.LastWrite()) >= quietAfter {
+			// This process works no host while URLs are owed a result:
+			// another process on the same state may hold their shards
+			// and have done them.
+			if fed && !ro.Serve && rt.tally.outstanding() > 0 && time.Since(time.Unix(0, rt.lastFetch.Load())) >= quietAfter {
 				if err := rt.settleElsewhere(ectx); err != nil {
 					runErr = err
 					break wait
@@ -155,8 +157,8 @@ wait:
 	return rep, runErr
 }
 
-// quietAfter is how long without a result written makes a run with URLs
-// still owed a result look whether another process finished them.
+// quietAfter is how long without a request of its own makes a run with
+// URLs still owed a result look whether another process finished them.
 const quietAfter = 2 * time.Second
 
 // settleElsewhere drops from the URLs owed a result those no longer queued
@@ -179,7 +181,7 @@ func (rt *Runtime) settleElsewhere(ctx context.Context) error {
 func (rt *Runtime) shardLoop(ctx context.Context, shard int) (runs int, requests int64) {
 	for !rt.clock.Stopping() {
 		ictx, cancel := context.WithTimeout(ctx, rt.opts.CheckRun+checkSlack)
-		sum, err := rt.check.Handle(ictx, checkhandler.Event{Shard: &shard})
+		sum, err := rt.checks[shard].Handle(ictx, checkhandler.Event{Shard: &shard})
 		cancel()
 		runs++
 		requests += sum.Requests

@@ -28,6 +28,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
@@ -127,8 +128,11 @@ type Runtime struct {
 	tally  *tally
 	clock  *stopClock
 	ingest *ingesthandler.Handler
-	check  *checkhandler.Handler
+	checks []*checkhandler.Handler // by shard
 	wakes  []chan struct{}
+	// lastFetch is when this process last started a request (Unix
+	// nanoseconds).
+	lastFetch atomic.Int64
 
 	// Resumed counts the URLs found queued in the state at Open: accepted
 	// by an earlier run and still without a result there.
@@ -200,15 +204,23 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 		}
 	})
-	fetcher := fetch.New(fetch.Options{
-		UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
-		AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
-	}, time.Now)
 	fixed := func(context.Context) params.Params { return p }
-	engine := &check.Engine{
-		Store: rt.store, Publisher: rt.out,
-		Fetcher: func(params.Params) check.Fetcher { return fetcher },
-		Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
+	// A check function per shard, each with its own fetcher, as each
+	// Lambda invocation has its own: a fetcher keeps at most 100 idle
+	// connections in all, so one shared by a thousand hosts would dial
+	// again for most requests.
+	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
+	for i := range rt.checks {
+		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
+			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
+			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
+		}, time.Now), last: &rt.lastFetch}
+		engine := &check.Engine{
+			Store: rt.store, Publisher: rt.out,
+			Fetcher: func(params.Params) check.Fetcher { return fetcher },
+			Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
+		}
+		rt.checks[i] = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
 	}
 	ingester := &hostqueue.Ingester{
 		Store: rt.store, Publisher: rt.out, Now: time.Now,
@@ -221,7 +233,6 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.wakes[i] = make(chan struct{}, 1)
 	}
 	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log}
-	rt.check = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
 
 	queued, err := queuedEntries(ctx, rt.store)
 	if err != nil {
@@ -335,4 +346,16 @@ func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, e
 		}
 	}
 	return out, nil
+}
+
+// activeFetcher notes when requests start, so a run can tell that this
+// process is not working any host.
+type activeFetcher struct {
+	f    check.Fetcher
+	last *atomic.Int64
+}
+
+func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
+	a.last.Store(time.Now().UnixNano())
+	return a.f.Fetch(ctx, req)
 }

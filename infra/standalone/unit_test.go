@@ -165,7 +165,7 @@ func TestRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name, line string
 		urls       int
-		reject     string // substring; "" means accepted or skipped
+		reject     string // substring; "" means sent or skipped
 	}{
 		{"bare url", "http://example.com/a", 1, ""},
 		{"object", `{"url": "http://example.com/a", "etag": "\"x\""}`, 1, ""},
@@ -174,13 +174,11 @@ func TestRecord(t *testing.T) {
 		{"json string", `"http://example.com/a"`, 1, ""},
 		{"comment", "# http://example.com/a", 0, ""},
 		{"blank", "   ", 0, ""},
-		{"bad scheme", "ftp://example.com/", 0, "scheme"},
-		{"bad json", `{"url": `, 0, "not a JSON object"},
-		{"host mismatch", `{"host": "a.com", "url": "http://b.com/"}`, 0, "does not match"},
-		{"one bad item fails the line", `["http://example.com/", "ftp://x/"]`, 0, "scheme"},
+		{"bad object", `{"url": `, 0, "not a JSON object"},
+		{"bad array", `["http://example.com/a"`, 0, "not a JSON array"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body, n, rej := record("f:1", line{text: []byte(tc.line)})
+			body, n, rej := record(line{text: []byte(tc.line)})
 			if tc.reject != "" {
 				if !strings.Contains(rej, tc.reject) || body != "" {
 					t.Errorf("reject %q body %q, want a rejection naming %q", rej, body, tc.reject)
@@ -190,10 +188,53 @@ func TestRecord(t *testing.T) {
 			if rej != "" || n != tc.urls || (n > 0) != (body != "") {
 				t.Errorf("body %q n=%d reject %q, want %d urls", body, n, rej, tc.urls)
 			}
+			if n > 0 && strings.Contains(body, "note") {
+				t.Errorf("body %q keeps an unknown field the input queue would refuse", body)
+			}
 		})
 	}
-	if _, _, rej := record("f:1", line{text: []byte("x"), tooLong: true}); !strings.Contains(rej, "longer") {
+	if _, _, rej := record(line{text: []byte("x"), tooLong: true}); !strings.Contains(rej, "longer") {
 		t.Errorf("too long line: %q", rej)
+	}
+}
+
+// TestFeedRejects: lines the ingest handler refuses are reported once, by
+// line number and reason, and never queued; their neighbours are.
+func TestFeedRejects(t *testing.T) {
+	rt := open(t, Options{Out: io.Discard})
+	var rejected []Rejected
+	rt.opts.OnReject = func(r Rejected) { rejected = append(rejected, r) }
+	in := strings.Join([]string{
+		"http://a.example/1",
+		"ftp://a.example/2",
+		`{"host": "b.example", "url": "http://c.example/"}`,
+		`["http://a.example/3", "http://a.example/4"]`,
+		`["http://a.example/5", "mailto:x@y"]`,
+		`{"url": "http://user:pw@a.example/"}`,
+		"http://a.example/6",
+	}, "\n")
+	rep, err := rt.feed(context.Background(), Input{Name: "t", R: strings.NewReader(in)}, make(chan struct{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]string{2: "scheme", 3: "does not match", 5: "item 1", 6: "user-info"}
+	if len(rejected) != len(want) {
+		t.Fatalf("rejected %+v, want lines 2, 3, 5, 6", rejected)
+	}
+	for _, r := range rejected {
+		if !strings.Contains(r.Error, want[r.Line]) {
+			t.Errorf("line %d rejected for %q, want %q", r.Line, r.Error, want[r.Line])
+		}
+	}
+	if rep.URLs != 4 || rep.Rejected != 4 || rep.Lines != 7 || !rep.EOF {
+		t.Errorf("report %+v, want 4 urls from 7 lines, 4 rejected", rep)
+	}
+	queued, err := queuedEntries(context.Background(), rt.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(queued) != 4 || rt.tally.outstanding() != 4 {
+		t.Errorf("%d queued, %d owed a result; want the 4 accepted urls", len(queued), rt.tally.outstanding())
 	}
 }
 
