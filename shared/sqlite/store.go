@@ -592,7 +592,9 @@ func headEntries(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.E
 		return nil, 0, fmt.Errorf("read queue head: %w", err)
 	}
 	defer rows.Close()
-	out := make([]hostqueue.Entry, 0, n)
+	// n may be far above the queue's length (the engine's give-up asks for
+	// every entry with a huge n): no room is reserved up front for it.
+	out := make([]hostqueue.Entry, 0, min(n, 64))
 	last := int64(-1)
 	for rows.Next() {
 		var e hostqueue.Entry
