@@ -116,9 +116,10 @@ func runLocalMode() int {
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
 	// The first Ctrl-C stops cleanly; after it, a second one kills.
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	go func() { <-ctx.Done(); stopSignals() }()
+	go func() { <-sigCtx.Done(); stopSignals() }()
+	ctx := sigCtx
 	if flagSet("timeout") {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, sharedDuration("timeout"))

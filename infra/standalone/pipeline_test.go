@@ -2,6 +2,7 @@ package standalone
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,5 +147,41 @@ func TestOpenRefusesBadParameters(t *testing.T) {
 				t.Errorf("error %q does not name %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDeadHostEnds: URLs of a host that refuses connections end (robots.txt
+// unreachable: denied) once GiveUpAfter has passed, beside a healthy host
+// fetched as usual, and the run then ends by itself. The give-up reads a
+// host's whole queue at once.
+func TestDeadHostEnds(t *testing.T) {
+	site := startSite(t, demosite.Options{Hosts: 1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	urls := []string{site.URL(site.Hosts()[0], 0), site.URL(site.Hosts()[0], 1), "http://" + dead + "/a", "http://" + dead + "/b"}
+	outPath := filepath.Join(t.TempDir(), "out.jsonl")
+	rt := open(t, Options{
+		Out: openOut(t, outPath), AllowPrivate: true,
+		Params: map[string]string{"FetchDelay": "100ms", "GiveUpAfter": "3s", "MaxBackoff": "1s", "CheckHostPeriod": "1500ms"},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := rt.Run(ctx, RunOptions{Input: &Input{Name: "t", R: strings.NewReader(strings.Join(urls, "\n"))}})
+	if err != nil || rep.Stopped || len(rep.Missing) > 0 {
+		t.Fatalf("Run = %+v, %v; want every url ended", rep, err)
+	}
+	got := map[string]result.Status{}
+	for _, r := range readResults(t, outPath) {
+		got[r.URL] = r.Status
+	}
+	want := map[string]result.Status{urls[0]: result.StatusFetched, urls[1]: result.StatusFetched, urls[2]: result.StatusDenied, urls[3]: result.StatusDenied}
+	for u, s := range want {
+		if got[u] != s {
+			t.Errorf("%s ended %q, want %q", u, got[u], s)
+		}
 	}
 }
