@@ -70,6 +70,10 @@ type resource struct {
 	Condition  string
 	Properties map[string]any
 	DependsOn  []string
+	// DeletionPolicy and UpdateReplacePolicy are the resource attributes
+	// (nil when absent), intrinsic functions unevaluated: no local meaning,
+	// kept for the template's tests.
+	DeletionPolicy, UpdateReplacePolicy any
 }
 
 // FindTemplate returns the path of template.yaml in the module root: the
@@ -167,7 +171,8 @@ func Parse(data []byte) (*Template, error) {
 				deps = append(deps, fmt.Sprint(x))
 			}
 		}
-		t.resources[id] = resource{ID: id, Type: typ, Condition: cond, Properties: mapOf(r["Properties"]), DependsOn: deps}
+		t.resources[id] = resource{ID: id, Type: typ, Condition: cond, Properties: mapOf(r["Properties"]), DependsOn: deps,
+			DeletionPolicy: r["DeletionPolicy"], UpdateReplacePolicy: r["UpdateReplacePolicy"]}
 		t.order = append(t.order, id)
 	}
 	if len(t.resources) == 0 {
