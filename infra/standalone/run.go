@@ -90,6 +90,8 @@ func (rt *Runtime) Run(ctx context.Context, ro RunOptions) (Report, error) {
 	stopped := false
 	quiet := time.NewTicker(quietAfter)
 	defer quiet.Stop()
+	var nextSettle time.Time
+	settleEvery := quietAfter
 wait:
 	for {
 		if fed && !ro.Serve && rt.tally.outstanding() == 0 {
@@ -109,11 +111,18 @@ wait:
 			// This process works no host while URLs are owed a result:
 			// another process on the same state may hold their shards
 			// and have done them.
-			if fed && !ro.Serve && rt.tally.outstanding() > 0 && time.Since(time.Unix(0, rt.lastFetch.Load())) >= quietAfter {
-				if err := rt.settleElsewhere(ectx); err != nil {
+			if fed && !ro.Serve && rt.tally.outstanding() > 0 && time.Since(time.Unix(0, rt.lastFetch.Load())) >= quietAfter && !time.Now().Before(nextSettle) {
+				n, err := rt.settleElsewhere(ectx)
+				if err != nil {
 					runErr = err
 					break wait
 				}
+				// Hosts held back (Retry-After, back-off) also make a
+				// process quiet: look less often while nothing settles.
+				if settleEvery = min(2*settleEvery, time.Minute); n > 0 {
+					settleEvery = quietAfter
+				}
+				nextSettle = time.Now().Add(settleEvery)
 			}
 		case <-ctx.Done():
 			stopped = true
@@ -165,13 +174,13 @@ const quietAfter = 2 * time.Second
 // in the state: another process on the same state published their results
 // and committed them. Only once the input is read: a URL being ingested is
 // owed a result before it is queued.
-func (rt *Runtime) settleElsewhere(ctx context.Context) error {
+// It returns how many it dropped.
+func (rt *Runtime) settleElsewhere(ctx context.Context) (int, error) {
 	queued, err := queuedEntries(ctx, rt.store)
 	if err != nil {
-		return fmt.Errorf("read queued urls: %w", err)
+		return 0, fmt.Errorf("read queued urls: %w", err)
 	}
-	rt.tally.settle(queued)
-	return nil
+	return rt.tally.settle(queued), nil
 }
 
 // shardLoop is the schedule of one shard: check invocations back to back

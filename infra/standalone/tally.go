@@ -133,16 +133,19 @@ func (t *tally) unseen(want map[string]string) map[string]string {
 
 // settle drops the URLs owed a result that are no longer queued (queued:
 // the store's queued entries by id): another process finished them.
-func (t *tally) settle(queued map[string]string) {
+func (t *tally) settle(queued map[string]string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := 0
 	for id := range t.need {
 		if _, ok := queued[id]; !ok {
 			delete(t.need, id)
-			t.doneElsewhere++
+			n++
 		}
 	}
+	t.doneElsewhere += n
 	t.signal()
+	return n
 }
 
 func (t *tally) elsewhere() int {
