@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,6 +20,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/urldownloader/urldownloader/shared/params"
 )
 
 // Options shape one local deployment of the template.
@@ -39,10 +40,10 @@ type Options struct {
 	// TemplateParams override other template parameters by name (e.g.
 	// "IngestBatchSize": "10"). Stage and ShardCount above win over it.
 	TemplateParams map[string]string
-	// ParamOverrides replace the values of the runtime (SSM) parameters,
-	// by name without the path (e.g. "CheckHostPeriod": "2s"). A name the
-	// template lacks is created under the same path, so code can read a
-	// parameter before the template gains it.
+	// ParamOverrides are runtime (SSM) parameters to set, by name without
+	// the path (e.g. "CheckHostPeriod": "2s"), as an operator would: they
+	// are the only parameters written. The rest are unset, as in a fresh
+	// deployment, and the functions use the code's defaults.
 	ParamOverrides map[string]string
 }
 
@@ -62,8 +63,9 @@ type Stack struct {
 
 	// Parameters holds every template parameter's resolved value.
 	Parameters map[string]string
-	// Params holds the runtime parameters as written to SSM, by name
-	// without the path.
+	// Params holds the runtime parameters in force, by name without the
+	// path: the code's defaults (params.Defaults) with ParamOverrides,
+	// the only ones written to SSM, over them.
 	Params map[string]string
 	// Functions holds each AWS::Serverless::Function by logical id.
 	Functions map[string]Function
@@ -85,7 +87,7 @@ type Resource struct {
 	// Ref is what CloudFormation's Ref returns: a table or parameter
 	// name, a queue URL.
 	Ref string
-	// Arn is empty for types that have none (SSM parameters here).
+	// Arn is empty for types that have none.
 	Arn string
 }
 
@@ -141,11 +143,12 @@ func (s *Stack) Env() map[string]string {
 
 var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
 
-// Deploy creates the template's DynamoDB tables, SQS queues (dead-letter
-// queues first) and SSM parameters through cfg, and resolves the
-// functions' settings. Creating what already exists with the same prefix
-// is not an error: queues get the template's attributes again, parameters
-// are overwritten, so a rerun against a long-lived server works.
+// Deploy creates the template's DynamoDB tables and SQS queues (dead-letter
+// queues first) through cfg, puts opts.ParamOverrides under the functions'
+// parameter path, and resolves the functions' settings. Creating what
+// already exists with the same prefix is not an error: queues get the
+// template's attributes again, parameters are overwritten, so a rerun
+// against a long-lived server works.
 func (t *Template) Deploy(ctx context.Context, cfg aws.Config, opts Options) (*Stack, error) {
 	if !validPrefix.MatchString(opts.Prefix) {
 		return nil, fmt.Errorf("deploy: prefix %q: want 1 to 40 letters, digits, '-' or '_'", opts.Prefix)
@@ -210,12 +213,18 @@ type deployer struct {
 }
 
 // creatable are the resource types Deploy makes; the others (functions,
-// the API, schedules, IAM) are the local pipeline's business or have no
-// local meaning.
+// the API, schedules, IAM, log groups, alarms, the dashboard) are the local
+// pipeline's business or have no local meaning.
 var creatable = map[string]bool{
 	"AWS::DynamoDB::Table": true,
 	"AWS::SQS::Queue":      true,
-	"AWS::SSM::Parameter":  true,
+}
+
+// refused are resource types the template must not declare, with why.
+var refused = map[string]string{
+	// A deploy that touched such a resource would reset the value an
+	// operator set live; the code holds the defaults instead.
+	"AWS::SSM::Parameter": "runtime parameter values belong to operators, not to the stack (defaults live in shared/params)",
 }
 
 func (d *deployer) run(ctx context.Context) error {
@@ -232,8 +241,6 @@ func (d *deployer) run(ctx context.Context) error {
 			p, err = d.createTable(ctx, r)
 		case "AWS::SQS::Queue":
 			p, err = d.createQueue(ctx, r)
-		case "AWS::SSM::Parameter":
-			p, err = d.putParameter(ctx, r)
 		}
 		if err != nil {
 			return err
@@ -241,7 +248,7 @@ func (d *deployer) run(ctx context.Context) error {
 		d.ev.created[id] = p
 		d.st.Resources[id] = Resource{Type: p.Type, Ref: p.Ref, Arn: p.Attrs["Arn"]}
 	}
-	if err := d.extraParams(ctx); err != nil {
+	if err := d.putParams(ctx); err != nil {
 		return err
 	}
 	return d.describe()
@@ -253,6 +260,9 @@ func (d *deployer) createOrder() ([]string, error) {
 	var ids []string
 	for _, id := range d.t.order {
 		r := d.t.resources[id]
+		if why, ok := refused[r.Type]; ok {
+			return nil, fmt.Errorf("%s (%s): %s", id, r.Type, why)
+		}
 		if !creatable[r.Type] {
 			continue
 		}
@@ -548,42 +558,6 @@ func (d *deployer) createQueue(ctx context.Context, r resource) (physical, error
 	return physical{Type: r.Type, Ref: url, Attrs: map[string]string{"Arn": arn, "QueueName": name, "QueueUrl": url}}, nil
 }
 
-type cfnParameter struct {
-	Name           string
-	Type           ssmtypes.ParameterType
-	Value          string
-	Description    string
-	AllowedPattern string
-	DataType       string
-	Tier           ssmtypes.ParameterTier
-	// Accepted and ignored: no local meaning.
-	Tags     json.RawMessage
-	Policies json.RawMessage
-}
-
-func (d *deployer) putParameter(ctx context.Context, r resource) (physical, error) {
-	var c cfnParameter
-	if err := d.decode(r, &c); err != nil {
-		return physical{}, err
-	}
-	if c.Name == "" {
-		return physical{}, fmt.Errorf("%s: an SSM parameter needs a Name locally (a generated one cannot be found by path)", r.ID)
-	}
-	short := path.Base(c.Name)
-	value := c.Value
-	if v, ok := d.opts.ParamOverrides[short]; ok {
-		value = v
-	}
-	if err := d.put(ctx, &ssm.PutParameterInput{
-		Name: aws.String(c.Name), Value: aws.String(value), Type: c.Type, Overwrite: aws.Bool(true),
-		Description: nonEmpty(c.Description), AllowedPattern: nonEmpty(c.AllowedPattern), DataType: nonEmpty(c.DataType), Tier: c.Tier,
-	}); err != nil {
-		return physical{}, err
-	}
-	d.st.Params[short] = value
-	return physical{Type: r.Type, Ref: c.Name, Attrs: map[string]string{"Type": string(c.Type), "Value": value}}, nil
-}
-
 func (d *deployer) put(ctx context.Context, in *ssm.PutParameterInput) error {
 	if _, err := d.ssm.PutParameter(ctx, in); err != nil {
 		return fmt.Errorf("put parameter %s: %w", aws.ToString(in.Name), err)
@@ -591,25 +565,16 @@ func (d *deployer) put(ctx context.Context, in *ssm.PutParameterInput) error {
 	return nil
 }
 
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// extraParams writes the overrides that name no parameter of the template
-// under the functions' parameter path.
-func (d *deployer) extraParams(ctx context.Context) error {
+// putParams writes the parameter overrides under the functions' parameter
+// path, in name order, and records the parameters in force.
+func (d *deployer) putParams(ctx context.Context) error {
 	env, err := d.functionEnv(d.t.globalFunction())
 	if err != nil {
 		return fmt.Errorf("Globals: %w", err)
 	}
 	d.st.ParamPath = env["PARAM_PATH"]
+	d.st.Params = params.Defaults().Format()
 	for _, name := range slices.Sorted(maps.Keys(d.opts.ParamOverrides)) {
-		if _, ok := d.st.Params[name]; ok {
-			continue
-		}
 		if d.st.ParamPath == "" {
 			return fmt.Errorf("parameter override %s: no PARAM_PATH in Globals to put it under", name)
 		}

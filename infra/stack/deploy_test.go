@@ -19,6 +19,8 @@ import (
 	"github.com/urldownloader/urldownloader/infra/moto"
 	"github.com/urldownloader/urldownloader/infra/stack"
 	"github.com/urldownloader/urldownloader/shared/config"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/ssmparams"
 )
 
 // TestDeployTwice deploys template.yaml twice on one moto server, with
@@ -33,12 +35,12 @@ func TestDeployTwice(t *testing.T) {
 	for _, tc := range []struct {
 		st     *stack.Stack
 		shards int
-		period string
-	}{{a, 3, "2s"}, {b, 4, "5s"}} {
+		set    map[string]string
+	}{{a, 3, map[string]string{"CheckHostPeriod": "2s"}}, {b, 4, map[string]string{}}} {
 		t.Run(tc.st.Prefix, func(t *testing.T) {
 			checkTable(t, cfg, tc.st)
 			checkQueues(t, cfg, tc.st)
-			checkParams(t, cfg, tc.st, tc.period)
+			checkParams(t, cfg, tc.st, tc.set)
 			checkFunctions(t, tc.st, tc.shards)
 		})
 	}
@@ -122,29 +124,34 @@ func checkQueues(t *testing.T, cfg aws.Config, st *stack.Stack) {
 	}
 }
 
-func checkParams(t *testing.T, cfg aws.Config, st *stack.Stack, period string) {
+// checkParams checks that only the overrides were written to SSM, as an
+// operator would set them, and that the functions' own loader reads the
+// defaults for the rest.
+func checkParams(t *testing.T, cfg aws.Config, st *stack.Stack, set map[string]string) {
 	t.Helper()
 	if st.ParamPath != "/urldownloader/"+st.Stage+"/" {
 		t.Errorf("ParamPath = %q, want /urldownloader/%s/", st.ParamPath, st.Stage)
 	}
-	got := map[string]string{}
-	pages := ssm.NewGetParametersByPathPaginator(ssm.NewFromConfig(cfg), &ssm.GetParametersByPathInput{Path: &st.ParamPath})
-	for pages.HasMorePages() {
-		out, err := pages.NextPage(t.Context())
-		if err != nil {
-			t.Fatalf("GetParametersByPath %s: %v", st.ParamPath, err)
-		}
-		for _, p := range out.Parameters {
-			got[strings.TrimPrefix(aws.ToString(p.Name), st.ParamPath)] = aws.ToString(p.Value)
-		}
+	got, err := ssmparams.New(ssm.NewFromConfig(cfg), st.ParamPath).Load(t.Context())
+	if err != nil {
+		t.Fatalf("load parameters under %s: %v", st.ParamPath, err)
 	}
-	want := maps.Clone(loadTemplate(t).ParamDefaults())
-	want["CheckHostPeriod"] = period
-	if !maps.Equal(got, want) {
-		t.Errorf("parameters under %s =\n%v\nwant\n%v", st.ParamPath, got, want)
+	if !maps.Equal(got, set) {
+		t.Errorf("parameters under %s = %v, want only the overrides %v", st.ParamPath, got, set)
 	}
+	want := params.Defaults().Format()
+	maps.Copy(want, set)
 	if !maps.Equal(st.Params, want) {
-		t.Errorf("Stack.Params = %v, want %v", st.Params, want)
+		t.Errorf("Stack.Params = %v, want the defaults with the overrides %v", st.Params, want)
+	}
+	// A missing parameter means its default: the functions' cache loads
+	// (an empty path is a successful read) and serves what Params says.
+	cache := params.NewCache(ssmparams.New(ssm.NewFromConfig(cfg), st.ParamPath), time.Second, nil, nil)
+	if err := cache.WaitLoaded(t.Context()); err != nil {
+		t.Fatalf("WaitLoaded: %v", err)
+	}
+	if inForce := cache.Get(t.Context()).Format(); !maps.Equal(inForce, want) {
+		t.Errorf("parameters in force = %v, want %v", inForce, want)
 	}
 }
 
@@ -246,15 +253,16 @@ func TestDeployIsRepeatable(t *testing.T) {
 	}
 }
 
-// TestParamOverrideOutsideTemplate: an override the template lacks is put
-// under the same path, so code can read a new parameter early.
-func TestParamOverrideOutsideTemplate(t *testing.T) {
-	st, cfg := stack.DeployForTest(t, stack.Options{ParamOverrides: map[string]string{"RespectRobots": "false"}})
-	p, err := ssm.NewFromConfig(cfg).GetParameter(t.Context(), &ssm.GetParameterInput{Name: aws.String(st.ParamPath + "RespectRobots")})
-	if err != nil || aws.ToString(p.Parameter.Value) != "false" {
-		t.Fatalf("RespectRobots: %v", err)
+// TestParamOverrideUnknownToTheCode: an override is put under the path
+// whatever its name, so a test can set a parameter the code reads before
+// params knows it (the functions' cache reports it as unknown).
+func TestParamOverrideUnknownToTheCode(t *testing.T) {
+	st, cfg := stack.DeployForTest(t, stack.Options{ParamOverrides: map[string]string{"NotYetKnown": "7"}})
+	p, err := ssm.NewFromConfig(cfg).GetParameter(t.Context(), &ssm.GetParameterInput{Name: aws.String(st.ParamPath + "NotYetKnown")})
+	if err != nil || aws.ToString(p.Parameter.Value) != "7" {
+		t.Fatalf("NotYetKnown: %v", err)
 	}
-	if st.Params["RespectRobots"] != "false" {
+	if st.Params["NotYetKnown"] != "7" {
 		t.Errorf("Stack.Params lacks the extra parameter: %v", st.Params)
 	}
 }
@@ -279,6 +287,30 @@ func TestDeployRefusesBadOptions(t *testing.T) {
 				t.Error("Deploy succeeded")
 			}
 		})
+	}
+}
+
+// TestDeployRefusesStackOwnedParameters: a template that creates an SSM
+// parameter would reset an operator's value on deploy; the local stack
+// refuses it rather than create it.
+func TestDeployRefusesStackOwnedParameters(t *testing.T) {
+	srv := moto.Shared(t)
+	cfg, err := moto.AWSConfig(t.Context(), srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := stack.Parse([]byte(`
+Resources:
+  P:
+    Type: AWS::SSM::Parameter
+    Properties: {Name: /urldownloader/x/FetchDelay, Type: String, Value: 1s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tpl.Deploy(t.Context(), cfg, stack.Options{Prefix: stack.UniquePrefix("ssm")})
+	if err == nil || !strings.Contains(err.Error(), "operators") {
+		t.Errorf("Deploy error = %v, want a refusal of the stack-owned parameter", err)
 	}
 }
 

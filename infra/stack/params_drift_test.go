@@ -1,30 +1,120 @@
-package stack_test
+package stack
 
 import (
-	"maps"
+	"fmt"
+	"path"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
-	"github.com/urldownloader/urldownloader/infra/stack"
 	"github.com/urldownloader/urldownloader/shared/params"
 )
 
-// TestTemplateParamsMatchCode: the template creates every runtime parameter
-// the code reads, with the code's own default, so a fresh deployment runs
-// with documented values and nothing falls back silently.
-func TestTemplateParamsMatchCode(t *testing.T) {
-	tpl, err := stack.Load("")
+// TestTemplateDocumentsEveryParameter: the stack creates no runtime
+// parameter (an operator's value must survive every deploy), so the
+// template's comments are where its reader learns the names; they must
+// list every parameter the code reads, in the code's order, with the
+// code's own default.
+func TestTemplateDocumentsEveryParameter(t *testing.T) {
+	tpl := loadTemplate(t)
+	doc, err := tpl.DocumentedParams()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := tpl.ParamDefaults()
-	want := params.Defaults().Format()
-	if g, w := slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)); !slices.Equal(g, w) {
-		t.Fatalf("template parameters %v, code parameters %v", g, w)
-	}
-	for name, v := range want {
-		if got[name] != v {
-			t.Errorf("%s: template default %q, code default %q", name, got[name], v)
+	var names []string
+	defaults := params.Defaults().Format()
+	for _, p := range doc {
+		names = append(names, p.Name)
+		if want, ok := defaults[p.Name]; ok && p.Default != want {
+			t.Errorf("%s: documented default %q, code default %q", p.Name, p.Default, want)
 		}
 	}
+	if want := params.Names(); !slices.Equal(names, want) {
+		t.Errorf("documented parameters %v\nwant the code's %v", names, want)
+	}
+	for _, id := range tpl.order {
+		if r := tpl.resources[id]; r.Type == "AWS::SSM::Parameter" {
+			t.Errorf("%s: the stack must not own a parameter's value", id)
+		}
+	}
+}
+
+// TestFunctionsMayReadEveryParameter: each function's policy lets it read
+// the whole parameter path in bulk (GetParametersByPath is authorised on
+// the path itself) and every parameter under it, and write none.
+func TestFunctionsMayReadEveryParameter(t *testing.T) {
+	tpl := loadTemplate(t)
+	e := deployed(t, tpl, map[string]string{"Stage": "qa"})
+	env, err := (&deployer{t: tpl, ev: e}).functionEnv(tpl.globalFunction())
+	if err != nil {
+		t.Fatal(err)
+	}
+	paramPath := env["PARAM_PATH"]
+	if paramPath != "/urldownloader/qa/" {
+		t.Fatalf("PARAM_PATH = %q, want /urldownloader/qa/", paramPath)
+	}
+	arn := func(name string) string {
+		return fmt.Sprintf("arn:aws:ssm:us-east-1:123456789012:parameter%s", name)
+	}
+	for _, fn := range []string{IngestFunction, CheckFunction} {
+		var read []string
+		for _, st := range statements(t, e.props(t, fn)) {
+			actions := strings.Join(st.actions, " ")
+			if strings.Contains(actions, "ssm:Put") || strings.Contains(actions, "ssm:Delete") || strings.Contains(actions, "ssm:*") {
+				t.Errorf("%s may write parameters: %v", fn, st.actions)
+			}
+			if slices.Contains(st.actions, "ssm:GetParametersByPath") {
+				read = append(read, st.resources...)
+			}
+		}
+		if !slices.Contains(read, arn(strings.TrimSuffix(paramPath, "/"))) {
+			t.Errorf("%s cannot read the path %s in bulk: its resources are %v", fn, paramPath, read)
+		}
+		for _, name := range params.Names() {
+			if !slices.ContainsFunc(read, func(pattern string) bool { return iamMatch(pattern, arn(path.Join(paramPath, name))) }) {
+				t.Errorf("%s cannot read %s%s: its resources are %v", fn, paramPath, name, read)
+			}
+		}
+	}
+}
+
+type statement struct{ actions, resources []string }
+
+// statements returns the Allow statements of a SAM function's inline
+// policies.
+func statements(t *testing.T, props map[string]any) []statement {
+	t.Helper()
+	list := func(v any) []string {
+		switch x := v.(type) {
+		case string:
+			return []string{x}
+		case []any:
+			var out []string
+			for _, el := range x {
+				out = append(out, str(el))
+			}
+			return out
+		}
+		return nil
+	}
+	var out []statement
+	pols, _ := props["Policies"].([]any)
+	for _, p := range pols {
+		sts, _ := at(p, "Statement").([]any)
+		for _, s := range sts {
+			if str(at(s, "Effect")) != "Allow" {
+				continue
+			}
+			out = append(out, statement{actions: list(at(s, "Action")), resources: list(at(s, "Resource"))})
+		}
+	}
+	return out
+}
+
+// iamMatch matches an ARN against an IAM resource pattern ('*' any run of
+// characters, '?' one).
+func iamMatch(pattern, arn string) bool {
+	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(pattern)) + "$"
+	return regexp.MustCompile(re).MatchString(arn)
 }

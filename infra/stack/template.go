@@ -1,8 +1,9 @@
 // Package stack creates, on moto (or any endpoint that speaks the AWS
-// APIs), the DynamoDB table, SQS queues and SSM parameters that template.yaml
-// declares, and tells the local pipeline what the template says about the
-// functions: their environment, the SQS event source mapping of ingest and
-// the check schedules.
+// APIs), the DynamoDB table and SQS queues that template.yaml declares,
+// sets the runtime parameters a caller overrides (the stack owns none: see
+// the template), and tells the local pipeline what the template says about
+// the functions: their environment, the SQS event source mapping of ingest
+// and the check schedules.
 //
 // Everything is read from the template file itself, so the local stack and
 // the deployed one cannot drift apart: a property this package does not
@@ -14,7 +15,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -44,6 +44,7 @@ type Template struct {
 	// Path is the file the template was loaded from.
 	Path string
 
+	text       []byte // the file, comments included
 	params     map[string]Parameter
 	paramOrder []string
 	conditions map[string]any
@@ -140,6 +141,7 @@ func Parse(data []byte) (*Template, error) {
 		return nil, errors.New("template is not a mapping")
 	}
 	t := &Template{
+		text:       data,
 		params:     map[string]Parameter{},
 		conditions: mapOf(top["Conditions"]),
 		globals:    mapOf(top["Globals"]),
@@ -190,31 +192,46 @@ func (t *Template) Parameters() []Parameter {
 	return out
 }
 
-// ParamDefaults returns the runtime parameters (every AWS::SSM::Parameter)
-// by their name without the path, e.g. "PersistLimit", with the template's
-// value, e.g. "1000".
-func (t *Template) ParamDefaults() map[string]string {
-	out := map[string]string{}
-	params, err := t.resolveParams(nil)
-	if err != nil {
-		// The template's own defaults failed its own constraints; Deploy
-		// reports that. The names and values do not depend on them.
-		params = map[string]string{}
-	}
-	ev := &evaluator{t: t, params: params, stackName: "defaults"}
-	for _, id := range t.order {
-		r := t.resources[id]
-		if r.Type != "AWS::SSM::Parameter" {
-			continue
+// DocParam is one runtime parameter as the template's comments document it.
+type DocParam struct {
+	Name, Default, Meaning string
+}
+
+// The runtime parameters' documentation in template.yaml: one comment
+// line each, "Name [default] Meaning", between the markers.
+const (
+	docBegin = "# BEGIN runtime parameters"
+	docEnd   = "# END runtime parameters"
+)
+
+var docLine = regexp.MustCompile(`^#\s+([A-Za-z]+) \[([^\]]*)\] (\S.*)$`)
+
+// DocumentedParams returns the runtime parameters that the template's
+// comments document, in their order. The stack creates none of them
+// (operators set them in SSM; unset means the code's default), so the
+// comments are where a reader of the template finds their names.
+func (t *Template) DocumentedParams() ([]DocParam, error) {
+	var out []DocParam
+	in := false
+	for i, line := range strings.Split(string(t.text), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == docBegin:
+			in = true
+		case line == docEnd:
+			if !in {
+				return nil, fmt.Errorf("line %d: %q before %q", i+1, docEnd, docBegin)
+			}
+			return out, nil
+		case in:
+			m := docLine.FindStringSubmatch(line)
+			if m == nil {
+				return nil, fmt.Errorf("line %d: %q: want \"# Name [default] Meaning\"", i+1, line)
+			}
+			out = append(out, DocParam{Name: m[1], Default: m[2], Meaning: m[3]})
 		}
-		name, err1 := ev.str(r.Properties["Name"])
-		value, err2 := ev.str(r.Properties["Value"])
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		out[path.Base(name)] = value
 	}
-	return out
+	return nil, fmt.Errorf("no %q ... %q block", docBegin, docEnd)
 }
 
 // resolveParams gives every parameter its value: an override, else the

@@ -2,9 +2,7 @@ package stack
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,25 +182,42 @@ func TestShardConditions(t *testing.T) {
 	}
 }
 
-func TestParamDefaults(t *testing.T) {
-	got := loadTemplate(t).ParamDefaults()
-	want := map[string]string{
-		"CheckHostPeriod":    "5s",
-		"PersistLimit":       "1000",
-		"FetchDelay":         "1s",
-		"FetchTimeout":       "10s",
-		"MaxBodyBytes":       "204800",
-		"MaxConcurrentHosts": "256",
-		"UserAgent":          "urldownloader/1.0 (+https://github.com/urldownloader/urldownloader)",
+func TestDocumentedParams(t *testing.T) {
+	tpl, err := Parse([]byte(`
+Resources:
+  # BEGIN runtime parameters
+  #   FetchDelay [1s] Least time between two requests to one host.
+  #   UserAgent [ua/1.0 (+https://x.example)] Sent with every request.
+  # END runtime parameters
+  Q: {Type: AWS::SQS::Queue}
+`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// More parameters may be added to the template; these must stay.
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("ParamDefaults()[%s] = %q, want %q", k, got[k], v)
-		}
+	got, err := tpl.DocumentedParams()
+	want := []DocParam{
+		{"FetchDelay", "1s", "Least time between two requests to one host."},
+		{"UserAgent", "ua/1.0 (+https://x.example)", "Sent with every request."},
 	}
-	if t.Failed() {
-		t.Logf("all: %v", slices.Sorted(maps.Keys(got)))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("DocumentedParams = %+v, %v; want %+v", got, err, want)
+	}
+	for name, text := range map[string]string{
+		"no block":       "Resources:\n  Q: {Type: AWS::SQS::Queue}\n",
+		"no end":         "Resources:\n  # BEGIN runtime parameters\n  #   A [1] b\n  Q: {Type: AWS::SQS::Queue}\n",
+		"no default":     "Resources:\n  # BEGIN runtime parameters\n  #   A b\n  # END runtime parameters\n  Q: {Type: AWS::SQS::Queue}\n",
+		"no meaning":     "Resources:\n  # BEGIN runtime parameters\n  #   A [1]\n  # END runtime parameters\n  Q: {Type: AWS::SQS::Queue}\n",
+		"end then begin": "Resources:\n  # END runtime parameters\n  # BEGIN runtime parameters\n  Q: {Type: AWS::SQS::Queue}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			tpl, err := Parse([]byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := tpl.DocumentedParams(); err == nil {
+				t.Errorf("DocumentedParams = %+v, want an error", got)
+			}
+		})
 	}
 }
 
