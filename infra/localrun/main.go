@@ -65,6 +65,10 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "localrun: unexpected arguments %q\n", flag.Args())
 		return 2
 	}
+	// --backend local (the default) runs on one machine: localmode.go.
+	if code, handled := runBackend(); handled {
+		return code
+	}
 
 	logw := io.Discard
 	if *verbose {
