@@ -54,7 +54,10 @@ type Handler struct {
 	// Waker is told which shards got hosts with new work; nil: none (the
 	// schedule still runs every shard once a minute).
 	Waker Waker
-	Log   *slog.Logger
+	// Idempotency serves POST /urls requests that carry an
+	// Idempotency-Key header (see Idempotency); nil: the header is ignored.
+	Idempotency *Idempotency
+	Log         *slog.Logger
 }
 
 // ingest runs one domain call and wakes the shards it gave work. A failed
@@ -189,9 +192,13 @@ type APIResponse struct {
 // HandleAPI serves POST /urls: 202 with the accepted count and per-item
 // errors; 400 for a body that is not JSON; 413 above the size limit; 503
 // when some valid items could not be queued (they are listed, retry them).
+// With an Idempotency-Key header, see Idempotency (also 409 and 422).
 func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	if ev.HTTPMethod != http.MethodPost {
 		return reply(http.StatusMethodNotAllowed, APIResponse{Message: "use POST with a JSON object or array of {\"host\", \"url\"}"}), nil
+	}
+	if key, ok := idempotencyKey(ev); ok && h.Idempotency != nil {
+		return h.handleIdempotent(ctx, ev, key), nil
 	}
 	body := []byte(ev.Body)
 	if ev.IsBase64Encoded {
