@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
@@ -29,21 +32,35 @@ const idemBody = `["http://a.example/1", "http://a.example/2", "ftp://a.example/
 type idemEnv struct {
 	t     *testing.T
 	h     *handler.Handler
-	store *sqlite.Store
+	store queueAndKeys
 	ing   *hostqueue.Ingester
 	mu    sync.Mutex
 	now   time.Time
 	seq   int
 }
 
+// queueAndKeys is a store of both host queues and idempotency records.
+type queueAndKeys interface {
+	hostqueue.Store
+	hostqueue.IdempotencyStore
+}
+
 func newIdemEnv(t *testing.T) *idemEnv {
 	t.Helper()
+	return newIdemEnvOn(t, func(clock func() time.Time) queueAndKeys {
+		s, err := sqlite.NewMemory(clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func newIdemEnvOn(t *testing.T, open func(clock func() time.Time) queueAndKeys) *idemEnv {
+	t.Helper()
 	e := &idemEnv{t: t, now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-	s, err := sqlite.NewMemory(e.clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := open(e.clock)
 	e.store = s
 	e.ing = &hostqueue.Ingester{Store: s, Publisher: &recordingPublisher{got: map[string]result.Result{}}, Now: e.clock}
 	e.h = newHandler(e.ing, nil)
@@ -129,6 +146,26 @@ func TestIdempotentRetryGetsTheFirstAnswer(t *testing.T) {
 	}
 	if got := e.pending("a.example", "b.example"); !slices.Equal(got, []int{2, 1}) {
 		t.Errorf("pending after the refused body %v, want [2 1]", got)
+	}
+}
+
+// TestIdempotentRetryOnDynamoDB: the deployed store, on moto, keeps the
+// same promise.
+func TestIdempotentRetryOnDynamoDB(t *testing.T) {
+	e := newIdemEnvOn(t, func(clock func() time.Time) queueAndKeys {
+		st, cfg := stack.DeployForTest(t, stack.Options{})
+		return dynamo.New(dynamodb.NewFromConfig(cfg), st.TableName, clock)
+	})
+	first, a := e.post(idemBody, "order-42", "alice")
+	again, b := e.post(idemBody, "order-42", "alice")
+	if first.StatusCode != http.StatusAccepted || again.Body != first.Body || !slices.Equal(a.IDs, b.IDs) || len(a.IDs) != 3 {
+		t.Errorf("answers %d %s and %d %s: want one 202 answer twice", first.StatusCode, first.Body, again.StatusCode, again.Body)
+	}
+	if got := e.pending("a.example", "b.example"); !slices.Equal(got, []int{2, 1}) {
+		t.Errorf("pending %v, want [2 1]: each URL queued once", got)
+	}
+	if resp, _ := e.post(`"http://a.example/3"`, "order-42", "alice"); resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("same key, other body: %d, want 422", resp.StatusCode)
 	}
 }
 
