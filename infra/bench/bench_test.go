@@ -4,16 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/urldownloader/urldownloader/infra/moto"
 )
 
 // TestSmoke runs every part of the benchmark at tiny sizes (the -smoke
@@ -72,92 +65,3 @@ func TestSmoke(t *testing.T) {
 
 // BenchmarkIngest is the ingest CPU per URL figure: go test -bench Ingest ./infra/bench.
 func BenchmarkIngest(b *testing.B) { benchmarkIngest(b) }
-
-// TestMotoShim checks that the shimmed moto answers as stock moto does on
-// what the shim touches: counts, receives, batch deletes (a bad handle
-// fails alone, one deleted before succeeds), and that it is fast.
-func TestMotoShim(t *testing.T) {
-	undo, err := installMotoShim()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer undo()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := moto.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cfg, err := moto.AWSConfig(ctx, srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := sqs.NewFromConfig(cfg)
-	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("shim")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 1000
-	start := time.Now()
-	for i := 0; i < n; i += 10 {
-		var es []sqstypes.SendMessageBatchRequestEntry
-		for j := 0; j < 10; j++ {
-			es = append(es, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String(strconv.Itoa(i + j))})
-		}
-		if _, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: out.QueueUrl, Entries: es}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := attrs.Attributes["ApproximateNumberOfMessages"]; got != strconv.Itoa(n) {
-		t.Errorf("ApproximateNumberOfMessages = %s, want %d", got, n)
-	}
-	seen := map[string]bool{}
-	var handles []*string
-	for len(seen) < n {
-		r, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: out.QueueUrl, MaxNumberOfMessages: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Messages) == 0 {
-			t.Fatalf("receive returned nothing after %d of %d", len(seen), n)
-		}
-		for _, m := range r.Messages {
-			seen[*m.Body] = true
-			handles = append(handles, m.ReceiptHandle)
-		}
-	}
-	for i := 0; i < len(handles); i += 8 {
-		es := []sqstypes.DeleteMessageBatchRequestEntry{{Id: aws.String("bad"), ReceiptHandle: aws.String("not-a-handle")}}
-		for j, h := range handles[i:min(i+8, len(handles))] {
-			es = append(es, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: h})
-		}
-		if i > 0 {
-			// A handle deleted before is deleted again without error.
-			es = append(es, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String("again"), ReceiptHandle: handles[0]})
-		}
-		r, err := q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: out.QueueUrl, Entries: es})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Failed) != 1 || aws.ToString(r.Failed[0].Id) != "bad" || len(r.Successful) != len(es)-1 {
-			t.Fatalf("delete batch: %d ok, failed %+v; want all but the bad handle", len(r.Successful), r.Failed)
-		}
-	}
-	attrs, err = q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"} {
-		if got := attrs.Attributes[a]; got != "0" {
-			t.Errorf("%s = %s after deleting everything, want 0", a, got)
-		}
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("%d messages took %s through the shimmed moto", n, d)
-	}
-}

@@ -213,7 +213,7 @@ func (e *benchEnv) burst(ctx context.Context) (*CostResult, error) {
 // large as the template's event source mapping delivers them. The producer
 // keeps one to two batches' worth of messages on the queue, sending the
 // next batch's worth when at most one is left (rather than all at once:
-// moto's queue slows down with its length, see motoShim).
+// moto's queue slows down with its length, see infra/moto's patches).
 func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 	h, u := e.cfg.WideHosts, e.cfg.WidePerHost
 	site, err := e.site(h)

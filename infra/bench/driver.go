@@ -32,7 +32,7 @@ import (
 // loopback that accepts SendMessageBatch as SQS does (JSON protocol, MD5s
 // of the bodies) and records each result's ID. The publisher's requests
 // still go through the SDK and HTTP and are counted; only moto's queue,
-// whose cost grows with its length (see motoShim), is left out, together
+// whose cost grows with its length (see infra/moto's patches), is left out, together
 // with a consumer receiving and deleting results, which is not part of the
 // downloader.
 type sink struct {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,39 +139,6 @@ func machineCPU() (busy, total time.Duration) {
 	return time.Duration(sum-idle) * time.Second / clockTicks, time.Duration(sum) * time.Second / clockTicks
 }
 
-// findMotoPID finds the moto_server serving endpoint by its command line.
-func findMotoPID(endpoint string) (int, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return 0, err
-	}
-	port := u.Port()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		isMoto := false
-		for i, a := range args {
-			if strings.Contains(a, "moto_server") {
-				isMoto = true
-			}
-			if isMoto && a == "-p" && i+1 < len(args) && args[i+1] == port {
-				return pid, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("no moto_server process on port %s", port)
-}
 
 // cpuSampler samples moto's and the machine's CPU use during a phase.
 type cpuSampler struct {

@@ -64,8 +64,8 @@ type Config struct {
 	// write nothing.
 	Out, PNG string
 	Smoke    bool
-	// StockMoto runs moto without the shim that removes its O(queue
-	// length) SQS costs (see motoShim).
+	// StockMoto runs moto without the patches that remove its O(queue
+	// length) SQS and O(table) Query costs (see infra/moto's patches).
 	StockMoto bool
 }
 
@@ -102,7 +102,7 @@ func main() {
 	only := flag.String("only", "", "run only these parts: politeness,cost,lambda")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
-	stockMoto := flag.Bool("stock-moto", false, "run moto without the shim for its quadratic SQS queues (slow: for comparison)")
+	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
 	flag.Parse()
 
 	cfg := FullConfig()
@@ -173,22 +173,12 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 	}
 	res := &Results{Config: cfg, Started: start}
 	res.Machine = describeMachine(ctx, root)
-	if !cfg.StockMoto {
-		undo, err := installMotoShim()
-		if err != nil {
-			return nil, err
-		}
-		defer undo()
-	}
-	srv, err := moto.Start(ctx)
+	srv, err := moto.StartWith(ctx, moto.Options{Stock: cfg.StockMoto})
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	env := &benchEnv{cfg: cfg, moto: srv, log: log, root: root}
-	if env.motoPID, err = findMotoPID(srv.Endpoint); err != nil {
-		log.Warn("moto's CPU will not be reported", "error", err)
-	}
+	env := &benchEnv{cfg: cfg, moto: srv, log: log, root: root, motoPID: srv.PID()}
 
 	if !cfg.SkipPol {
 		for _, h := range cfg.Hosts {

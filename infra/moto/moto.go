@@ -58,13 +58,31 @@ type Server struct {
 	once   sync.Once
 }
 
-// Start starts moto_server on a free loopback port and waits until it
-// answers. The caller must Close it. The server dies with the calling
-// process on Linux even if Close is never called.
-func Start(ctx context.Context) (*Server, error) {
+// Options shape a server.
+type Options struct {
+	// Stock runs moto_server as installed, without the patches for its
+	// O(size) queues and queries (see patches): only to compare with.
+	Stock bool
+}
+
+// Start starts moto_server, with the patches that make its SQS queues and
+// DynamoDB queries cost O(1) and O(matches) rather than O(size) per call,
+// on a free loopback port and waits until it answers. The caller must
+// Close it. The server dies with the calling process on Linux even if
+// Close is never called.
+func Start(ctx context.Context) (*Server, error) { return StartWith(ctx, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, opts Options) (*Server, error) {
 	bin, err := FindServer()
 	if err != nil {
 		return nil, err
+	}
+	argv := []string{bin}
+	if !opts.Stock {
+		if argv, err = patchedCommand(bin); err != nil {
+			return nil, err
+		}
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -79,7 +97,7 @@ func Start(ctx context.Context) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("start moto: %w", err)
 		}
-		s, err := start(ctx, bin, port)
+		s, err := start(ctx, argv, port)
 		if err == nil {
 			return s, nil
 		}
@@ -91,13 +109,14 @@ func Start(ctx context.Context) (*Server, error) {
 	return nil, fmt.Errorf("start moto (%s): %w", bin, errors.Join(errs...))
 }
 
-func start(ctx context.Context, bin string, port int) (*Server, error) {
+func start(ctx context.Context, argv []string, port int) (*Server, error) {
+	bin := argv[len(argv)-1]
 	s := &Server{
 		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		done:     make(chan struct{}),
 		output:   &proc.Tail{Max: 16 << 10},
 	}
-	s.cmd = exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	s.cmd = exec.Command(argv[0], append(argv[1:], "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
 	s.cmd.Stdout = s.output
 	s.cmd.Stderr = s.output
 	// Not exec.CommandContext: ctx bounds the start only, not the server's life.
@@ -138,6 +157,9 @@ func (s *Server) waitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// PID is the server's process id (its CPU time is in /proc/PID/stat).
+func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // Close kills the server's process group and waits for it to exit. It is
 // safe to call more than once.

@@ -1,36 +1,42 @@
-package main
+package moto
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/urldownloader/urldownloader/infra/moto"
 )
 
-// motoShim is moto_server with two of its SQS hot spots made cheap, with
-// the same results. Stock moto 5.2.5 computes every attribute of a queue,
-// including the approximate message counts (a scan of all its messages with
-// two datetime conversions per message), for every message it sends and
+// patches is moto_server with its hot spots made cheap, giving the same
+// answers. Stock moto 5.2.5 computes every attribute of a queue, including
+// the approximate message counts (a scan of all its messages with two
+// datetime conversions per message), for every message it sends and
 // receives: O(queue length) per message, so a queue of N messages costs
 // O(N^2). Measured here: 1000 messages took 11 s to send and 46 s to
-// receive; 3000 did not finish in ten minutes. AWS has no such cost, and
-// it would make the benchmark measure moto's queue, not the downloader.
+// receive; 3000 did not finish in ten minutes. AWS has no such cost, and it
+// made the local stack (`make run ARGS="--backend moto"`, the tests, the
+// benchmark) measure moto's queue rather than the downloader.
 //
-// The shim replaces moto's unix_time (utcnow minus the epoch, as datetimes)
-// with time.time(), which is the same number, the retention check on
-// receive with a read of the one attribute it needs, the message counts
-// with 0 while a message is being sent (sending reads one other attribute),
-// and a batch delete's two scans of the queue per entry with one scan.
+// The patches replace moto's unix_time (utcnow minus the epoch, as
+// datetimes) with time.time(), which is the same number, the retention
+// check on receive with a read of the one attribute it needs, the message
+// counts with 0 while a message is being sent (sending reads one other
+// attribute), and a batch delete's two scans of the queue per entry with
+// one scan.
 //
 // DynamoDB's Query has the same shape of problem: every query, on the table
 // or on an index, first sorts all the table's items (Python comparisons of
-// wrapped values) and then filters them; the shim hands Query the items
+// wrapped values) and then filters them; the patch hands Query the items
 // unsorted (its results are sorted afterwards anyway). Last, werkzeug's log
 // line per request (a fifth of moto's time under load) is turned off.
-const motoShim = `import sys, time, threading, logging
+//
+// TestPatches checks the answers; a moto upgrade that moves these internals
+// makes the server fail at start, loudly, rather than run unpatched.
+const patches = `import sys, time, threading, logging
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 import moto.dynamodb.models.table as dt
 _tls = threading.local()
@@ -113,50 +119,52 @@ sys.argv[0] = "moto_server"
 sys.exit(main())
 `
 
-// installMotoShim writes the shim next to a temporary directory and points
-// moto.Start at it (through MOTO_SERVER). It returns a cleanup.
-func installMotoShim() (func(), error) {
-	server, err := moto.FindServer()
-	if err != nil {
-		return nil, err
-	}
+// patchedCommand returns the command line that runs the moto_server
+// console script at server with the patches: the Python from its #! line
+// and the patch script, kept in the temporary directory under a name that
+// holds a hash of both (written once, atomically, so concurrent starts
+// share it and nothing needs cleaning up). The script's name contains
+// "moto_server", as process listings that look for the server expect.
+func patchedCommand(server string) ([]string, error) {
 	python, err := interpreter(server)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "bench-moto-")
+	sum := sha256.Sum256([]byte(python + "\x00" + patches))
+	dir := filepath.Join(os.TempDir(), "urldownloader-moto")
+	path := filepath.Join(dir, "moto_server_patched_"+hex.EncodeToString(sum[:6])+".py")
+	if b, err := os.ReadFile(path); err == nil && string(b) == patches {
+		return []string{python, path}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("moto patches: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "write-*")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("moto patches: %w", err)
 	}
-	// The name keeps "moto_server" in the command line, where the bench
-	// looks for the process to read its CPU time.
-	path := filepath.Join(dir, "moto_server_shim")
-	if err := os.WriteFile(path, []byte("#!"+python+"\n"+motoShim), 0o755); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	_, werr := tmp.WriteString(patches)
+	cerr := tmp.Close()
+	if werr == nil && cerr == nil {
+		werr = os.Rename(tmp.Name(), path)
 	}
-	old, had := os.LookupEnv(moto.EnvServer)
-	os.Setenv(moto.EnvServer, path)
-	return func() {
-		if had {
-			os.Setenv(moto.EnvServer, old)
-		} else {
-			os.Unsetenv(moto.EnvServer)
-		}
-		os.RemoveAll(dir)
-	}, nil
+	if werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("moto patches: write %s: %w", path, errors.Join(werr, cerr))
+	}
+	return []string{python, path}, nil
 }
 
 // interpreter reads the Python that runs a console script from its #! line.
 func interpreter(script string) (string, error) {
 	f, err := os.Open(script)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("moto patches: %w", err)
 	}
 	defer f.Close()
 	line, err := bufio.NewReader(f).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "#!") {
-		return "", fmt.Errorf("moto shim: %s does not start with #!python", script)
+		return "", fmt.Errorf("moto patches: %s is not a Python console script (no #! line); point %s at moto_server from `make tools`, or start with Options{Stock: true}", script, EnvServer)
 	}
 	return strings.TrimSpace(strings.TrimPrefix(line, "#!")), nil
 }
