@@ -51,13 +51,16 @@ func TestServe(t *testing.T) {
 	srv := httptest.NewServer(rt.Handler())
 	defer srv.Close()
 
-	post := func(method, body string) (int, ingesthandler.APIResponse) {
+	postKey := func(method, body, key string) (int, ingesthandler.APIResponse) {
 		t.Helper()
 		req, err := http.NewRequest(method, srv.URL+"/urls", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set(ingesthandler.IdempotencyHeader, key)
+		}
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -71,6 +74,10 @@ func TestServe(t *testing.T) {
 			t.Errorf("Content-Type %q", ct)
 		}
 		return resp.StatusCode, ar
+	}
+	post := func(method, body string) (int, ingesthandler.APIResponse) {
+		t.Helper()
+		return postKey(method, body, "")
 	}
 
 	var ids []string
@@ -87,6 +94,15 @@ func TestServe(t *testing.T) {
 		t.Fatalf("array: %d %+v", code, ar)
 	}
 	ids = append(ids, ar.IDs...)
+	// A client retrying with its Idempotency-Key gets the first answer
+	// back, and nothing is queued twice (Expected below counts once).
+	keyed := `"` + site.URL(h1, 2) + `"`
+	code, first := postKey(http.MethodPost, keyed, "retry-me-1")
+	code2, again := postKey(http.MethodPost, keyed, "retry-me-1")
+	if code != http.StatusAccepted || code2 != http.StatusAccepted || len(first.IDs) != 1 || len(again.IDs) != 1 || first.IDs[0] != again.IDs[0] {
+		t.Fatalf("retried POST with one Idempotency-Key: %d %+v then %d %+v, want the same single id twice", code, first, code2, again)
+	}
+	ids = append(ids, first.IDs...)
 	// Malformed JSON, an oversized body, a GET.
 	if code, ar = post(http.MethodPost, `{"url": `); code != http.StatusBadRequest {
 		t.Errorf("malformed JSON: %d %+v, want 400", code, ar)

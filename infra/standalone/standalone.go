@@ -112,6 +112,9 @@ type Options struct {
 // Store is the host-queue store the runtime runs on.
 type Store interface {
 	hostqueue.Store
+	// IdempotencyStore remembers POST /urls answers by Idempotency-Key,
+	// so serve mode replays a retried request as API Gateway's does.
+	hostqueue.IdempotencyStore
 	Close() error
 }
 
@@ -232,7 +235,8 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	for i := range rt.wakes {
 		rt.wakes[i] = make(chan struct{}, 1)
 	}
-	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log}
+	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log,
+		Idempotency: &ingesthandler.Idempotency{Store: rt.store}}
 
 	queued, err := queuedEntries(ctx, rt.store)
 	if err != nil {
