@@ -44,7 +44,7 @@ GO_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -t
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test fuzz run bench sam-build deploy clean distclean
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test fuzz run bench sim sam-build deploy clean distclean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -102,6 +102,9 @@ run: tools ## Run the whole downloader locally: make run ARGS='...'.
 
 bench: tools ## Run the benchmark locally: make bench ARGS='...'.
 	$(TOOL_ENV) go run ./infra/bench $(ARGS)
+
+sim: ## Simulate one deployment at 10M-200M URLs a day (virtual clock, ~1 min): make sim ARGS='-write'.
+	go run ./infra/sim $(ARGS)
 
 # --build-in-source: CodeUri is the repo root, and copying it (with .venv)
 # to a scratch folder before every build is slow; the Go build cache also

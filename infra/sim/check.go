@@ -1,0 +1,1039 @@
+package main
+
+import (
+	"math"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// The check function: scheduled and woken invocations, the run loop of
+// check.Engine.Run (leases, due-host queries, dispatch, idle exit) and the
+// host worker of worker.work (rounds of ten, pacing, robots.txt, back-off,
+// give-up, linger, commits). The model follows the code step by step; the
+// comments name the code each step stands for.
+
+type invocation struct {
+	start   int64
+	runs    int
+	all     []*run
+	workers int
+	pub   *publisher
+	wake  bool
+	msgs  int
+}
+
+type run struct {
+	id       int
+	inv      *invocation
+	shard    int
+	gen      generation
+	owned    []int
+	wake     bool
+	start    int64
+	until    int64
+	deadline int64
+
+	held       map[int]int64 // lease expiry by virtual shard
+	leasedEver bool
+	contended  map[int]bool
+	renewed    bool
+	lastRenew  int64
+	rechecked  bool
+
+	active     int
+	activeByVS map[int]int
+	starved    bool
+	lingering  map[*session]bool
+	remember   map[*host]int64
+
+	stopping, finished, unrecorded bool
+}
+
+// startSchedules starts each shard's EventBridge rule, rate(1 minute), at
+// a phase of its own.
+func (s *Sim) startSchedules() {
+	n := s.cfg.ShardCount
+	if m := s.cfg.Migrate; m != nil {
+		n = max(n, m.ShardCount)
+	}
+	s.runs.phase = make([]int64, n)
+	for sh := 0; sh < n; sh++ {
+		s.runs.phase[sh] = int64(s.rng.Float64() * float64(60*sec))
+		sh := sh
+		var fire func()
+		fire = func() {
+			if sh < s.rules(s.now) {
+				s.scheduled(sh)
+			}
+			if !s.allEnded() {
+				s.after(60*sec, fire)
+			}
+		}
+		s.at(s.runs.phase[sh], fire)
+	}
+}
+
+// rules is how many schedule rules exist at t (a deploy replaces them at
+// the migration).
+func (s *Sim) rules(t int64) int {
+	if m := s.cfg.Migrate; m != nil && t >= int64(m.At) {
+		return m.ShardCount
+	}
+	return s.cfg.ShardCount
+}
+
+// genAt is the configuration an invocation started at t runs: during a
+// migration's overlap, old and new instances both take invocations.
+func (s *Sim) genAt(t int64) generation {
+	m := s.cfg.Migrate
+	if m != nil && t >= int64(m.At) && t < int64(m.At+m.Overlap) && s.rng.Float64() < 0.5 {
+		return s.gens[0]
+	}
+	return s.gen(t)
+}
+
+func (s *Sim) newInvocation(wake bool) (*invocation, int64) {
+	inv := &invocation{start: s.now, wake: wake}
+	inv.pub = &publisher{s: s}
+	return inv, s.lambdaStart(lambdaCheck, nil)
+}
+
+// scheduled is the schedule's {"shard": N}.
+func (s *Sim) scheduled(shard int) {
+	s.runs.scheduled++
+	inv, over := s.newInvocation(false)
+	g := s.genAt(s.now)
+	s.after(over, func() {
+		if shard >= g.shards {
+			// The handler refuses a shard past its ShardCount.
+			s.endInvocation(inv)
+			return
+		}
+		inv.runs++
+		s.startRun(inv, shard, g, false)
+	})
+}
+
+// wakeArrive puts a wake-up on the wake queue at t.
+func (s *Sim) wakeArrive(t int64, shard int, g generation) {
+	s.at(t, func() {
+		s.runs.wakeQueue = append(s.runs.wakeQueue, wakeMsg{shard: shard, gen: g})
+		s.pumpWake()
+	})
+}
+
+// pumpWake is the wake queue's mapping: batches of up to ten, no window,
+// at most WakeMaxConc invocations at once; one invocation runs the shards
+// its messages name side by side (handler.wake).
+func (s *Sim) pumpWake() {
+	r := &s.runs
+	for len(r.wakeQueue) > 0 && r.wakeInFlight < s.cfg.WakeMaxConc {
+		n := min(10, len(r.wakeQueue))
+		msgs := r.wakeQueue[:n]
+		r.wakeQueue = append([]wakeMsg(nil), r.wakeQueue[n:]...)
+		r.wakeInFlight++
+		r.woken++
+		s.m.sqsReq(s.now, "wake ReceiveMessage", 1)
+		inv, over := s.newInvocation(true)
+		inv.msgs = n
+		g := s.genAt(s.now)
+		lat := s.cfg.SQSLatency.sample(s.rng, s.cfg.FixedLatency)
+		s.after(over+lat, func() {
+			var shards []int
+			for _, m := range msgs {
+				if m.shard < g.shards && !containsInt(shards, m.shard) {
+					shards = append(shards, m.shard)
+				}
+			}
+			if len(shards) == 0 {
+				s.endInvocation(inv)
+				return
+			}
+			inv.runs = len(shards)
+			for _, sh := range shards {
+				s.startRun(inv, sh, g, true)
+			}
+		})
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sim) endInvocation(inv *invocation) {
+	s.lambdaEnd(lambdaCheck, inv.start, s.now)
+	if inv.wake {
+		s.m.sqsReq(s.now, "wake DeleteMessageBatch", 1)
+		s.runs.wakeInFlight--
+		s.pumpWake()
+	}
+}
+
+// startRun is handler.run and the start of Engine.Run.
+func (s *Sim) startRun(inv *invocation, shard int, g generation, wake bool) {
+	untilD, deadlineD := runTimes(s.cfg)
+	s.runs.nextID++
+	r := &run{
+		id: s.runs.nextID, inv: inv, shard: shard, gen: g, wake: wake,
+		owned: ownedShards(shard, g.shards, g.vshards),
+		start: s.now, until: s.now + int64(untilD), deadline: inv.start + int64(deadlineD),
+		held: map[int]int64{}, contended: map[int]bool{}, activeByVS: map[int]int{},
+		lingering: map[*session]bool{}, remember: map[*host]int64{},
+	}
+	inv.all = append(inv.all, r)
+	s.tick(r)
+}
+
+func (r *run) heldCount(now int64) int {
+	n := 0
+	for _, u := range r.held {
+		if u > now {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *run) holding(v int, now int64) bool { return r.held[v] > now }
+
+// tick is one turn of Engine.Run's loop.
+func (s *Sim) tick(r *run) {
+	if r.stopping {
+		return
+	}
+	now := s.now
+	if now >= r.until {
+		s.stopRun(r)
+		return
+	}
+	p := s.cfg.P
+	ttl := int64(leaseTTL(p))
+	lw := int64(leaseWait)
+	if r.wake {
+		lw = 0
+	}
+	var wait int64
+	if !r.renewed || now-r.lastRenew >= ttl/4 || r.heldCount(now) < len(r.owned) && now-r.start < lw {
+		// renew: the owned shards' leases side by side.
+		for _, v := range r.owned {
+			w, ok, errored := s.acquire(v, r, now+ttl)
+			wait = max(wait, w)
+			switch {
+			case ok:
+				r.held[v] = now + ttl
+			case !errored:
+				delete(r.held, v)
+			}
+		}
+		if r.heldCount(now) == len(r.owned) || now-r.start >= lw {
+			r.lastRenew, r.renewed = now, true
+		}
+	}
+	if r.wake && !r.leasedEver && r.heldCount(now) < len(r.owned) {
+		s.runs.contendRuns++
+		s.releaseAll(r)
+		s.stopRun(r)
+		return
+	}
+	var qwait int64
+	starved := false
+	for _, v := range r.owned {
+		if r.holding(v, now) {
+			r.leasedEver = true
+			w, st := s.dispatch(r, v, now+wait)
+			qwait = max(qwait, w)
+			starved = starved || st
+		}
+	}
+	r.starved = starved
+	if starved {
+		// A process-wide budget starves every run of the invocation.
+		runs := []*run{r}
+		if s.cfg.ProcessWorkers > 0 {
+			runs = r.inv.all
+		}
+		for _, x := range runs {
+			for w := range x.lingering {
+				w.stopLinger(now)
+			}
+		}
+	}
+	if (r.wake || r.rechecked) && r.heldCount(now) == 0 {
+		s.stopRun(r)
+		return
+	}
+	if (r.heldCount(now) == len(r.owned) || r.wake || r.rechecked) && r.active == 0 && !s.dueBefore(r, r.until) {
+		if r.unrecorded {
+			s.stopRun(r)
+			return
+		}
+		s.releaseAll(r)
+		if r.rechecked || !s.dueBefore(r, r.until) {
+			s.runs.idleRuns++
+			s.stopRun(r)
+			return
+		}
+		r.rechecked, r.renewed = true, false
+		s.after(wait+qwait, func() { s.tick(r) })
+		return
+	}
+	tick := min(int64(tickMax), int64(p.CheckHostPeriod)/2)
+	if r.heldCount(now) < len(r.owned) && now-r.start < lw {
+		tick = min(tick, 250*ms)
+	}
+	s.after(wait+qwait+min(tick, r.until-now), func() { s.tick(r) })
+}
+
+// dispatch is run.dispatch: query the shard's due hosts (MaxConcurrentHosts
+// + 1 of them, the earliest first; hosts this run works are among them)
+// and start a worker for each that is not active, while slots last. It
+// returns the query's wait and whether a due host found no slot.
+func (s *Sim) dispatch(r *run, v int, at int64) (int64, bool) {
+	mch := s.cfg.P.MaxConcurrentHosts
+	b := s.cfg.GSIBuckets
+	visible := mch + 1 - r.activeByVS[v]
+	returned := r.activeByVS[v]
+	starved := false
+	for visible > 0 {
+		best, bestDue := -1, int64(math.MaxInt64)
+		for k := v * b; k < (v+1)*b; k++ {
+			if d, ok := s.firstDue(k); ok && d <= s.now && d < bestDue {
+				best, bestDue = k, d
+			}
+		}
+		if best < 0 {
+			break
+		}
+		if r.active >= mch || s.cfg.ProcessWorkers > 0 && r.inv.workers >= s.cfg.ProcessWorkers {
+			starved = true
+			returned++
+			break
+		}
+		h := s.takeDue(best, s.now)
+		visible--
+		returned++
+		s.startSession(r, h, v, at)
+	}
+	// One query per GSI key; KEYS_ONLY items of ~40 bytes, eventually
+	// consistent (half a unit per 4 KB).
+	var wait int64
+	for k := v * b; k < (v+1)*b; k++ {
+		units := 0.5 * math.Ceil(float64(max(1, returned/b)*40)/4096)
+		w, _ := s.ddb.read(catQuery, &s.ddb.gsi[k], units, s.cfg.QueryLatency)
+		wait = max(wait, w)
+	}
+	return wait, starved
+}
+
+// dueBefore is run.dueBefore: is any host of the owned shards due before t?
+func (s *Sim) dueBefore(r *run, t int64) bool {
+	b := s.cfg.GSIBuckets
+	for _, v := range r.owned {
+		for k := v * b; k < (v+1)*b; k++ {
+			s.ddb.read(catQuery, &s.ddb.gsi[k], 0.5, s.cfg.QueryLatency)
+			if d, ok := s.firstDue(k); ok && d < t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// releaseAll is run.release: the leases still held go back, one after the
+// other.
+func (s *Sim) releaseAll(r *run) int64 {
+	var wait int64
+	for v, u := range r.held {
+		if u > s.now {
+			wait += s.releaseLease(v, r)
+		}
+	}
+	clear(r.held)
+	return wait
+}
+
+// stopRun ends the loop: no more dispatch; workers finish what they are
+// doing (a request never starts past Until), then the run releases its
+// leases and returns.
+func (s *Sim) stopRun(r *run) {
+	if r.stopping {
+		return
+	}
+	r.stopping = true
+	for w := range r.lingering {
+		w.stopLinger(s.now)
+	}
+	if r.active == 0 {
+		s.finishRun(r)
+	}
+}
+
+func (s *Sim) finishRun(r *run) {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	var wait int64
+	if !r.unrecorded {
+		wait = s.releaseAll(r)
+	}
+	s.after(wait, func() {
+		r.inv.runs--
+		if r.inv.runs == 0 {
+			s.endInvocation(r.inv)
+		}
+	})
+}
+
+// Worker outcomes (worker.go).
+type outcome int
+
+const (
+	outDone outcome = iota
+	outRetry
+	outStop
+	outGiveUp
+)
+
+// session is one worker on one host (worker.work).
+type session struct {
+	s *Sim
+	r *run
+	h *host
+	v int
+
+	lastFetch, pauseUntil, failingSince int64
+	errors                              int32
+	robotsErr                           bool
+	robotsAt                            int64
+	haveRobots, newRobots, crawlKnown   bool
+	unresolvable                        bool
+
+	// head is the queue's head as the worker last read it (two rounds
+	// deep), pending the queue's length then; inflightIDs the round being
+	// committed in the background, landed the state its commit returned.
+	head          []int32
+	pending       int
+	round         []int32
+	ri, done      int
+	results       []resultItem
+	out           outcome
+	inflightIDs   map[int32]bool
+	landedHead    []int32
+	landedPending int
+
+	inflight       bool
+	inflightLanded bool
+	inflightFailed bool
+	waiting        func()
+
+	lingering  bool
+	lingerFrom int64
+	lingerGen  int
+}
+
+func (s *Sim) startSession(r *run, h *host, v int, at int64) {
+	if h.session != nil {
+		s.fail("host %s dispatched to run %d while run %d works it", h.key, r.id, h.session.r.id)
+	}
+	w := &session{s: s, r: r, h: h, v: v}
+	h.session = w
+	r.active++
+	r.inv.workers++
+	r.activeByVS[v]++
+	s.runs.workers++
+	s.runs.peakWorkers = max(s.runs.peakWorkers, s.runs.workers)
+	s.m.sessions++
+	s.at(at, func() {
+		wait, ok := s.loadHost(h)
+		s.after(wait, func() {
+			if !ok {
+				w.end()
+				return
+			}
+			w.begin()
+		})
+	})
+}
+
+func (w *session) begin() {
+	h, s := w.h, w.s
+	w.lastFetch = max(h.lastFetch, w.r.remember[h])
+	w.pauseUntil, w.errors, w.failingSince, w.robotsErr = h.pauseUntil, h.errors, h.failingSince, h.robotsErr
+	w.haveRobots = h.robotsAt != 0
+	w.robotsAt = h.robotsAt
+	w.crawlKnown = w.haveRobots
+	w.head, w.pending = head(h, 2*headBatch), h.pending()
+	_ = s
+	w.startRound()
+}
+
+func (w *session) delay() int64 {
+	d := int64(w.s.cfg.P.FetchDelay)
+	if w.crawlKnown {
+		d = max(d, w.h.crawlDelay)
+	}
+	return d
+}
+
+func (w *session) bound() (int64, bool) {
+	if w.failingSince == 0 {
+		return 0, false
+	}
+	return w.failingSince + int64(w.s.cfg.P.GiveUpAfter), true
+}
+
+func (w *session) expired(now int64) bool {
+	b, failing := w.bound()
+	return failing && (w.pauseUntil > b || now >= b)
+}
+
+// startRound takes the next round of up to ten entries from the head the
+// worker last read (two rounds deep), past those being committed.
+func (w *session) startRound() {
+	w.round = w.round[:0]
+	for _, id := range w.head {
+		if len(w.round) == headBatch {
+			break
+		}
+		if !w.inflightIDs[id] {
+			w.round = append(w.round, id)
+		}
+	}
+	w.ri, w.done, w.results, w.out = 0, 0, nil, outDone
+	if w.expired(w.s.now) {
+		w.out = outGiveUp
+	}
+	w.next()
+}
+
+func (w *session) next() {
+	if w.out != outDone || w.ri == len(w.round) {
+		w.roundEnd()
+		return
+	}
+	w.process(w.round[w.ri])
+}
+
+func (w *session) entryDone(it resultItem) {
+	w.results = append(w.results, it)
+	w.done++
+	w.ri++
+	w.next()
+}
+
+func (w *session) entryOut(o outcome) {
+	w.out = o
+	w.roundEnd()
+}
+
+// disallowed decides, per URL, whether robots.txt forbids it.
+func (w *session) disallowed(id int32) bool {
+	return w.h.robotsKind != robots404 && mix(w.s.cfg.Seed, int(id), 11) < w.s.cfg.Web.DisallowP
+}
+
+// process is worker.process for one entry.
+func (w *session) process(id int32) {
+	s, p := w.s, w.s.cfg.P
+	if w.unresolvable {
+		w.entryDone(resultItem{id: id, status: stFetchError, bytes: 600})
+		return
+	}
+	if p.RespectRobots && !(w.haveRobots && s.now-w.robotsAt < int64(p.RobotsTTL)) {
+		// policyFor: a stored answer too large for the host item is read
+		// from its own item first; then robots.txt is fetched.
+		var wait int64
+		if w.haveRobots && w.h.robotsKind == robotsLarge {
+			wait, _ = s.ddb.read(catRobots, &w.h.bins, 0.5, s.cfg.DynamoLatency)
+		}
+		s.after(wait, func() {
+			w.request(true, func(o outcome, r response) {
+				if o != outDone {
+					w.entryOut(o)
+					return
+				}
+				switch {
+				case r == respNXDomain:
+					w.unresolvable = true
+					w.entryDone(resultItem{id: id, status: stFetchError, bytes: 600})
+				case r.transient():
+					w.fail(true)
+					w.entryOut(outRetry)
+				default:
+					w.answered()
+					w.haveRobots, w.newRobots, w.crawlKnown = true, true, true
+					w.robotsAt = s.now
+					w.page(id)
+				}
+			})
+		})
+		return
+	}
+	w.page(id)
+}
+
+// page fetches an entry's URL once robots.txt allows it.
+func (w *session) page(id int32) {
+	s, p := w.s, w.s.cfg.P
+	if p.RespectRobots && w.disallowed(id) {
+		w.entryDone(resultItem{id: id, status: stDenied, bytes: 600})
+		return
+	}
+	w.request(false, func(o outcome, r response) {
+		if o != outDone {
+			w.entryOut(o)
+			return
+		}
+		switch {
+		case r == respNXDomain:
+			w.unresolvable = true
+			w.entryDone(resultItem{id: id, status: stFetchError, bytes: 600})
+		case r.transient():
+			w.fail(false)
+			if w.h.attempts == nil {
+				w.h.attempts = map[int32]uint8{}
+			}
+			w.h.attempts[id]++
+			if int(w.h.attempts[id]) >= p.MaxAttempts {
+				delete(w.h.attempts, id)
+				w.entryDone(resultItem{id: id, status: stFetchError, bytes: 600})
+				return
+			}
+			w.entryOut(outRetry)
+		case r == respNotFound:
+			w.answered()
+			w.entryDone(resultItem{id: id, status: stFetchError, bytes: 600})
+		default:
+			w.answered()
+			body := min(lognormal(s.rng, s.cfg.Web.BodyMedian, s.cfg.Web.BodySigma), float64(p.MaxBodyBytes))
+			bin := s.rng.Float64() < s.cfg.Web.BinaryP
+			w.entryDone(resultItem{id: id, status: stFetched, bytes: s.resultBytes(int(body), bin)})
+		}
+	})
+}
+
+// fail is worker.fail: the failure run starts or goes on, and the host
+// backs off (FetchDelay x 2^errors, capped by MaxBackoff and by the run's
+// bound).
+func (w *session) fail(robots bool) {
+	p := w.s.cfg.P
+	now := w.s.now
+	if w.failingSince == 0 {
+		w.failingSince = now
+	}
+	w.robotsErr = robots
+	w.errors++
+	base := max(p.FetchDelay, 100*time.Millisecond)
+	back := base << min(int(w.errors), 30)
+	if back <= 0 || back > p.MaxBackoff {
+		back = p.MaxBackoff
+	}
+	w.pauseUntil = now + int64(back)
+	if b, _ := w.bound(); w.pauseUntil > b {
+		w.pauseUntil = b
+	}
+}
+
+func (w *session) answered() {
+	w.errors, w.failingSince, w.robotsErr = 0, 0, false
+}
+
+// request is worker.pace followed by one request: it waits for the host's
+// delay (and any pause), refuses to start past the run's end, its deadline
+// or its lease (fencing), and calls cb when the response ends.
+func (w *session) request(robots bool, cb func(outcome, response)) {
+	s, p, r := w.s, w.s.cfg.P, w.r
+	now := s.now
+	start := max(now, w.lastFetch+w.delay())
+	start = max(start, w.pauseUntil)
+	if b, failing := w.bound(); failing {
+		if w.pauseUntil > b {
+			cb(outGiveUp, 0)
+			return
+		}
+		if start >= b {
+			if b > now && b >= r.until {
+				cb(outStop, 0)
+				return
+			}
+			s.at(b, func() { cb(outGiveUp, 0) })
+			return
+		}
+	}
+	if start >= r.until || start+int64(p.FetchTimeout)+int64(commitMargin) > r.deadline {
+		cb(outStop, 0)
+		return
+	}
+	s.at(start, func() {
+		if r.held[w.v]-s.now <= int64(p.FetchTimeout)+w.delay()+int64(commitMargin) {
+			cb(outStop, 0)
+			return
+		}
+		h := w.h
+		resp, dur := s.respond(h, robots)
+		if resp != respNXDomain {
+			s.checkPolite(w)
+			h.inflight = true
+		}
+		s.m.requests++
+		s.after(dur, func() {
+			if resp != respNXDomain {
+				h.inflight = false
+				h.lastEnd = s.now
+			}
+			w.lastFetch = s.now
+			if s.now > r.remember[h] {
+				r.remember[h] = s.now
+			}
+			cb(outDone, resp)
+		})
+	})
+}
+
+// checkPolite asserts the politeness rule at a request's start, from the
+// server's side: no request while another is in flight, and none sooner
+// than FetchDelay (and the Crawl-delay the worker knows) after the last
+// response to this host ended, whichever run or shard made it.
+func (s *Sim) checkPolite(w *session) {
+	h := w.h
+	if h.session != w {
+		s.fail("host %s requested by a worker that does not hold it", h.key)
+	}
+	if h.inflight {
+		s.fail("host %s: two requests at once", h.key)
+	}
+	if h.lastEnd > 0 {
+		gap := s.now - h.lastEnd
+		d := w.delay()
+		s.m.gaps++
+		if rel := float64(gap) / float64(d); rel < s.m.minGapRel {
+			s.m.minGapRel = rel
+		}
+		if gap < d {
+			s.fail("host %s: request %s after the previous response, delay %s", h.key, time.Duration(gap), time.Duration(d))
+		}
+	}
+}
+
+type response int
+
+const (
+	respOK response = iota
+	respNotFound
+	respServerError
+	respTimeout
+	respRefused
+	respNXDomain
+)
+
+func (r response) transient() bool {
+	return r == respServerError || r == respTimeout || r == respRefused
+}
+
+// respond draws a host's answer and how long it takes.
+func (s *Sim) respond(h *host, robots bool) (response, int64) {
+	web, p := s.cfg.Web, s.cfg.P
+	switch h.kind {
+	case kindNXDomain:
+		return respNXDomain, 30 * ms
+	case kindRefused:
+		return respRefused, 30 * ms
+	case kindBlackhole:
+		return respTimeout, int64(p.FetchTimeout)
+	}
+	d := int64(lognormal(s.rng, float64(h.medianMS), web.RequestSigma) * float64(ms))
+	if d >= int64(p.FetchTimeout) {
+		return respTimeout, int64(p.FetchTimeout)
+	}
+	if h.kind == kindFlaky && s.rng.Float64() < web.FlakyP {
+		return respServerError, d
+	}
+	if robots {
+		if h.robotsKind == robots404 {
+			return respNotFound, d
+		}
+		return respOK, d
+	}
+	u := s.rng.Float64()
+	switch {
+	case u < web.NotFoundP:
+		return respNotFound, d
+	case u < web.NotFoundP+web.ServerErrorP:
+		return respServerError, d
+	}
+	return respOK, d
+}
+
+// roundEnd is the end of one turn of worker.work's loop.
+func (w *session) roundEnd() {
+	if w.inflight && !w.inflightLanded {
+		w.waiting = w.roundEnd
+		return
+	}
+	stop := w.out == outStop
+	if w.inflight {
+		w.inflight = false
+		stop = stop || w.inflightFailed
+		if !w.inflightFailed {
+			w.head, w.pending = w.landedHead, w.landedPending
+		}
+		w.inflightIDs = nil
+	}
+	if w.out == outGiveUp && !stop {
+		w.giveUp()
+		return
+	}
+	h := w.h
+	done := make(map[int32]bool, w.done)
+	for _, id := range w.round[:w.done] {
+		done[id] = true
+	}
+	// h still holds this round's entries: it ends the queue when the whole
+	// round is done and nothing else is queued.
+	drained := w.done == len(w.round) && w.pending <= len(w.round)
+	release := stop || len(w.round) == 0 || drained
+	following := false
+	for _, id := range w.head {
+		if !done[id] {
+			following = true
+			break
+		}
+	}
+	if !release && following {
+		// commitInBackground: publish, then commit, while the next round
+		// is fetched.
+		c := w.progress(done, false, false)
+		results := w.results
+		w.inflight, w.inflightLanded, w.inflightFailed = true, false, false
+		w.inflightIDs = done
+		w.r.remember[h] = max(w.r.remember[h], w.lastFetch)
+		w.publishThen(results, func() {
+			w.commit(c, func(ok bool) {
+				w.inflightLanded = true
+				w.inflightFailed = !ok
+				w.landedHead, w.landedPending = head(h, 2*headBatch), h.pending()
+				if wt := w.waiting; wt != nil {
+					w.waiting = nil
+					wt()
+				}
+			})
+		})
+		w.startRound()
+		return
+	}
+	w.publishThen(w.results, func() {
+		w.r.remember[h] = max(w.r.remember[h], w.lastFetch)
+		after := func() {
+			if drained {
+				w.failingSince, w.robotsErr = 0, false
+			}
+			c := w.progress(done, release, drained && !stop)
+			w.commit(c, func(ok bool) {
+				if !ok {
+					w.r.unrecorded = true
+					w.end()
+					return
+				}
+				if release && (!c.cont || h.pending() == 0) {
+					w.end()
+					return
+				}
+				w.head, w.pending = head(h, 2*headBatch), h.pending()
+				w.startRound()
+			})
+		}
+		if drained && !stop && w.done > 0 {
+			w.linger(after)
+			return
+		}
+		after()
+	})
+}
+
+// progress is worker.progress.
+func (w *session) progress(done map[int32]bool, release, cont bool) commitReq {
+	nd := hostqueue.NextHostCheck(wall(w.s.now), w.h.key, w.s.cfg.P.CheckHostPeriod)
+	next := max(fromWall(nd), w.pauseUntil)
+	c := commitReq{done: done, release: release, cont: cont, nextDue: next, robots: w.newRobots}
+	w.newRobots = false
+	return c
+}
+
+// publishThen publishes results through the invocation's publisher.
+func (w *session) publishThen(results []resultItem, then func()) {
+	if len(results) == 0 {
+		then()
+		return
+	}
+	w.r.inv.pub.publish(results, then)
+}
+
+// commit is worker.commit: up to five attempts, 200 ms to 1.6 s apart.
+func (w *session) commit(c commitReq, cb func(bool)) {
+	s, h := w.s, w.h
+	var try func(attempt int)
+	try = func(attempt int) {
+		h.lastFetch = max(h.lastFetch, w.lastFetch)
+		h.pauseUntil, h.errors, h.failingSince, h.robotsErr = w.pauseUntil, w.errors, w.failingSince, w.robotsErr
+		wait, ok := s.commitHost(h, c, w)
+		if ok || attempt == 4 {
+			s.after(wait, func() { cb(ok) })
+			return
+		}
+		s.after(wait+int64(100<<(attempt+1))*ms, func() { try(attempt + 1) })
+	}
+	try(0)
+}
+
+// linger is worker.linger: a drained host stays with its worker until its
+// next staggered check time, at least one CheckHostPeriod away, unless the
+// run ends or its dispatcher is starved first (checked every 250 ms).
+func (w *session) linger(then func()) {
+	s, p := w.s, w.s.cfg.P
+	now := s.now
+	until := fromWall(hostqueue.NextHostCheck(wall(now), w.h.key, p.CheckHostPeriod))
+	if until-now < int64(p.CheckHostPeriod) {
+		until += int64(p.CheckHostPeriod)
+	}
+	end := min(until, w.r.until)
+	if w.r.starved || w.r.stopping || end <= now {
+		then()
+		return
+	}
+	w.lingering, w.lingerFrom = true, now
+	w.lingerGen++
+	gen := w.lingerGen
+	w.waiting = then
+	w.r.lingering[w] = true
+	s.at(end, func() {
+		if w.lingering && w.lingerGen == gen {
+			w.endLinger()
+		}
+	})
+}
+
+// stopLinger ends a linger at its next 250 ms step.
+func (w *session) stopLinger(now int64) {
+	if !w.lingering {
+		return
+	}
+	step := int64(lingerStep)
+	k := (now - w.lingerFrom + step - 1) / step
+	gen := w.lingerGen
+	w.s.at(w.lingerFrom+k*step, func() {
+		if w.lingering && w.lingerGen == gen {
+			w.endLinger()
+		}
+	})
+}
+
+func (w *session) endLinger() {
+	w.lingering = false
+	delete(w.r.lingering, w)
+	then := w.waiting
+	w.waiting = nil
+	then()
+}
+
+// giveUp is worker.giveUp: every URL queued ends at once, in rounds of a
+// hundred, each published and then committed; the last releases the host
+// and clears its failure run.
+func (w *session) giveUp() {
+	s, h := w.s, w.h
+	status := stFetchError
+	if w.robotsErr {
+		status = stDenied
+	}
+	// Load(allEntries): the item and every chunk.
+	wait, _ := s.loadHost(h)
+	for _, c := range h.chunks[min(1, len(h.chunks)):] {
+		cw, _ := s.ddb.read(catLoad, &h.bins, readUnits(int(c.bytes)), s.cfg.DynamoLatency)
+		wait += cw
+	}
+	results := w.results
+	roundDone := map[int32]bool{}
+	for _, id := range w.round[:w.done] {
+		roundDone[id] = true
+	}
+	var queue []int32
+	for _, id := range h.q[h.qh:] {
+		if !roundDone[id] {
+			queue = append(queue, id)
+		}
+	}
+	var walk func()
+	walk = func() {
+		n := min(giveUpBatch, len(queue))
+		rs := results
+		results = nil
+		ids := roundDone
+		roundDone = map[int32]bool{}
+		for _, id := range queue[:n] {
+			rs = append(rs, resultItem{id: id, status: status, bytes: 700})
+			ids[id] = true
+		}
+		s.m.givenUp += n
+		queue = queue[n:]
+		w.publishThen(rs, func() {
+			last := len(queue) == 0
+			release := last || !w.mayWalkOn()
+			if last {
+				w.answered()
+				w.pauseUntil = 0
+				h.attempts = nil
+			}
+			c := w.progress(ids, release, false)
+			w.commit(c, func(ok bool) {
+				if !ok {
+					w.r.unrecorded = true
+					w.end()
+					return
+				}
+				if release {
+					w.end()
+					return
+				}
+				walk()
+			})
+		})
+	}
+	s.after(wait, walk)
+}
+
+// mayWalkOn is giveup.go's mayWalkOn.
+func (w *session) mayWalkOn() bool {
+	s, r := w.s, w.r
+	p := s.cfg.P
+	if s.now >= r.until+int64(p.FetchTimeout) || s.now+int64(commitMargin) >= r.deadline {
+		return false
+	}
+	return r.held[w.v]-s.now > int64(commitMargin)
+}
+
+// end is the worker's return: the host leaves the run's active set and,
+// still due, waits in the index for the next dispatch.
+func (w *session) end() {
+	h, r := w.h, w.r
+	s := w.s
+	if h.session == w {
+		h.session = nil
+	}
+	r.active--
+	r.inv.workers--
+	r.activeByVS[w.v]--
+	s.runs.workers--
+	delete(r.lingering, w)
+	if h.inIndex {
+		s.offer(h)
+	}
+	if r.stopping && r.active == 0 {
+		s.finishRun(r)
+	}
+}

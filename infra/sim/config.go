@@ -1,0 +1,177 @@
+package main
+
+import (
+	"time"
+
+	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/wake"
+)
+
+// Config is one simulated deployment and its traffic. Durations are in
+// simulated time.
+type Config struct {
+	Name string
+	Seed uint64
+
+	// Traffic.
+	Hosts int // host population (1 million)
+	// ZipfS is the exponent of the host weights w(r) = r^-s (rank r from
+	// 1); HeadCap caps a host's share of a day's URLs (see workload.go).
+	ZipfS   float64
+	HeadCap float64
+	// PerDay is the arrival rate, as URLs a day; the producer sends at that
+	// rate for Window. Burst, when set, is a number of URLs that are all on
+	// the input queue at time zero instead (a producer's dump).
+	PerDay float64
+	Window time.Duration
+	Burst  int
+	// SingleHost sends every URL to one host.
+	SingleHost bool
+	// URLsPerMessage packs URLs into one SQS message (an array body).
+	URLsPerMessage int
+	// MaxTime bounds the simulated time (arrivals plus drain).
+	MaxTime time.Duration
+
+	// Runtime parameters (SSM); params.Defaults() unless changed.
+	P params.Params
+
+	// Deployment.
+	ShardCount    int
+	VirtualShards int // hostqueue.VirtualShards today (16)
+	// GSIBuckets spreads each virtual shard's due-index entries over this
+	// many GSI partition keys ("vs#bucket"), a proposal; 1 is today's layout.
+	GSIBuckets       int
+	IngestBatchSize  int
+	IngestWindow     time.Duration
+	IngestMaxConc    int // the input mapping's ScalingConfig.MaximumConcurrency; 0: none (1000)
+	IngestPollers    int // the mapping's pollers at first (5)
+	// ProcessWorkers bounds the host workers of one check invocation across
+	// all the shards it runs (a wake-up runs several side by side); 0: each
+	// run has MaxConcurrentHosts (the code as committed; issue 11's item 1
+	// adds such a budget, check.Budget).
+	ProcessWorkers int
+	IngestLanes      int // hostqueue.Ingester.Concurrency (16)
+	CheckRun         time.Duration
+	CheckTimeout     time.Duration
+	IngestTimeout    time.Duration
+	CheckMemoryMB    int
+	IngestMemoryMB   int
+	AccountConc      int // Lambda concurrency of the account
+	WakeMaxConc      int // the wake queue mapping's MaximumConcurrency (16)
+	VisibilityTimout time.Duration
+	MaxReceiveCount  int
+
+	// DynamoDB.
+	KeyWriteLimit float64 // write units a second per partition key
+	KeyReadLimit  float64 // read units a second per partition key
+	// WarmWrite and WarmRead are the table's (and the GSI's) warm
+	// throughput: what an on-demand table serves at once (4,000 and 12,000
+	// for a new table); it grows to twice the previous peak.
+	WarmWrite, WarmRead float64
+
+	// Latencies (p50, p99) of one request.
+	DynamoLatency  Dist
+	QueryLatency   Dist
+	SQSLatency     Dist
+	InvokeOverhead Dist // Lambda invoke and warm start
+	ColdStart      time.Duration
+	// FixedLatency replaces every latency by its p50 (hand-computable tests).
+	FixedLatency bool
+
+	// Hosts' behaviour (see workload.go).
+	Web WebModel
+
+	// Migrate, when set, changes the deployment at MigrateAt: new ingest and
+	// check instances use To's VirtualShards and ShardCount; old ones keep
+	// theirs until MigrateOld later (a rolling deploy).
+	Migrate    *Migration
+	Politeness bool // record every request's gap (on in every run)
+}
+
+// Migration is a live change of VirtualShards and ShardCount.
+type Migration struct {
+	At            time.Duration
+	Overlap       time.Duration
+	VirtualShards int
+	ShardCount    int
+}
+
+// Defaults are template.yaml's and params.Defaults()'s values, read from
+// the product's own constants where it exports them.
+func Defaults() Config {
+	return Config{
+		Seed:             1,
+		Hosts:            1_000_000,
+		ZipfS:            1.0,
+		HeadCap:          0.0005,
+		URLsPerMessage:   1,
+		MaxTime:          3 * time.Hour,
+		P:                params.Defaults(),
+		ShardCount:       4,
+		VirtualShards:    hostqueue.VirtualShards,
+		GSIBuckets:       1,
+		IngestBatchSize:  10000,
+		IngestWindow:     5 * time.Second,
+		IngestLanes:      16,
+		IngestPollers:    5,
+		CheckRun:         55 * time.Second,
+		CheckTimeout:     120 * time.Second,
+		IngestTimeout:    60 * time.Second,
+		CheckMemoryMB:    512,
+		IngestMemoryMB:   256,
+		AccountConc:      1000,
+		WakeMaxConc:      16,
+		VisibilityTimout: 360 * time.Second,
+		MaxReceiveCount:  5,
+		KeyWriteLimit:    1000,
+		KeyReadLimit:     3000,
+		WarmWrite:        4000,
+		WarmRead:         12000,
+		DynamoLatency:    Dist{P50: 5 * time.Millisecond, P99: 20 * time.Millisecond},
+		QueryLatency:     Dist{P50: 8 * time.Millisecond, P99: 30 * time.Millisecond},
+		SQSLatency:       Dist{P50: 15 * time.Millisecond, P99: 100 * time.Millisecond},
+		InvokeOverhead:   Dist{P50: 20 * time.Millisecond, P99: 80 * time.Millisecond},
+		ColdStart:        150 * time.Millisecond,
+		Web:              DefaultWeb(),
+		Politeness:       true,
+	}
+}
+
+// The engine's constants the model follows (shared/check, the check
+// handler, the wake queue).
+var (
+	// leaseWait is functions/check/handler's (unexported) leaseWait.
+	leaseWait = 20 * time.Second
+	// tickMax is RunRequest.Tick's default.
+	tickMax = time.Second
+	// lingerStep is worker.linger's polling step (unexported lingerStep).
+	lingerStep = 250 * time.Millisecond
+	// headBatch is the engine's round (unexported headBatch).
+	headBatch = 10
+	// giveUpBatch is giveup.go's round of given-up URLs.
+	giveUpBatch = 100
+	// commitMargin is engine.go's (unexported) commitMargin.
+	commitMargin = 2 * time.Second
+	wakeEvery    = wake.DefaultEvery
+)
+
+// leaseTTL is Engine.leaseTTL: at least twice the longest request a worker
+// may start.
+func leaseTTL(p params.Params) time.Duration {
+	need := p.FetchTimeout + max(p.FetchDelay, p.MaxCrawlDelay) + commitMargin
+	return max(check.DefaultLeaseTTL, 2*need)
+}
+
+// runDeadline is the check handler's deadline for a run that starts at t:
+// the Lambda deadline less DeadlineMargin/3; Until is the run length or
+// DeadlineMargin before the Lambda deadline, whichever is sooner.
+func runTimes(cfg Config) (until, deadline time.Duration) {
+	until = cfg.CheckRun
+	if d := cfg.CheckTimeout - checkhandler.DeadlineMargin; d < until {
+		until = d
+	}
+	return until, cfg.CheckTimeout - checkhandler.DeadlineMargin/3
+}

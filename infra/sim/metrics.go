@@ -1,0 +1,82 @@
+package main
+
+// metrics are the run's counters and its per-second series.
+type metrics struct {
+	ended      int
+	duplicates int
+	byStatus   [nStatus]int
+	latency    []float32 // seconds from the producer's send to the result
+	violations []string  // broken invariants (politeness, ownership)
+	conflicts  int64
+	requests   int64 // HTTP requests (robots.txt and pages)
+	gaps       int64 // requests that followed an earlier one to the same host
+	minGap     int64 // smallest gap / delay seen, in ns (delay-relative below)
+	minGapRel  float64
+	sessions   int64
+	dlq        int // URLs whose record went to the input dead-letter queue
+	redeliver  int // records handed back to the input queue
+	ingestTimeouts int
+	sqs        map[string]float64
+	perSec     []second
+	endT       int64
+	dropped    int
+	givenUp    int
+}
+
+// second is one simulated second.
+type second struct {
+	results   int32
+	worked    int32 // results other than dropped (evicted at ingest)
+	throttled int32
+	hotGSI    float32 // most write units one due-index key took in it
+	hotTable  float32 // most write units one table key took in it
+	check     int16   // check invocations running at its start
+	ingest    int16
+	workers   int32 // host workers busy
+	sent      int32 // URLs the producer sent in it
+	// What it cost: write and read units, SQS requests, Lambda GB-seconds
+	// and invocations.
+	wcu, rcu, sqs, gbs float32
+	invocations       int32
+}
+
+func (m *metrics) init() {
+	m.sqs = map[string]float64{}
+	m.minGapRel = 1e9
+}
+
+// series returns the second t falls in.
+func (m *metrics) series(t int64) *second {
+	i := int(t / sec)
+	for len(m.perSec) <= i {
+		m.perSec = append(m.perSec, second{})
+	}
+	return &m.perSec[i]
+}
+
+// sqsReq counts billed SQS requests at t under a name.
+func (m *metrics) sqsReq(t int64, name string, n float64) {
+	m.sqs[name] += n
+	m.series(t).sqs += float32(n)
+}
+
+// span spreads gb x seconds of an invocation over the seconds it ran.
+func (m *metrics) span(start, end int64, gb float64) {
+	for t := start; t < end; {
+		next := min(end, (t/sec+1)*sec)
+		m.series(t).gbs += float32(float64(next-t) / float64(sec) * gb)
+		t = next
+	}
+}
+
+func (x *second) noteGSI(v float64) {
+	if float32(v) > x.hotGSI {
+		x.hotGSI = float32(v)
+	}
+}
+
+func (x *second) noteTable(v float64) {
+	if float32(v) > x.hotTable {
+		x.hotTable = float32(v)
+	}
+}

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// AWS us-east-1 list prices, as docs/benchmarks.md uses them.
+const (
+	priceWRU       = 0.625 / 1e6
+	priceRRU       = 0.125 / 1e6
+	priceSQS       = 0.40 / 1e6
+	priceGBs       = 0.0000133334
+	priceInvoke    = 0.20 / 1e6
+	gsiItemBytes   = 40
+	steadyFraction = 3 // sustained rate: from Window/steadyFraction to Window
+)
+
+// Report is what one simulated run found.
+type Report struct {
+	Name string
+	Cfg  Config
+
+	URLs, Ended, Duplicates, DLQ, Dropped, GivenUp int
+	ByStatus                                       [nStatus]int
+	Redelivered, IngestTimeouts                    int
+
+	Offered, Sustained float64 // URLs/s sent, results/s in the steady part
+	Drain, Drain99     time.Duration
+	LastResult         time.Duration
+	P50, P99           time.Duration
+
+	HotGSI, HotTable       float64
+	HotGSIKey, HotTableKey string
+	HotGSIMean             float64 // mean of the per-second hottest due-index key, steady part
+	Throttled              map[string]int64
+	Failed                 map[string]int64
+	Conflicts              int64
+
+	PeakCheck, PeakIngest, PeakTotal, PeakWorkers int
+	GBs                                           [2]float64
+	Invocations                                   [2]int64
+	Scheduled, Woken, IdleRuns, ContendRuns       int64
+
+	WCU, RCU   float64
+	WByCat     [nCats]float64
+	RByCat     [nCats]float64
+	SQS        map[string]float64
+	SQSTotal   float64
+	Requests   int64
+	Sessions   int64
+	MinGapRel  float64
+	Gaps       int64
+	Violations []string
+	Conserved  bool
+
+	// Costs: of the whole run (a dump), or of the steady part of the window
+	// (steady traffic), over CostURLs URLs.
+	CostDynamo, CostSQS, CostLambda, PerMillion float64
+	CostURLs                                    float64
+	SteadyW, SteadyR, SteadySQS                 float64 // per URL, steady part
+
+	Series   []second
+	WallTime time.Duration
+	Events   uint64
+}
+
+func (s *Sim) report() *Report {
+	c := s.cfg
+	r := &Report{Name: c.Name, Cfg: c, URLs: len(s.urlSent), Ended: s.m.ended, Duplicates: s.m.duplicates,
+		DLQ: s.m.dlq, Dropped: s.m.dropped, GivenUp: s.m.givenUp, ByStatus: s.m.byStatus,
+		Redelivered: s.m.redeliver, IngestTimeouts: s.m.ingestTimeouts,
+		HotGSI: s.ddb.hotGSI, HotTable: s.ddb.hotTable, HotGSIKey: s.ddb.hotGSIKey, HotTableKey: s.ddb.hotTableKey,
+		Throttled: s.ddb.throttled, Failed: s.ddb.failed, Conflicts: s.m.conflicts,
+		PeakCheck: s.runs.peak[lambdaCheck], PeakIngest: s.runs.peak[lambdaIngest], PeakTotal: s.runs.peakTotal,
+		PeakWorkers: s.runs.peakWorkers, GBs: s.runs.gbs, Invocations: s.runs.invocations,
+		Scheduled: s.runs.scheduled, Woken: s.runs.woken, IdleRuns: s.runs.idleRuns, ContendRuns: s.runs.contendRuns,
+		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions,
+		MinGapRel: s.m.minGapRel, Gaps: s.m.gaps, Violations: s.m.violations, Series: s.m.perSec,
+	}
+	for _, u := range r.WByCat {
+		r.WCU += u
+	}
+	for _, u := range r.RByCat {
+		r.RCU += u
+	}
+	r.Conserved = math.Abs(r.WCU-s.ddb.wByKey) < 1e-6*max(1, r.WCU) && math.Abs(r.RCU-s.ddb.rByKey) < 1e-6*max(1, r.RCU)
+	for _, v := range r.SQS {
+		r.SQSTotal += v
+	}
+	// Rates.
+	lastSend := int64(0)
+	for _, t := range s.urlSent {
+		lastSend = max(lastSend, t)
+	}
+	lastResult := int64(0)
+	for i, x := range s.m.perSec {
+		if x.results > 0 {
+			lastResult = int64(i+1) * sec
+		}
+	}
+	r.LastResult = time.Duration(lastResult)
+	r.Drain = time.Duration(max(0, lastResult-lastSend))
+	if c.Burst > 0 {
+		// A dump: URLs worked (not dropped at ingest) per second until 99%
+		// of them had ended.
+		total := 0
+		for _, x := range s.m.perSec {
+			total += int(x.worked)
+		}
+		cum := 0
+		for i, x := range s.m.perSec {
+			cum += int(x.worked)
+			if float64(cum) >= 0.99*float64(total) {
+				r.Sustained = float64(cum) / float64(i+1)
+				break
+			}
+		}
+	} else {
+		r.Offered = c.PerDay / 86400
+		from, to := int(c.Window)/int(sec)/steadyFraction, int(c.Window)/int(sec)
+		n, gsi := 0, 0.0
+		for i := from; i < to && i < len(s.m.perSec); i++ {
+			n += int(s.m.perSec[i].worked)
+			gsi += float64(s.m.perSec[i].hotGSI)
+		}
+		if to > from {
+			r.Sustained = float64(n) / float64(to-from)
+			r.HotGSIMean = gsi / float64(to-from)
+		}
+	}
+	// 99.9% of URLs ended: the time after the last send.
+	if n := len(s.m.latency); n > 0 {
+		lat := slices.Clone(s.m.latency)
+		slices.Sort(lat)
+		r.P50 = time.Duration(float64(lat[n/2]) * float64(sec))
+		r.P99 = time.Duration(float64(lat[min(n-1, n*99/100)]) * float64(sec))
+		target := int(math.Ceil(0.99 * float64(r.URLs)))
+		cum := 0
+		for i, x := range s.m.perSec {
+			cum += int(x.results)
+			if cum >= target {
+				r.Drain99 = time.Duration(max(0, int64(i+1)*sec-lastSend))
+				break
+			}
+		}
+	}
+	r.CostDynamo = r.WCU*priceWRU + r.RCU*priceRRU
+	r.CostSQS = r.SQSTotal * priceSQS
+	r.CostLambda = (r.GBs[0]+r.GBs[1])*priceGBs + float64(r.Invocations[0]+r.Invocations[1])*priceInvoke
+	r.CostURLs = float64(r.URLs)
+	if c.Burst == 0 {
+		// A deployment under steady traffic: what the steady part of the
+		// window cost, per URL sent in it (the drain after the window, an
+		// hour of give-ups, is not what a steady day pays per URL).
+		from, to := int(c.Window)/int(sec)/steadyFraction, int(c.Window)/int(sec)
+		var w, rd, q, g, inv, sent float64
+		for i := from; i < to && i < len(s.m.perSec); i++ {
+			x := s.m.perSec[i]
+			w, rd, q, g = w+float64(x.wcu), rd+float64(x.rcu), q+float64(x.sqs), g+float64(x.gbs)
+			inv += float64(x.invocations)
+			sent += float64(x.sent)
+		}
+		r.CostDynamo, r.CostSQS, r.CostLambda = w*priceWRU+rd*priceRRU, q*priceSQS, g*priceGBs+inv*priceInvoke
+		r.CostURLs = sent
+		r.SteadyW, r.SteadyR, r.SteadySQS = w/max(1, sent), rd/max(1, sent), q/max(1, sent)
+	}
+	if r.CostURLs > 0 {
+		r.PerMillion = (r.CostDynamo + r.CostSQS + r.CostLambda) / (r.CostURLs / 1e6)
+	}
+	return r
+}
+
+// Throttles is the number of throttled requests.
+func (r *Report) Throttles() int64 {
+	var n int64
+	for _, v := range r.Throttled {
+		n += v
+	}
+	return n
+}
+
+// Check lists the invariants the run broke: every URL ends, politeness,
+// one worker per host, units conserved.
+func (r *Report) Check() []string {
+	var out []string
+	out = append(out, r.Violations...)
+	if r.Ended+r.DLQ != r.URLs {
+		out = append(out, fmt.Sprintf("%d URLs accepted, %d ended, %d in the dead-letter queue: %d without a result", r.URLs, r.Ended, r.DLQ, r.URLs-r.Ended-r.DLQ))
+	}
+	if !r.Conserved {
+		out = append(out, fmt.Sprintf("units not conserved: %.1f W / %.1f R billed by category, other totals by key", r.WCU, r.RCU))
+	}
+	sum := 0
+	for _, n := range r.ByStatus {
+		sum += n
+	}
+	if sum != r.Ended {
+		out = append(out, fmt.Sprintf("results by status %d != ended %d", sum, r.Ended))
+	}
+	return out
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d < time.Second:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%.1f min", d.Minutes())
+	default:
+		return fmt.Sprintf("%.1f h", d.Hours())
+	}
+}
+
+func num(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e4:
+		return fmt.Sprintf("%.0fk", x/1e3)
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	default:
+		return fmt.Sprintf("%.1f", x)
+	}
+}
+
+// Table renders the reports as the page's main table.
+func Table(reps []*Report) string {
+	var b strings.Builder
+	b.WriteString("| scenario | deployment | URLs | offered URLs/s | **sustained URLs/s** | time to drain after the last send (99% / all) | latency p50 / p99 | **hottest key, write units/s (limit 1000)** | **throttled requests** | Lambda peak concurrency (check / ingest), host workers | GB-s (check / ingest) | **$ per million URLs** (DynamoDB + SQS + Lambda) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range reps {
+		c := r.Cfg
+		off := "burst"
+		if c.Burst == 0 {
+			off = num(r.Offered)
+		}
+		hot := fmt.Sprintf("%s: %.0f (GSI mean %.0f); table: %.0f", r.HotGSIKey, r.HotGSI, r.HotGSIMean, r.HotTable)
+		if r.HotTable > r.HotGSI {
+			hot = fmt.Sprintf("%s: %.0f; GSI %s: %.0f", r.HotTableKey, r.HotTable, r.HotGSIKey, r.HotGSI)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | **%s** | %s / %s | %s / %s | %s | **%d** | %d / %d, %d | %s / %s | **$%.2f** (%.2f + %.2f + %.2f) |\n",
+			r.Name, deployment(c), num(float64(r.URLs)), off, num(r.Sustained),
+			dur(r.Drain99), dur(r.Drain), dur(r.P50), dur(r.P99), hot, r.Throttles(),
+			r.PeakCheck, r.PeakIngest, r.PeakWorkers, num(r.GBs[lambdaCheck]), num(r.GBs[lambdaIngest]),
+			r.PerMillion, perM(r, r.CostDynamo), perM(r, r.CostSQS), perM(r, r.CostLambda))
+	}
+	return b.String()
+}
+
+func perM(r *Report, cost float64) float64 {
+	if r.CostURLs == 0 {
+		return 0
+	}
+	return cost / (r.CostURLs / 1e6)
+}
+
+func deployment(c Config) string {
+	s := fmt.Sprintf("ShardCount %d, %d vshards", c.ShardCount, c.VirtualShards)
+	if c.GSIBuckets > 1 {
+		s += fmt.Sprintf(" x %d GSI buckets", c.GSIBuckets)
+	}
+	if c.IngestMaxConc > 0 {
+		s += fmt.Sprintf(", ingest max concurrency %d", c.IngestMaxConc)
+	}
+	if c.P.MaxConcurrentHosts != 256 {
+		s += fmt.Sprintf(", MaxConcurrentHosts %d", c.P.MaxConcurrentHosts)
+	}
+	if m := c.Migrate; m != nil {
+		s += fmt.Sprintf(" -> ShardCount %d, %d vshards at %s", m.ShardCount, m.VirtualShards, dur(m.At))
+	}
+	return s
+}
+
+// Details renders what each run's results and units were.
+func Details(reps []*Report) string {
+	var b strings.Builder
+	b.WriteString("| scenario | results: fetched / fetch_error / denied / dropped (given up) | duplicates, DLQ | HTTP requests, host sessions | write units / URL (by kind) | read units / URL | SQS requests / URL | throttled by reason | check invocations: scheduled, woken (ended at once: held elsewhere, idle) | smallest gap / delay | invariants | wall, events |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range reps {
+		u := float64(max(1, r.URLs))
+		var kinds []string
+		for c := cat(0); c < nCats; c++ {
+			if r.WByCat[c] > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %.2f", catNames[c], r.WByCat[c]/u))
+			}
+		}
+		var thr []string
+		keys := make([]string, 0, len(r.Throttled))
+		for k := range r.Throttled {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			thr = append(thr, fmt.Sprintf("%s %d", k, r.Throttled[k]))
+		}
+		if len(thr) == 0 {
+			thr = []string{"none"}
+		}
+		inv := "hold"
+		if v := r.Check(); len(v) > 0 {
+			inv = fmt.Sprintf("**%d broken**: %s", len(v), v[0])
+		}
+		gap := "-"
+		if r.Gaps > 0 {
+			gap = fmt.Sprintf("%.3f", r.MinGapRel)
+		}
+		fmt.Fprintf(&b, "| %s | %d / %d / %d / %d (%d) | %d, %d | %s, %s | %.2f (%s) | %.2f | %.3f | %s | %d, %d (%d, %d) | %s | %s | %s, %s |\n",
+			r.Name, r.ByStatus[stFetched], r.ByStatus[stFetchError], r.ByStatus[stDenied], r.ByStatus[stDropped], r.GivenUp,
+			r.Duplicates, r.DLQ, num(float64(r.Requests)), num(float64(r.Sessions)),
+			r.WCU/u, strings.Join(kinds, ", "), r.RCU/u, r.SQSTotal/u, strings.Join(thr, ", "),
+			r.Scheduled, r.Woken, r.ContendRuns, r.IdleRuns, gap, inv,
+			dur(r.WallTime), num(float64(r.Events)))
+	}
+	return b.String()
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// Sim is one simulated deployment: the virtual clock, the web, the
+// DynamoDB table, the queues and the functions' invocations.
+type Sim struct {
+	cfg Config
+	clock
+	rng *rand.Rand
+	cdf []float64
+
+	hosts []*host // by rank, created when first met
+
+	// URLs, by id: when the producer sent it, its host's rank, and its
+	// state (sent, queued, ended).
+	urlSent  []int64
+	urlHost  []int32
+	urlState []uint8
+	urlEnds  []uint8 // results published for it (more than one: a duplicate)
+
+	// Messages on the input queue (see ingest.go).
+	in inputQueue
+
+	// The due index: per GSI partition key (virtual shard and bucket), a
+	// heap of the hosts in it that no worker holds.
+	due []dueHeap
+
+	// Leases by virtual shard.
+	leases []lease
+
+	ddb  dynamoModel
+	m    metrics
+	runs runState
+
+	// Deployment generations (a migration runs old and new side by side).
+	gens []generation
+}
+
+// generation is the deployment configuration one function instance runs
+// with: today's, or the one a migration deploys.
+type generation struct {
+	vshards, shards int
+	from            int64 // instances started at or after this use it
+}
+
+// URL states.
+const (
+	urlSent uint8 = iota
+	urlQueued
+	urlEnded
+)
+
+// host is one queue key: the stored host item (politeness state, queue,
+// due-index entry) and the web server behind it.
+type host struct {
+	rank int32
+	key  string
+	// vs is the virtual shard stored in the host item (layout.go's vs),
+	// set when the item is created, or, under a migration, when the host
+	// enters the due index again.
+	vs     int32
+	exists bool
+
+	kind, robotsKind uint8
+	crawlDelay       int64
+	medianMS         float32
+
+	// The queue: URL ids from head qh; stored as chunks (each written once,
+	// deleted once: count and bytes, the first consumed up to co) followed
+	// by the inline tail of the host item.
+	q      []int32
+	qh     int
+	chunks []chunk
+	co     int32
+
+	// Due index.
+	inIndex bool
+	due     int64
+	ver     uint32
+
+	// Stored politeness state.
+	lastFetch, pauseUntil, failingSince int64
+	errors                              int32
+	attempts                            map[int32]uint8
+	robotsAt                            int64 // when robots.txt was fetched; 0: none stored
+	robotsErr                           bool  // the failure run is robots.txt's
+	itemBytes                           int32
+
+	session   *session
+	lastWrite int64 // when the item last changed (optimistic-concurrency conflicts)
+	bins      keyBins
+
+	// Politeness, as the server sees it: when the last response ended and
+	// whether a request is in flight.
+	lastEnd  int64
+	inflight bool
+}
+
+type chunk struct{ n, bytes int32 }
+
+func (h *host) pending() int { return len(h.q) - h.qh }
+
+func (h *host) chunked() int {
+	n := 0
+	for _, c := range h.chunks {
+		n += int(c.n)
+	}
+	return n - int(h.co)
+}
+
+// itemSize is the host item's stored size (layout.go): keys, version,
+// nonces and politeness state (~200 bytes, the benchmark measured 128-265),
+// the inline tail, chunk references and small robots.txt answers.
+func (h *host) itemSize(web WebModel) int {
+	n := 200 + (h.pending()-h.chunked())*web.EntryBytes + 25*len(h.chunks)
+	if h.robotsAt != 0 {
+		n += robotsInlineBytes(h.robotsKind)
+	}
+	return n
+}
+
+// New builds a simulation of cfg.
+func New(cfg Config) *Sim {
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
+	s.gens = []generation{{vshards: cfg.VirtualShards, shards: cfg.ShardCount}}
+	maxV := cfg.VirtualShards
+	if m := cfg.Migrate; m != nil {
+		s.gens = append(s.gens, generation{vshards: m.VirtualShards, shards: m.ShardCount, from: int64(m.At)})
+		maxV = max(maxV, m.VirtualShards)
+	}
+	s.due = make([]dueHeap, maxV*cfg.GSIBuckets)
+	s.leases = make([]lease, maxV)
+	if cfg.SingleHost {
+		s.cdf = []float64{1}
+	} else {
+		s.cdf = weights(cfg.Hosts, cfg.ZipfS, cfg.HeadCap)
+	}
+	s.hosts = make([]*host, len(s.cdf))
+	s.ddb.init(s)
+	s.m.init()
+	return s
+}
+
+// gen returns the configuration an instance started at t runs with.
+func (s *Sim) gen(t int64) generation {
+	g := s.gens[0]
+	for _, x := range s.gens[1:] {
+		if t >= x.from {
+			g = x
+		}
+	}
+	return g
+}
+
+// vshardOf is hostqueue.VirtualShard for the deployed 16 virtual shards, and
+// the same rule (the real FNV-1a hash modulo the count) for another count.
+func vshardOf(key string, vshards int) int {
+	if vshards == hostqueue.VirtualShards {
+		return hostqueue.VirtualShard(key)
+	}
+	return int(hostqueue.Hash(key) % uint64(vshards))
+}
+
+// ownedShards is hostqueue.OwnedShards for 16 virtual shards, and the same
+// ownership rule, v % ShardCount == shard, for another count.
+func ownedShards(shard, shardCount, vshards int) []int {
+	if vshards == hostqueue.VirtualShards {
+		return hostqueue.OwnedShards(shard, shardCount)
+	}
+	var out []int
+	for v := 0; v < vshards; v++ {
+		if v%shardCount == shard {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// gsiKey is the due-index partition key of a host in virtual shard vs: the
+// virtual shard itself today; with GSIBuckets > 1, vs#bucket, the bucket
+// from the same hash.
+func (s *Sim) gsiKey(h *host) int {
+	b := 0
+	if s.cfg.GSIBuckets > 1 {
+		b = int((hostqueue.Hash(h.key) >> 32) % uint64(s.cfg.GSIBuckets))
+	}
+	return int(h.vs)*s.cfg.GSIBuckets + b
+}
+
+// host returns the host of rank r, creating its state when first met. A
+// host met for the first time may have been seen before the simulated
+// window: its robots.txt is stored and fresh with the probability a host
+// visited at its rate would have one (a renewal argument: the share of
+// time a RobotsTTL-long validity covers, when visits come at rate λ, is
+// λ·TTL / (1 + λ·TTL)).
+func (s *Sim) host(r int) *host {
+	if h := s.hosts[r]; h != nil {
+		return h
+	}
+	h := &host{rank: int32(r), key: hostName(r), vs: -1}
+	s.traits(h)
+	if !s.cfg.SingleHost && s.cfg.PerDay > 0 {
+		lambda := share(s.cdf, r) * s.cfg.PerDay / float64(24*time.Hour) * float64(s.cfg.P.RobotsTTL)
+		if mix(s.cfg.Seed, r, 7) < lambda/(1+lambda) && h.kind != kindNXDomain && h.kind != kindRefused && h.kind != kindBlackhole {
+			h.robotsAt = -int64(mix(s.cfg.Seed, r, 8) * float64(s.cfg.P.RobotsTTL))
+			h.exists = true
+		}
+	}
+	s.hosts[r] = h
+	return h
+}
+
+// Run simulates until every URL has its result or MaxTime.
+func (s *Sim) Run() *Report {
+	start := time.Now()
+	s.startProducer()
+	s.startSchedules()
+	limit := int64(s.cfg.MaxTime)
+	for s.step(limit) {
+		if s.allEnded() {
+			break
+		}
+	}
+	s.m.endT = s.now
+	rep := s.report()
+	rep.WallTime = time.Since(start)
+	rep.Events = s.events
+	return rep
+}
+
+func (s *Sim) allEnded() bool {
+	return s.in.doneSending && s.m.ended == len(s.urlSent)
+}
+
+// end records a URL's result as published at the current time.
+func (s *Sim) end(id int32, status resultStatus) {
+	s.urlEnds[id]++
+	if s.urlEnds[id] > 1 {
+		s.m.duplicates++
+		return
+	}
+	s.urlState[id] = urlEnded
+	s.m.ended++
+	s.m.byStatus[status]++
+	lat := s.now - s.urlSent[id]
+	s.m.latency = append(s.m.latency, float32(float64(lat)/float64(sec)))
+	x := s.m.series(s.now)
+	x.results++
+	if status != stDropped {
+		x.worked++
+	}
+}
+
+func (s *Sim) fail(format string, args ...any) {
+	s.m.violations = append(s.m.violations, fmt.Sprintf("t=%s: ", time.Duration(s.now))+fmt.Sprintf(format, args...))
+}
