@@ -18,9 +18,9 @@ type invocation struct {
 	runs    int
 	all     []*run
 	workers int
-	pub   *publisher
-	wake  bool
-	msgs  int
+	pub     *publisher
+	wake    bool
+	msgs    int
 }
 
 type run struct {

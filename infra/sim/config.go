@@ -43,16 +43,16 @@ type Config struct {
 	VirtualShards int // hostqueue.VirtualShards today (16)
 	// GSIBuckets spreads each virtual shard's due-index entries over this
 	// many GSI partition keys ("vs#bucket"), a proposal; 1 is today's layout.
-	GSIBuckets       int
-	IngestBatchSize  int
-	IngestWindow     time.Duration
-	IngestMaxConc    int // the input mapping's ScalingConfig.MaximumConcurrency; 0: none (1000)
-	IngestPollers    int // the mapping's pollers at first (5)
+	GSIBuckets      int
+	IngestBatchSize int
+	IngestWindow    time.Duration
+	IngestMaxConc   int // the input mapping's ScalingConfig.MaximumConcurrency; 0: none (1000)
+	IngestPollers   int // the mapping's pollers at first (5)
 	// ProcessWorkers bounds the host workers of one check invocation across
 	// all the shards it runs (a wake-up runs several side by side); 0: each
 	// run has MaxConcurrentHosts (the code as committed; issue 11's item 1
 	// adds such a budget, check.Budget).
-	ProcessWorkers int
+	ProcessWorkers   int
 	IngestLanes      int // hostqueue.Ingester.Concurrency (16)
 	CheckRun         time.Duration
 	CheckTimeout     time.Duration

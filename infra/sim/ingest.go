@@ -245,7 +245,7 @@ func (s *Sim) invokeIngest(p *poller) {
 	batch := p.batch
 	p.batch, p.bytes, p.busy = nil, 0, true
 	p.gen++
-	s.m.sqsReq(s.now, "input ReceiveMessage", math.Ceil(float64(len(batch)) / 10))
+	s.m.sqsReq(s.now, "input ReceiveMessage", math.Ceil(float64(len(batch))/10))
 	start := s.now
 	over := s.lambdaStart(lambdaIngest, &p.warm)
 	g := s.gen(p.started)
@@ -381,7 +381,7 @@ func (s *Sim) endIngest(p *poller, batch []int32, start int64, failedURL map[int
 			s.feed()
 		})
 	}
-	s.m.sqsReq(s.now, "input DeleteMessageBatch", math.Ceil(float64(ok) / 10))
+	s.m.sqsReq(s.now, "input DeleteMessageBatch", math.Ceil(float64(ok)/10))
 	s.after(max(0, start+dur-s.now), func() {
 		p.busy = false
 		s.feed()
@@ -423,7 +423,7 @@ func (s *Sim) sendWakes(p *poller, g generation, vshards map[int]bool) int64 {
 		return 0
 	}
 	lat := s.cfg.SQSLatency.sample(s.rng, s.cfg.FixedLatency)
-	s.m.sqsReq(s.now, "wake SendMessageBatch", math.Ceil(float64(len(send)) / 10))
+	s.m.sqsReq(s.now, "wake SendMessageBatch", math.Ceil(float64(len(send))/10))
 	for i, sh := range send {
 		// SQS delays in whole seconds, rounded up.
 		delay := (sends[i] - s.now + sec - 1) / sec * sec

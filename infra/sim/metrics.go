@@ -2,25 +2,25 @@ package main
 
 // metrics are the run's counters and its per-second series.
 type metrics struct {
-	ended      int
-	duplicates int
-	byStatus   [nStatus]int
-	latency    []float32 // seconds from the producer's send to the result
-	violations []string  // broken invariants (politeness, ownership)
-	conflicts  int64
-	requests   int64 // HTTP requests (robots.txt and pages)
-	gaps       int64 // requests that followed an earlier one to the same host
-	minGap     int64 // smallest gap / delay seen, in ns (delay-relative below)
-	minGapRel  float64
-	sessions   int64
-	dlq        int // URLs whose record went to the input dead-letter queue
-	redeliver  int // records handed back to the input queue
+	ended          int
+	duplicates     int
+	byStatus       [nStatus]int
+	latency        []float32 // seconds from the producer's send to the result
+	violations     []string  // broken invariants (politeness, ownership)
+	conflicts      int64
+	requests       int64 // HTTP requests (robots.txt and pages)
+	gaps           int64 // requests that followed an earlier one to the same host
+	minGap         int64 // smallest gap / delay seen, in ns (delay-relative below)
+	minGapRel      float64
+	sessions       int64
+	dlq            int // URLs whose record went to the input dead-letter queue
+	redeliver      int // records handed back to the input queue
 	ingestTimeouts int
-	sqs        map[string]float64
-	perSec     []second
-	endT       int64
-	dropped    int
-	givenUp    int
+	sqs            map[string]float64
+	perSec         []second
+	endT           int64
+	dropped        int
+	givenUp        int
 }
 
 // second is one simulated second.
@@ -37,7 +37,7 @@ type second struct {
 	// What it cost: write and read units, SQS requests, Lambda GB-seconds
 	// and invocations.
 	wcu, rcu, sqs, gbs float32
-	invocations       int32
+	invocations        int32
 }
 
 func (m *metrics) init() {

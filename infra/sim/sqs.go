@@ -91,7 +91,7 @@ func (p *publisher) flush() {
 	p.items, p.waiters, p.bytes = nil, nil, 0
 	s := p.s
 	// SQS bills every 64 KB of a request's payload as one request.
-	s.m.sqsReq(s.now, "output SendMessageBatch", math.Ceil(float64(bytes) / (64 << 10)))
+	s.m.sqsReq(s.now, "output SendMessageBatch", math.Ceil(float64(bytes)/(64<<10)))
 	s.after(s.cfg.SQSLatency.sample(s.rng, s.cfg.FixedLatency), func() {
 		for _, it := range items {
 			s.end(it.id, it.status)

@@ -11,7 +11,7 @@ import (
 // and what the due index sees. Evict is the product's own.
 
 const (
-	inlineBudget  = 700     // dynamo.inlineBudget
+	inlineBudget  = 700      // dynamo.inlineBudget
 	maxChunkBytes = 64 << 10 // dynamo.maxChunkBytes
 )
 
