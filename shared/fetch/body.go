@@ -23,7 +23,14 @@ func readBody(resp *http.Response, max int64) ([]byte, bool, error) {
 	if c, ok := dec.(io.Closer); ok {
 		defer c.Close()
 	}
-	data, err := io.ReadAll(io.LimitReader(dec, max+1))
+	// A body sent as it is announces its size: read it into a buffer of
+	// that size instead of growing one by doubling (which can hold up to
+	// twice the body at the end).
+	var hint int64
+	if identity(resp) {
+		hint = resp.ContentLength
+	}
+	data, err := readAtMost(dec, max+1, hint)
 	if int64(len(data)) > max {
 		return data[:max], true, nil
 	}
@@ -33,15 +40,45 @@ func readBody(resp *http.Response, max int64) ([]byte, bool, error) {
 	return data, false, nil
 }
 
+// readAtMost reads r to its end or to n bytes, whichever comes first,
+// starting with a buffer of hint+1 bytes when 0 < hint < n (one more to see
+// the end without growing), else of at most 32 KiB, doubled as needed up
+// to n.
+func readAtMost(r io.Reader, n, hint int64) ([]byte, error) {
+	size := min(n, 32<<10)
+	if hint > 0 && hint < n {
+		size = hint + 1
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= n {
+				return buf, nil
+			}
+			grown := make([]byte, len(buf), min(n, 2*int64(cap(buf))))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 // decoder returns a reader of the body with its Content-Encoding undone.
 // Only gzip and deflate are decoded because only they are asked for; any
 // other encoding is returned as sent (Header still says which), capped the
 // same way.
 func decoder(resp *http.Response) (io.Reader, error) {
-	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
-	if enc == "" || enc == "identity" {
+	if identity(resp) {
 		return resp.Body, nil
 	}
+	enc := contentEncoding(resp)
 	br := bufio.NewReader(resp.Body)
 	// A 304, a 204 or an error page may carry Content-Encoding with no
 	// body at all: an empty body, not a corrupt stream.
@@ -61,6 +98,16 @@ func decoder(resp *http.Response) (io.Reader, error) {
 	default:
 		return br, nil
 	}
+}
+
+func contentEncoding(resp *http.Response) string {
+	return strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+}
+
+// identity reports a body sent without a content encoding.
+func identity(resp *http.Response) bool {
+	enc := contentEncoding(resp)
+	return enc == "" || enc == "identity"
 }
 
 // isZlibHeader reports whether b starts a zlib stream: method 8 (deflate),

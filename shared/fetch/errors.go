@@ -46,6 +46,13 @@ const (
 	// KindCanceled: the caller's context was canceled; the server is not to
 	// blame, so the caller should not record a failure against the host.
 	KindCanceled
+	// KindLocal: this process ran out of a local resource before any byte
+	// reached the host: file descriptors (EMFILE, ENFILE), kernel buffers or
+	// memory for a socket, or the fetcher's own connection cap
+	// (Options.MaxConns). The host is not to blame and the URL was not
+	// tried: the caller should stop, keep the URL queued and report the
+	// error as its own, not count it against the host or the URL.
+	KindLocal
 )
 
 var kindNames = [...]string{
@@ -58,6 +65,7 @@ var kindNames = [...]string{
 	KindTLS:        "tls",
 	KindProtocol:   "protocol",
 	KindCanceled:   "canceled",
+	KindLocal:      "local",
 }
 
 // String returns a short stable name ("timeout", "denied", ...) fit for logs
@@ -116,7 +124,9 @@ func KindOf(err error) Kind {
 // IsTransient reports whether trying the same URL again later may succeed:
 // timeouts, connection failures and temporary DNS failures. Denials, bad
 // URLs, TLS and protocol errors will fail the same way next time, and a
-// canceled context is the caller's own decision.
+// canceled context is the caller's own decision. KindLocal is not transient
+// either: it says nothing about the host, so it must not be retried as a
+// failure of the host (see KindLocal).
 func IsTransient(err error) bool {
 	switch KindOf(err) {
 	case KindTimeout, KindConnection:
@@ -140,6 +150,12 @@ func classify(err error) Kind {
 	}
 	if errors.Is(err, context.Canceled) {
 		return KindCanceled
+	}
+	// Before the dial and timeout cases below: a socket that could not be
+	// made comes back as a dial *net.OpError, which would read as the
+	// host's connection failure.
+	if isLocal(err) {
+		return KindLocal
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
 		return KindTimeout
@@ -172,12 +188,21 @@ func classify(err error) Kind {
 		return KindConnection
 	}
 	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Op == "dial" {
-		// Any other failure to connect (no route, no buffer space, ...).
+		// Any other failure to connect (no route, address in use, ...).
 		return KindConnection
 	}
 	// What is left from an exchange that got a connection is net/http
 	// rejecting what the server sent; those errors are untyped strings.
 	return KindProtocol
+}
+
+// isLocal reports a failure of this process's own resources: descriptors
+// (per process and system-wide), socket buffers, memory, and the fetcher's
+// connection cap.
+func isLocal(err error) bool {
+	return errors.Is(err, ErrConnLimit) ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
 // isDecodeError reports a body whose Content-Encoding does not match its

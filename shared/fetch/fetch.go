@@ -64,6 +64,12 @@ type Options struct {
 	// production, where the system resolver answers. The address guard
 	// judges the table's addresses as it judges DNS answers.
 	Resolve map[string][]netip.Addr
+	// MaxConns, when above zero, caps the connections the fetcher holds open
+	// at once, in use and idle: at most half of them wait idle for reuse, so
+	// a caller that runs at most MaxConns/2 requests at once never meets
+	// the cap. A dial beyond it first closes the idle connections, then
+	// fails as KindLocal (ErrConnLimit). Zero means no cap (100 idle).
+	MaxConns int
 }
 
 // Request is one GET. ETag and LastModified, when set, make it conditional
@@ -111,6 +117,7 @@ type Fetcher struct {
 	now       func() time.Time
 	transport *http.Transport
 	client    *http.Client
+	conns     *connCap // nil without Options.MaxConns
 }
 
 // New returns a Fetcher. now is the clock Retry-After dates are measured
@@ -144,9 +151,16 @@ func New(opts Options, now func() time.Time) *Fetcher {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
-	dial := dialer.DialContext
+	dial := dialFunc(dialer.DialContext)
 	if opts.Resolve != nil {
 		dial = newHostTable(opts.Resolve).dialContext(dialer)
+	}
+	var conns *connCap
+	maxIdle := 100
+	if opts.MaxConns > 0 {
+		conns = &connCap{max: int64(opts.MaxConns)}
+		dial = conns.dial(dial)
+		maxIdle = max(1, opts.MaxConns/2)
 	}
 	transport := &http.Transport{
 		// No proxy, deliberately, even if HTTP_PROXY is set: through a
@@ -165,11 +179,17 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		// how much a small compressed body expands to.
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxHeaderBytes,
-		MaxIdleConns:           100,
-		// One request at a time per host is the politeness rule, so a
-		// couple of idle connections per host is all that gets reused.
-		MaxIdleConnsPerHost: 2,
+		MaxIdleConns:           maxIdle,
+		// One request at a time per host is the politeness rule: one
+		// connection per host (scheme, name and port) is all a caller that
+		// keeps it ever needs, and the transport itself then never opens a
+		// second one beside it.
+		MaxIdleConnsPerHost: 1,
+		MaxConnsPerHost:     1,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if conns != nil {
+		conns.closeIdle = transport.CloseIdleConnections
 	}
 	client := &http.Client{
 		Transport: transport,
@@ -177,7 +197,16 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		// and robots checks; we hand back the 3xx with Location.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Fetcher{opts: opts, now: now, transport: transport, client: client}
+	return &Fetcher{opts: opts, now: now, transport: transport, client: client, conns: conns}
+}
+
+// OpenConns is how many connections the fetcher holds open, in use and
+// idle; -1 when it counts none (no Options.MaxConns).
+func (f *Fetcher) OpenConns() int {
+	if f.conns == nil {
+		return -1
+	}
+	return int(f.conns.open.Load())
 }
 
 // CloseIdleConnections closes kept-alive connections, for example before a

@@ -9,6 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -82,7 +85,13 @@ func TestClassify(t *testing.T) {
 		{"deadline", fmt.Errorf("read: %w", context.DeadlineExceeded), KindTimeout, true},
 		{"canceled", fmt.Errorf("read: %w", context.Canceled), KindCanceled, false},
 		{"unexpected EOF", io.ErrUnexpectedEOF, KindConnection, true},
-		{"dial failure", &net.OpError{Op: "dial", Err: errors.New("no buffer space")}, KindConnection, true},
+		{"dial failure", &net.OpError{Op: "dial", Err: errors.New("address in use")}, KindConnection, true},
+		// Out of descriptors or socket memory here is no fault of the host.
+		{"socket: too many open files", &net.OpError{Op: "dial", Err: os.NewSyscallError("socket", syscall.EMFILE)}, KindLocal, false},
+		{"socket: file table full", &net.OpError{Op: "dial", Err: os.NewSyscallError("socket", syscall.ENFILE)}, KindLocal, false},
+		{"no buffer space", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ENOBUFS)}, KindLocal, false},
+		{"accept: too many open files", &net.OpError{Op: "accept", Err: os.NewSyscallError("accept4", syscall.EMFILE)}, KindLocal, false},
+		{"connection cap", &net.OpError{Op: "dial", Err: fmt.Errorf("%w: 4 open", ErrConnLimit)}, KindLocal, false},
 		{"TLS alert from server", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, KindTLS, false},
 		{"local TLS failure", fmt.Errorf("wrapped: %w", errors.New("tls: no supported versions")), KindTLS, false},
 		{"untyped net/http complaint", errors.New(`malformed HTTP response "x"`), KindProtocol, false},
@@ -101,12 +110,48 @@ func TestClassify(t *testing.T) {
 }
 
 func TestKindString(t *testing.T) {
-	for k := KindOther; k <= KindCanceled; k++ {
+	for k := KindOther; k <= KindLocal; k++ {
 		if s := k.String(); s == "" || s == "unknown" {
 			t.Errorf("Kind(%d) has no name", k)
 		}
 	}
 	if s := Kind(99).String(); s != "unknown" {
 		t.Errorf("Kind(99) = %q", s)
+	}
+}
+
+// TestReadBodyBuffer: a body of announced size is read into one buffer of
+// that size (not grown by doubling, which may hold twice the body); one of
+// unknown size grows up to the cap; either is cut at the cap.
+func TestReadBodyBuffer(t *testing.T) {
+	const size = 100_000
+	tests := []struct {
+		name          string
+		contentLength int64
+		max           int64
+		wantLen       int
+		wantTruncated bool
+		maxCap        int
+	}{
+		{"announced", size, 1 << 20, size, false, size + 1},
+		{"unknown length", -1, 1 << 20, size, false, 2 * size},
+		{"announced, above the cap", size, 50_000, 50_000, true, 50_001},
+		{"unknown, above the cap", -1, 50_000, 50_000, true, 50_001},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &http.Response{Header: http.Header{}, ContentLength: tc.contentLength,
+				Body: io.NopCloser(strings.NewReader(strings.Repeat("x", size)))}
+			data, truncated, err := readBody(resp, tc.max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) != tc.wantLen || truncated != tc.wantTruncated {
+				t.Errorf("read %d bytes, truncated %v; want %d, %v", len(data), truncated, tc.wantLen, tc.wantTruncated)
+			}
+			if cap(data) > tc.maxCap {
+				t.Errorf("buffer of %d bytes for a %d-byte body, want at most %d", cap(data), len(data), tc.maxCap)
+			}
+		})
 	}
 }
