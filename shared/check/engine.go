@@ -91,7 +91,12 @@ type Engine struct {
 	// use a short one so takeovers are quick); leases are renewed every
 	// quarter of it.
 	LeaseTTL time.Duration
-	robots   robotsCache
+	// Budget bounds the host workers of all the engine's runs together
+	// (one process: a wake-up's shards share it); each run is also capped
+	// by MaxConcurrentHosts. The zero Budget bounds nothing more.
+	Budget Budget
+	robots robotsCache
+	slots  slots
 }
 
 // FetchTimeoutLimit is the FetchTimeout at and above which a run with
@@ -150,6 +155,10 @@ type Summary struct {
 	Requests      int64                 `json:"requests"`
 	Results       map[result.Status]int `json:"results"`
 	Errors        int64                 `json:"errors"`
+	// LocalErrors counts requests this process could not make for want of
+	// its own resources (descriptors, the connection cap: fetch.KindLocal).
+	// Their URLs stay queued, unharmed; any is a sign the Budget is wrong.
+	LocalErrors int64 `json:"localErrors,omitempty"`
 }
 
 type run struct {
@@ -170,11 +179,15 @@ type run struct {
 	// starved is set while the dispatcher has due hosts and no free worker
 	// slot for them: lingering workers then give theirs up.
 	starved atomic.Bool
-	hosts   int
-	results map[result.Status]int
-	reqs    atomic.Int64
-	errs    atomic.Int64
-	wg      sync.WaitGroup
+	// budgetStarved is starved because the process's Budget had no slot;
+	// it is counted in the engine's slots.starved.
+	budgetStarved bool
+	hosts         int
+	results       map[result.Status]int
+	reqs          atomic.Int64
+	errs          atomic.Int64
+	local         atomic.Int64
+	wg            sync.WaitGroup
 }
 
 // Run performs one invocation of a shard's check. It returns when Until has
@@ -225,20 +238,25 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		// The shards' due hosts are looked up side by side: on a loaded
 		// table one query after another would hold back the first
 		// requests of a run.
-		var starved atomic.Bool
+		var starved, budget atomic.Bool
 		var dispatched sync.WaitGroup
 		for _, v := range owned {
 			if r.holding(v) {
 				leased = appendOnce(leased, v)
 				dispatched.Go(func() {
-					if r.dispatch(ctx, v, p, now) {
+					s, b := r.dispatch(ctx, v, p, now)
+					if s {
 						starved.Store(true)
+					}
+					if b {
+						budget.Store(true)
 					}
 				})
 			}
 		}
 		dispatched.Wait()
 		r.starved.Store(starved.Load())
+		r.setBudgetStarved(budget.Load())
 		// A wake-up, or a run that let its shard go when idle and found
 		// another run holding it on coming back, leaves the work to that
 		// run instead of waiting for it.
@@ -273,6 +291,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 			break
 		}
 	}
+	r.setBudgetStarved(false)
 	r.wg.Wait()
 	if r.crashed.Load() {
 		return r.summary(owned, leased), ErrCrashed
@@ -315,8 +334,29 @@ func (r *run) summary(owned, leased []int) Summary {
 	defer r.mu.Unlock()
 	return Summary{
 		Shard: r.req.Shard, VirtualShards: owned, Leased: leased, Hosts: r.hosts,
-		Requests: r.reqs.Load(), Results: r.results, Errors: r.errs.Load(),
+		Requests: r.reqs.Load(), Results: r.results, Errors: r.errs.Load(), LocalErrors: r.local.Load(),
 	}
+}
+
+// setBudgetStarved records whether the run's latest dispatch found the
+// process's Budget full, in the engine's count of such runs, which every
+// run's lingering workers read.
+func (r *run) setBudgetStarved(b bool) {
+	if b == r.budgetStarved {
+		return
+	}
+	r.budgetStarved = b
+	if b {
+		r.e.slots.starved.Add(1)
+	} else {
+		r.e.slots.starved.Add(-1)
+	}
+}
+
+// wanted tells a lingering worker to give its slot up: its run, or another
+// run of the process, has due hosts and no slot for them.
+func (r *run) wanted() bool {
+	return r.starved.Load() || r.e.slots.starved.Load() > 0
 }
 
 // CrashFunc is asked at the points where a real invocation can die: after
@@ -409,16 +449,18 @@ func (r *run) renew(ctx context.Context, owned []int, now time.Time, ttl time.Du
 }
 
 // dispatch starts a worker for every due host of vshard not already active.
-// It reports whether a due host had to wait for a free worker slot.
-func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Time) (starved bool) {
+// It reports whether a due host had to wait for a free worker slot, and
+// whether that was for want of a slot in the process's Budget.
+func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Time) (starved, budget bool) {
 	// Active hosts may be among the due ones; asking for one more than the
 	// cap covers them and still shows a host left waiting.
 	keys, err := r.e.Store.DueHosts(ctx, v, now, p.MaxConcurrentHosts+1)
 	if err != nil {
 		r.errs.Add(1)
 		r.e.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
-		return false
+		return false, false
 	}
+	limit := r.e.Budget.Workers(p.MaxBodyBytes)
 	for _, key := range keys {
 		r.mu.Lock()
 		if r.active[key] {
@@ -428,6 +470,11 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 		if len(r.active) >= p.MaxConcurrentHosts {
 			r.mu.Unlock()
 			starved = true
+			continue
+		}
+		if !r.e.slots.take(limit) {
+			r.mu.Unlock()
+			starved, budget = true, true
 			continue
 		}
 		r.active[key] = true
@@ -440,6 +487,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 				r.mu.Lock()
 				delete(r.active, key)
 				r.mu.Unlock()
+				r.e.slots.give()
 			}()
 			w := &worker{run: r, key: key, vshard: v, p: p}
 			if err := w.work(ctx); err != nil && !errors.Is(err, ErrCrashed) {
@@ -448,7 +496,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			}
 		}()
 	}
-	return starved
+	return starved, budget
 }
 
 func (r *run) activeCount() int {

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -14,11 +15,28 @@ import (
 	"github.com/urldownloader/urldownloader/shared/robots"
 )
 
+// RobotsCacheBytes bounds the parsed robots.txt an engine keeps in memory
+// (see robotsCache): a few thousand ordinary files, or 10 of the largest
+// (robots.MaxBytes, counted three times: text, parsed rules, selection).
+const RobotsCacheBytes = 16 << 20
+
 // robotsCache keeps parsed robots.txt for the life of a function instance,
-// so a warm invocation does not re-read them from the store.
+// so a warm invocation does not re-read them from the store. It holds at
+// most RobotsCacheBytes (by policy.size), the least recently used going
+// first: counting entries would let a few hundred 500 KiB files fill the
+// function's memory.
 type robotsCache struct {
-	mu sync.Mutex
-	m  map[string]*policy
+	mu    sync.Mutex
+	m     map[string]*list.Element // of *cached
+	lru   list.List                // front: most recently used
+	bytes int
+	// limit overrides RobotsCacheBytes (tests).
+	limit int
+}
+
+type cached struct {
+	origin string
+	p      *policy
 }
 
 // policy is what robots.txt says for one origin.
@@ -27,19 +45,55 @@ type policy struct {
 	fetchedAt time.Time
 }
 
+// size is what a policy is counted at in the cache: its text three times
+// (kept as read, parsed into rules, merged for our product token) and a
+// fixed overhead for the maps and structs around it.
+func (p *policy) size() int {
+	n := 1 << 10
+	if p.rules != nil {
+		n += 3 * len(p.rules.Raw())
+	}
+	return n
+}
+
 func (c *robotsCache) get(origin string) *policy {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[origin]
+	el, ok := c.m[origin]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*cached).p
 }
 
 func (c *robotsCache) put(origin string, p *policy) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) > 10000 {
-		c.m = map[string]*policy{}
+	limit := c.limit
+	if limit <= 0 {
+		limit = RobotsCacheBytes
 	}
-	c.m[origin] = p
+	if c.m == nil {
+		c.m = map[string]*list.Element{}
+	}
+	if el, ok := c.m[origin]; ok {
+		c.remove(el)
+	}
+	if p.size() > limit {
+		return
+	}
+	c.m[origin] = c.lru.PushFront(&cached{origin: origin, p: p})
+	c.bytes += p.size()
+	for c.bytes > limit {
+		c.remove(c.lru.Back())
+	}
+}
+
+func (c *robotsCache) remove(el *list.Element) {
+	e := c.lru.Remove(el).(*cached)
+	delete(c.m, e.origin)
+	c.bytes -= e.p.size()
 }
 
 func originOf(u *url.URL) string { return u.Scheme + "://" + u.Host }
@@ -147,6 +201,9 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		if err != nil {
 			switch {
 			case fetch.KindOf(err) == fetch.KindCanceled:
+				return nil, outStop
+			case fetch.KindOf(err) == fetch.KindLocal:
+				w.localError(ctx, err)
 				return nil, outStop
 			case fetch.IsTransient(err) || fetch.KindOf(err) == fetch.KindTLS:
 				// Unreachable: RFC 9309 2.3.1.4 says complete disallow, so

@@ -87,16 +87,20 @@ func (w *worker) work(ctx context.Context) error {
 	for id, n := range h.Attempts {
 		w.attempts[id] = n
 	}
-	// A round's results are published and committed in the background
-	// while the next round is fetched (its entries are known: state is
-	// read two rounds deep), so a slow store or output queue never stretches
-	// the gap between two requests. h is the state after the last finished
-	// commit; inflight the round still being published and committed.
+	// Results are handed to the publisher as they are fetched (see
+	// handOff), and a round's commit waits for them: nothing leaves the
+	// queue before its result is out. The commit runs in the background
+	// while the next round is fetched (its entries are known: state is read
+	// two rounds deep), so a slow store or output queue never stretches the
+	// gap between two requests. h is the state after the last finished
+	// commit; inflight the round still being committed.
 	var inflight *background
+	ho := &handOff{w: w}
 	defer func() {
 		if inflight != nil {
 			inflight.wait()
 		}
+		ho.wait()
 	}()
 	for {
 		// Parameters are read again each round (from the cache), so a
@@ -105,8 +109,9 @@ func (w *worker) work(ctx context.Context) error {
 			w.p, w.f = p, e.Fetcher(p)
 		}
 		round := next(h.Head, inflight.ids(), headBatch)
-		var results []result.Result
-		var done []string
+		rd := &handed{}
+		// ended are the round's entries with a result, handed over.
+		var ended []string
 		out := outDone
 		if w.expired(e.Clock.Now()) {
 			out = outGiveUp
@@ -120,11 +125,16 @@ func (w *worker) work(ctx context.Context) error {
 				return ErrCrashed
 			}
 			if o == outDone {
-				results = append(results, res)
-				done = append(done, ent.ID)
+				ended = append(ended, ent.ID)
+				if !ho.add(ctx, rd, res) {
+					return ErrCrashed
+				}
 				continue
 			}
 			out = o
+		}
+		if !ho.flush(ctx, rd) {
+			return ErrCrashed
 		}
 		stop := out == outStop
 		if inflight != nil {
@@ -139,32 +149,25 @@ func (w *worker) work(ctx context.Context) error {
 			// as a synchronous round would.
 			stop = stop || prev.refused
 		}
-		if out == outGiveUp && !stop {
-			// inflight is settled: the round's results go out with the
-			// first batch of the given-up URLs.
-			return w.giveUp(ctx, results, done)
-		}
-		if w.crash("before-publish", w.key) {
-			return ErrCrashed
-		}
 		// h still holds this round's entries: it ends the queue when the
 		// whole round is done and nothing else is queued.
-		drained := len(done) == len(round) && h.Pending <= len(round)
+		drained := len(ended) == len(round) && h.Pending <= len(round)
 		release := stop || out == outGiveUp || len(round) == 0 || drained
-		following := next(h.Head, doneSet(done), headBatch)
+		following := next(h.Head, doneSet(ended), headBatch)
 		if !release && len(following) > 0 {
-			inflight = w.commitInBackground(ctx, results, done)
+			inflight = w.commitInBackground(ctx, rd, ended)
 			continue
 		}
-		if len(results) > 0 {
-			if err := e.Publisher.Publish(ctx, results); err != nil {
-				// Unsent results must stay queued: they will be fetched
-				// again. Politeness state is still committed below.
-				e.Log.ErrorContext(ctx, "publish results", "host", w.key, "count", len(results), "error", err)
-				w.errs.Add(1)
-				results, done, stop, release, drained = nil, nil, true, true, false
-			}
-			w.count(results)
+		done, refused := rd.wait()
+		if refused {
+			// Unsent results must stay queued: they will be fetched
+			// again. Politeness state is still committed below.
+			stop, release, drained = true, true, false
+		}
+		if out == outGiveUp && !stop {
+			// inflight is settled and the round's results are out: they
+			// are committed with the first batch of the given-up URLs.
+			return w.giveUp(ctx, nil, done)
 		}
 		if w.crash("after-publish", w.key) {
 			return ErrCrashed
@@ -209,8 +212,7 @@ func (w *worker) progress(done []string, release bool) hostqueue.Commit {
 	return c
 }
 
-// background is a round being published and committed while the next one
-// is fetched.
+// background is a round being committed while the next one is fetched.
 type background struct {
 	done   map[string]bool
 	result chan roundResult
@@ -218,8 +220,8 @@ type background struct {
 
 type roundResult struct {
 	h *hostqueue.Host
-	// refused: the output queue did not take the results; they stay
-	// queued (nothing was marked done).
+	// refused: the output queue did not take some results; they stay
+	// queued (only those sent were marked done).
 	refused bool
 	err     error
 }
@@ -233,23 +235,17 @@ func (b *background) ids() map[string]bool {
 
 func (b *background) wait() roundResult { return <-b.result }
 
-// commitInBackground publishes a round's results, then commits it, as the
-// synchronous path does, without holding up the next round.
-func (w *worker) commitInBackground(ctx context.Context, results []result.Result, done []string) *background {
+// commitInBackground commits a round once its results, handed over as they
+// were fetched, are out (ended are its entries that have one), without
+// holding up the next round.
+func (w *worker) commitInBackground(ctx context.Context, rd *handed, ended []string) *background {
 	w.remember(w.key, w.lastFetch)
-	c := w.progress(done, false)
-	b := &background{done: doneSet(done), result: make(chan roundResult, 1)}
+	c := w.progress(nil, false)
+	b := &background{done: doneSet(ended), result: make(chan roundResult, 1)}
 	go func() {
 		var out roundResult
 		defer func() { b.result <- out }()
-		if len(results) > 0 {
-			if err := w.e.Publisher.Publish(ctx, results); err != nil {
-				w.e.Log.ErrorContext(ctx, "publish results", "host", w.key, "count", len(results), "error", err)
-				w.errs.Add(1)
-				results, c.Done, out.refused = nil, nil, true
-			}
-			w.count(results)
-		}
+		c.Done, out.refused = rd.wait()
 		if w.crash("after-publish", w.key) {
 			out.err = ErrCrashed
 			return
@@ -314,7 +310,7 @@ func (w *worker) linger(ctx context.Context) {
 	}
 	for {
 		now := w.e.Clock.Now()
-		if !now.Before(until) || !now.Before(w.req.Until) || w.starved.Load() || w.crashed.Load() || ctx.Err() != nil {
+		if !now.Before(until) || !now.Before(w.req.Until) || w.wanted() || w.crashed.Load() || ctx.Err() != nil {
 			return
 		}
 		if w.e.Clock.Sleep(ctx, min(until.Sub(now), w.req.Until.Sub(now), lingerStep)) != nil {
@@ -449,6 +445,9 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 			switch {
 			case fetch.KindOf(err) == fetch.KindCanceled:
 				return res, outStop
+			case fetch.KindOf(err) == fetch.KindLocal:
+				w.localError(ctx, err)
+				return res, outStop
 			case fetch.KindOf(err) == fetch.KindDenied:
 				res.Status, res.Error = result.StatusDenied, err.Error()
 				return res, outDone
@@ -499,6 +498,17 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 			return res, outDone
 		}
 	}
+}
+
+// localError records a request this process could not make for want of
+// its own resources (fetch.KindLocal: descriptors, the connection cap). The
+// host is not to blame: no failure is counted against it or the URL, which
+// stays queued; the worker stops (the caller returns outStop) so the
+// process sheds load, and the run reports the error as its own.
+func (w *worker) localError(ctx context.Context, err error) {
+	w.local.Add(1)
+	w.errs.Add(1)
+	w.e.Log.ErrorContext(ctx, "out of local resources: request not made, url stays queued", "host", w.key, "error", err)
 }
 
 // failed handles a request to a page that got no usable answer: the host's

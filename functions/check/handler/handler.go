@@ -122,6 +122,7 @@ func merge(a, b check.Summary) check.Summary {
 	a.Hosts += b.Hosts
 	a.Requests += b.Requests
 	a.Errors += b.Errors
+	a.LocalErrors += b.LocalErrors
 	for k, n := range b.Results {
 		if a.Results == nil {
 			a.Results = map[result.Status]int{}
@@ -160,6 +161,6 @@ func (h *Handler) run(ctx context.Context, shard int, woken bool) (check.Summary
 	if err != nil {
 		return sum, fmt.Errorf("check shard %d: %w", shard, err)
 	}
-	h.Log.InfoContext(ctx, "checked", "shard", sum.Shard, "woken", woken, "leased", sum.Leased, "hosts", sum.Hosts, "requests", sum.Requests, "results", sum.Results, "errors", sum.Errors, "requestId", owner)
+	h.Log.InfoContext(ctx, "checked", "shard", sum.Shard, "woken", woken, "leased", sum.Leased, "hosts", sum.Hosts, "requests", sum.Requests, "results", sum.Results, "errors", sum.Errors, "localErrors", sum.LocalErrors, "requestId", owner)
 	return sum, nil
 }
