@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -45,6 +46,11 @@ type Options struct {
 	// loopback sites real-looking names without sending a DNS query. Never
 	// set by FromEnv: a deployed function uses the system resolver.
 	Resolve map[string][]netip.Addr
+	// Budget bounds the check engine's host workers and the fetcher's
+	// connections for the whole process (see BudgetFor); zero bounds
+	// nothing but MaxConcurrentHosts per run. FromEnv sets it from the
+	// function's memory.
+	Budget check.Budget
 }
 
 // Services are the wired domain services of one function instance.
@@ -74,14 +80,26 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	if ttl <= 0 {
 		ttl = 30 * time.Second
 	}
-	ddb := dynamodb.NewFromConfig(awsCfg, opts.DynamoOptions...)
-	sq := sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
-	sm := ssm.NewFromConfig(awsCfg)
+	// Each client gets its own capped connection pool, so hundreds of
+	// workers' calls cannot open hundreds of descriptors, unless the
+	// configuration brings its own HTTP client (moto's, capped for one
+	// local process); the caller's options come after and may replace it.
+	var ddbOpts []func(*dynamodb.Options)
+	var sqsOpts []func(*sqs.Options)
+	var ssmOpts []func(*ssm.Options)
+	if awsCfg.HTTPClient == nil {
+		ddbOpts = append(ddbOpts, func(o *dynamodb.Options) { o.HTTPClient = sdkHTTPClient(dynamoConns) })
+		sqsOpts = append(sqsOpts, func(o *sqs.Options) { o.HTTPClient = sdkHTTPClient(sqsConns) })
+		ssmOpts = append(ssmOpts, func(o *ssm.Options) { o.HTTPClient = sdkHTTPClient(ssmConns) })
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, append(ddbOpts, opts.DynamoOptions...)...)
+	sq := sqs.NewFromConfig(awsCfg, append(sqsOpts, opts.SQSOptions...)...)
+	sm := ssm.NewFromConfig(awsCfg, ssmOpts...)
 
 	store := dynamo.New(ddb, cfg.TableName, clock.Now)
 	pub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
-	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, now: clock.Now}
+	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
 		waker = &wake.Queue{Client: sq, URL: cfg.WakeQueueURL, ShardCount: cfg.ShardCount, Now: clock.Now}
@@ -95,7 +113,7 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		Ingester:  &hostqueue.Ingester{Store: store, Publisher: pub, Now: clock.Now, Guard: fetchers.guard},
 		Engine: &check.Engine{
 			Store: store, Publisher: pub, Fetcher: fetchers.get,
-			Params: cache.Get, Clock: clock, Log: log,
+			Params: cache.Get, Clock: clock, Log: log, Budget: opts.Budget,
 		},
 	}
 }
@@ -115,7 +133,11 @@ func FromEnv(ctx context.Context) (*Services, *slog.Logger, error) {
 	if err != nil {
 		return nil, log, fmt.Errorf("AWS configuration from the function environment: %w", err)
 	}
-	return New(awsCfg, cfg, Options{Log: log}), log, nil
+	mib := memoryMiB(os.Getenv)
+	limit := LimitMemory(os.Getenv)
+	budget := BudgetFor(mib)
+	log.Info("resources", "memoryMiB", mib, "gomemlimit", limit, "workerMemory", budget.Memory, "fetchConns", budget.Conns)
+	return New(awsCfg, cfg, Options{Log: log, Budget: budget}), log, nil
 }
 
 // fetcherCache keeps one fetcher (and so one pool of kept-alive connections)
@@ -124,8 +146,9 @@ type fetcherCache struct {
 	allowPrivate bool
 	// resolve is fixed for the life of the services, so it is not part of
 	// the cache key; fetch.New copies it into every fetcher.
-	resolve map[string][]netip.Addr
-	now     func() time.Time
+	resolve  map[string][]netip.Addr
+	maxConns int
+	now      func() time.Time
 
 	mu  sync.Mutex
 	key fetch.Options
@@ -146,12 +169,17 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 		AllowPrivate: c.allowPrivate,
 		AllowedPorts: p.Ports(),
 		Resolve:      c.resolve,
+		MaxConns:     c.maxConns,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.f == nil || !sameOptions(c.key, opts) {
-		if c.f != nil {
-			c.f.CloseIdleConnections()
+		if old := c.f; old != nil {
+			// Its requests in flight end within its timeout; their
+			// connections then wait idle in a pool nobody uses: close
+			// them too, or they hold descriptors for IdleConnTimeout.
+			old.CloseIdleConnections()
+			time.AfterFunc(c.key.Timeout+time.Second, old.CloseIdleConnections)
 		}
 		c.f, c.key = fetch.New(opts, c.now), opts
 	}
@@ -160,5 +188,5 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 
 func sameOptions(a, b fetch.Options) bool {
 	return a.UserAgent == b.UserAgent && a.Timeout == b.Timeout && a.MaxBodyBytes == b.MaxBodyBytes &&
-		a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts)
+		a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
 }
