@@ -31,8 +31,13 @@ import (
 // DynamoDB's Query has the same shape of problem: every query, on the table
 // or on an index, first sorts all the table's items (Python comparisons of
 // wrapped values) and then filters them; the patch hands Query the items
-// unsorted (its results are sorted afterwards anyway). Last, werkzeug's log
-// line per request (a fifth of moto's time under load) is turned off.
+// unsorted (its results are sorted afterwards anyway).
+//
+// Every request, last, finds its service under one global lock by listing
+// moto's package directory (a stat per entry) and trying up to hundreds of
+// URL patterns: the patch remembers each host's answer, which never
+// changes. And werkzeug's log line per request (a fifth of moto's time
+// under load) is turned off.
 //
 // TestPatches checks the answers; a moto upgrade that moves these internals
 // makes the server fail at start, loudly, rather than run unpatched.
@@ -114,6 +119,20 @@ def delete_message_batch(self, queue_name, receipts):
                            "Message": f'The input receipt handle "{h}" is not a valid receipt handle.'})
     return success, errors
 sm.SQSBackend.delete_message_batch = delete_message_batch
+# Every request looks its service up under one global lock: a listing of
+# moto's package directory with a stat per entry, then up to hundreds of
+# URL patterns. A host's answer never changes; remember it.
+import moto.moto_server.werkzeug_app as wa
+_backend_for_host = wa.DomainDispatcherApplication.get_backend_for_host
+_hosts = {}
+def get_backend_for_host(self, host):
+    b = _hosts.get(host)
+    if b is None:
+        b = _backend_for_host(self, host)
+        if b is not None:
+            _hosts[host] = b
+    return b
+wa.DomainDispatcherApplication.get_backend_for_host = get_backend_for_host
 from moto.server import main
 sys.argv[0] = "moto_server"
 sys.exit(main())
