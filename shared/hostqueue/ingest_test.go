@@ -556,3 +556,68 @@ func TestIngestGuardGetsAllowedPorts(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestStopsAtUntil: host writes not started by Until are not made:
+// their messages fail with ErrNoTime (to be sent again), the written hosts'
+// messages are accepted, and no message is both or neither. The clock moves
+// as the appends run.
+func TestIngestStopsAtUntil(t *testing.T) {
+	const hosts = 10
+	var clock atomic.Int64 // seconds after testNow
+	now := func() time.Time { return testNow.Add(time.Duration(clock.Load()) * time.Second) }
+	store := &fakeStore{t: t}
+	store.append = func(_ context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		clock.Add(1) // each write takes a second
+		return hostqueue.AppendResult{Appended: len(req.Entries)}, nil
+	}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: now, Concurrency: 1}
+	var msgs []urlmsg.Message
+	for i := range hosts {
+		h := fmt.Sprintf("h%d.example", i)
+		msgs = append(msgs, msg(h+"/a", h, "http://"+h+"/a"), msg(h+"/b", h, "http://"+h+"/b"))
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, Until: testNow.Add(4 * time.Second)}, msgs)
+
+	written := store.byKey()
+	if len(written) != 4 || res.Appended != 8 {
+		t.Fatalf("%d hosts written (%d urls) by Until, want the 4 started before it", len(written), res.Appended)
+	}
+	for i, m := range msgs {
+		err, failed := res.Failed[i]
+		_, wrote := written[m.Host]
+		switch {
+		case wrote && failed:
+			t.Errorf("%s: written and failed (%v)", m.ID, err)
+		case !wrote && !errors.Is(err, hostqueue.ErrNoTime):
+			t.Errorf("%s: not written, error %v; want ErrNoTime", m.ID, err)
+		}
+	}
+}
+
+// TestIngestStopsWhenContextEnds: writes waiting for a slot when the
+// context ends are not started; their messages fail with the context's
+// error, and Ingest returns without waiting for them.
+func TestIngestStopsWhenContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	store := &fakeStore{t: t}
+	store.append = func(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		cancel() // the first write outlives the context
+		<-ctx.Done()
+		return hostqueue.AppendResult{}, ctx.Err()
+	}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }, Concurrency: 1}
+	var msgs []urlmsg.Message
+	for i := range 5 {
+		h := fmt.Sprintf("h%d.example", i)
+		msgs = append(msgs, msg(h, h, "http://"+h+"/"))
+	}
+	res := in.Ingest(ctx, hostqueue.IngestParams{PersistLimit: 10}, msgs)
+	if len(store.byKey()) != 1 || len(res.Failed) != len(msgs) || res.Appended != 0 {
+		t.Fatalf("%d writes started, %d of %d messages failed; want one write and all failed", len(store.byKey()), len(res.Failed), len(msgs))
+	}
+	for i, err := range res.Failed {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("message %d: %v, want the context's error", i, err)
+		}
+	}
+}

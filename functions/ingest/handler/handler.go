@@ -62,17 +62,24 @@ type Handler struct {
 
 // ingest runs one domain call and wakes the shards it gave work. A failed
 // wake-up is logged, never fails the batch: the URLs are stored, and the
-// schedule comes within a minute.
+// schedule comes within a minute. Hosts it had no time to write before
+// ctx's deadline are in Failed (see timeBox).
 func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.IngestResult {
-	if err := h.ready(ctx); err != nil {
+	wctx, cancel, until := timeBox(ctx)
+	defer cancel()
+	if err := h.ready(wctx); err != nil {
 		failed := make(map[int]error, len(msgs))
 		for i := range msgs {
 			failed[i] = err
 		}
 		return hostqueue.IngestResult{Failed: failed}
 	}
-	res := h.Ingester.Ingest(ctx, ingestParams(h.Params(ctx)), msgs)
+	ip := ingestParams(h.Params(ctx))
+	ip.Until = until
+	res := h.Ingester.Ingest(wctx, ip, msgs)
 	if h.Waker != nil && len(res.Activated) > 0 {
+		ctx, cancel := wakeBox(ctx)
+		defer cancel()
 		if err := h.Waker.Wake(ctx, res.Activated); err != nil {
 			h.Log.WarnContext(ctx, "wake check", "error", err)
 		}
@@ -197,6 +204,8 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 	if ev.HTTPMethod != http.MethodPost {
 		return reply(http.StatusMethodNotAllowed, APIResponse{Message: "use POST with a JSON object or array of {\"host\", \"url\"}"}), nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, apiGatewayTimeout)
+	defer cancel()
 	if key, ok := idempotencyKey(ev); ok && h.Idempotency != nil {
 		return h.handleIdempotent(ctx, ev, key), nil
 	}

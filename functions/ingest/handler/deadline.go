@@ -1,0 +1,51 @@
+package handler
+
+import (
+	"context"
+	"time"
+)
+
+// Ingest's time. An invocation that outlives its timeout is killed: the
+// whole SQS batch comes back (the hosts already written are written again,
+// as duplicates) and, killed five times, lands in the dead-letter queue,
+// and a POST /urls gets no answer at all. So ingest stops starting host
+// writes early enough to finish those under way and answer in time: what
+// it could not write is reported as batch item failures (SQS redelivers
+// only those records) or answered 503 (the client sends those items
+// again).
+const (
+	// answerMargin is kept between the end of the host writes and the
+	// deadline: waking check shards, building and returning the answer.
+	answerMargin = 2 * time.Second
+	// startMargin is kept, before that, between the last host write
+	// started and the end of the writes: one write (a read and a
+	// conditional put, retried on a conflict) takes tens of milliseconds;
+	// one that takes longer is cut off by the context and fails alone.
+	startMargin = 3 * time.Second
+	// apiGatewayTimeout is API Gateway's integration timeout: an answer to
+	// POST /urls later than that reaches nobody (the client got a 504),
+	// whatever the function's own timeout.
+	apiGatewayTimeout = 29 * time.Second
+)
+
+// timeBox returns the context the host writes run under (it ends
+// answerMargin before ctx's deadline) and the time after which no host
+// write starts (zero when ctx has no deadline).
+func timeBox(ctx context.Context) (context.Context, context.CancelFunc, time.Time) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		ctx, cancel := context.WithCancel(ctx)
+		return ctx, cancel, time.Time{}
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline.Add(-answerMargin))
+	return wctx, cancel, deadline.Add(-answerMargin - startMargin)
+}
+
+// wakeBox bounds the wake-up sent after the writes: it must not cost the
+// answer (half a second of answerMargin is left for that).
+func wakeBox(ctx context.Context) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, deadline.Add(-answerMargin/4))
+	}
+	return context.WithCancel(ctx)
+}
