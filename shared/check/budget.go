@@ -1,0 +1,105 @@
+package check
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Budget bounds what one process holds at once across every check run it
+// works, the several shards of a wake-up batch included: host workers,
+// derived from the memory they may fill and the connections they may open.
+// The zero Budget bounds nothing (MaxConcurrentHosts alone caps each run).
+type Budget struct {
+	// Memory is how many bytes the process's host workers may hold at once
+	// (bodies being read, results on their way to the output queue); each
+	// worker is counted at WorkerBytes. Zero: no memory bound.
+	Memory int64
+	// Conns is how many fetch connections the process may hold open, in
+	// use and idle. A worker has one in use and may leave one idle in the
+	// pool for its host's next request, so workers are at most Conns/2.
+	// Zero: no connection bound.
+	Conns int
+}
+
+// Bytes a worker holds besides its bodies: its connection's buffers (4 KiB
+// each way, TLS records up to 16 KiB each way), goroutine stacks, the head
+// entries and politeness state it loaded.
+const workerOverhead = 64 << 10
+
+// handOffBytes is how much of a worker's results it keeps before handing
+// them to the publisher: one SQS batch's worth (256 KiB). Results that
+// would not share a batch gain nothing by waiting for each other, and a
+// round of small ones still goes out as one batch (see handOff).
+const handOffBytes = 256 << 10
+
+// WorkerBytes is the memory one host worker may hold at once when bodies
+// are cut at maxBody: the body being read, the results it keeps before
+// handing them over (at most handOffBytes, or one body when a body is
+// larger), the results the publisher is sending for it (as much again) and
+// their encoded message (at most one SQS batch, handOffBytes), plus
+// workerOverhead. With the default MaxBodyBytes (200 KiB) that is 1.0 MiB.
+//
+// A robots.txt is read up to robots.MaxBytes (500 KiB) whatever maxBody
+// says; it is not counted: it is read once per host session, most are a
+// few KiB, and GOMEMLIMIT (set from the function's memory) absorbs the
+// rare large one.
+func WorkerBytes(maxBody int64) int64 {
+	held := max(maxBody, handOffBytes)
+	return maxBody + 2*held + handOffBytes + workerOverhead
+}
+
+// Workers is how many host workers the process may run at once with bodies
+// cut at maxBody; zero means no bound. It is never below 1 while bounded: a
+// process that can hold no worker would never make progress, and one is
+// what any function must afford.
+func (b Budget) Workers(maxBody int64) int {
+	n := 0
+	if b.Memory > 0 {
+		n = max(1, int(b.Memory/WorkerBytes(maxBody)))
+	}
+	if b.Conns > 0 {
+		c := max(1, b.Conns/2)
+		if n == 0 || c < n {
+			n = c
+		}
+	}
+	return n
+}
+
+// slots counts the host workers of every run of one engine (one process):
+// the budget is shared, whatever number of shards the process works.
+type slots struct {
+	mu   sync.Mutex
+	busy int
+	peak int
+	// starved counts the runs whose latest dispatch had a due host and no
+	// slot for it: lingering workers of every run then give theirs up.
+	starved atomic.Int32
+}
+
+// take claims a worker slot if fewer than limit are busy (limit 0: no
+// bound).
+func (s *slots) take(limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit > 0 && s.busy >= limit {
+		return false
+	}
+	s.busy++
+	s.peak = max(s.peak, s.busy)
+	return true
+}
+
+func (s *slots) give() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy--
+}
+
+// Workers reports how many host workers the engine runs now, across all
+// its runs, and the most it ran at once since it was made.
+func (e *Engine) Workers() (now, peak int) {
+	e.slots.mu.Lock()
+	defer e.slots.mu.Unlock()
+	return e.slots.busy, e.slots.peak
+}

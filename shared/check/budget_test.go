@@ -1,0 +1,175 @@
+package check_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// inFlight is a handler wrapper that counts the requests being served at
+// once, across every site that shares it.
+type inFlight struct {
+	now, peak atomic.Int32
+}
+
+func (c *inFlight) wrap(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n := c.now.Add(1)
+		defer c.now.Add(-1)
+		for {
+			p := c.peak.Load()
+			if n <= p || c.peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		h(w, r)
+	}
+}
+
+// runShards runs the given shards of shardCount side by side on one engine,
+// as one wake-up invocation does, until the recorder holds want results or
+// max has passed.
+func (e *env) runShards(eng *check.Engine, shards []int, shardCount, want int, max time.Duration) []check.Summary {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.t.Context())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil && !e.pub.has(want)() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	sums := make([]check.Summary, len(shards))
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, s := range shards {
+		wg.Go(func() {
+			sums[i], errs[i] = eng.Run(ctx, check.RunRequest{
+				Shard: s, ShardCount: shardCount, Owner: fmt.Sprintf("owner-%s-%d", e.t.Name(), s),
+				Until: time.Now().Add(max), Tick: 250 * time.Millisecond,
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		e.t.Fatalf("run: %v", err)
+	}
+	return sums
+}
+
+// TestBudgetSharedByShards: two shards worked by one process share its
+// Budget: however many due hosts each has and whatever MaxConcurrentHosts
+// allows each run, the process never works more hosts at once than the
+// budget's workers, and still fetches every URL.
+func TestBudgetSharedByShards(t *testing.T) {
+	t.Parallel()
+	p := testParams() // MaxConcurrentHosts 16 per run
+	e := newEnv(t, p)
+	var flight inFlight
+	slow := flight.wrap(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+		page(w, r)
+	})
+	// Four hosts in each of the two shards.
+	perShard := map[int][]string{}
+	var urls []string
+	for len(perShard[0]) < 4 || len(perShard[1]) < 4 {
+		s := newSite(t, slow)
+		shard := hostqueue.VirtualShard(s.host) % 2
+		if len(perShard[shard]) == 4 {
+			continue
+		}
+		perShard[shard] = append(perShard[shard], s.host)
+		urls = append(urls, s.url("/a"), s.url("/b"))
+	}
+	e.seed(urls...)
+	eng := e.engine()
+	eng.Budget = check.Budget{Conns: 6} // 3 workers
+	if got := eng.Budget.Workers(p.MaxBodyBytes); got != 3 {
+		t.Fatalf("Budget{Conns: 6}.Workers = %d, want 3", got)
+	}
+	sums := e.runShards(eng, []int{0, 1}, 2, len(urls), 30*time.Second)
+
+	checkFetched(t, e.pub, urls...)
+	if got := flight.peak.Load(); got > 3 {
+		t.Errorf("the sites served %d requests at once, want at most the budget's 3 workers", got)
+	}
+	now, peak := eng.Workers()
+	if peak != 3 || now != 0 {
+		t.Errorf("engine workers: peak %d, %d left; want the budget's 3 reached and none left", peak, now)
+	}
+	for i, s := range sums {
+		if s.Hosts == 0 {
+			t.Errorf("shard %d worked no host: %+v", i, s)
+		}
+	}
+}
+
+// localFailer makes chosen calls of its fetcher fail as the process running
+// out of descriptors does (fetch.KindLocal), without a request.
+type localFailer struct {
+	f     check.Fetcher
+	calls *atomic.Int32
+	fail  map[int32]bool
+}
+
+func (l localFailer) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
+	if l.fail[l.calls.Add(1)] {
+		return nil, &fetch.Error{Kind: fetch.KindLocal, Op: "request", URL: req.URL,
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}}
+	}
+	return l.f.Fetch(ctx, req)
+}
+
+// TestOutOfDescriptorsIsNotTheHosts: a request the process cannot make
+// (EMFILE on dial, for robots.txt and then for the page) is never the
+// host's failure: no back-off, no failure run, no attempt counted on the
+// URL, which stays queued and is fetched later with attempts 1; the run
+// counts the errors as its own.
+func TestOutOfDescriptorsIsNotTheHosts(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	p.MaxAttempts = 1 // one counted failure would end the URL
+	e := newEnv(t, p)
+	s := newSite(t, withRobots(404, "", page))
+	var calls atomic.Int32
+	// Calls 1 (robots.txt) and 3 (the page, after robots.txt worked)
+	// fail; robots.txt is then known to the engine and not asked again.
+	e.wrap = func(f check.Fetcher) check.Fetcher {
+		return localFailer{f: f, calls: &calls, fail: map[int32]bool{1: true, 3: true}}
+	}
+	e.seed(s.url("/p"))
+	sum := e.runUntil(1, 20*time.Second)
+
+	r := e.pub.one(t, s.url("/p"))
+	if r.Status != result.StatusFetched || r.Attempts != 1 {
+		t.Errorf("result %s attempts %d (%q), want fetched at the first counted attempt", r.Status, r.Attempts, r.Error)
+	}
+	if sum.LocalErrors != 2 {
+		t.Errorf("summary counts %d local errors, want 2: %+v", sum.LocalErrors, sum)
+	}
+	if got := strings.Join(s.paths(), " "); got != "/robots.txt /p" {
+		t.Errorf("the host saw %q, want robots.txt and the page once each", got)
+	}
+	if h := e.load(s.host); h == nil || h.Errors != 0 || !h.FailingSince.IsZero() || h.LastError != "" {
+		t.Errorf("host state %+v, want no error, failure run or back-off recorded", h)
+	}
+}

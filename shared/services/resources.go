@@ -1,0 +1,106 @@
+package services
+
+import (
+	"net/http"
+	"runtime/debug"
+	"strconv"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
+	"github.com/urldownloader/urldownloader/shared/check"
+)
+
+// A function's resources, and the budget derived from them.
+//
+// Lambda gives a function MemorySize MiB (AWS_LAMBDA_FUNCTION_MEMORY_SIZE)
+// and 1,024 file descriptors, and kills it when it runs out of either: a
+// check invocation killed that way keeps its shard leases until they
+// expire, and its successor refetches the same URLs. So:
+//
+//   - GOMEMLIMIT is set to memoryLimitShare of MemorySize (unless the
+//     environment sets GOMEMLIMIT itself): the GC works harder as the heap
+//     nears it instead of letting garbage pile up to twice the live heap.
+//   - Host workers may hold workerMemoryShare of MemorySize, less the
+//     process's fixed share (runtime, SDK clients, parameter and chunk
+//     caches: baseMemory) and the robots cache (check.RobotsCacheBytes),
+//     each counted at check.WorkerBytes (1 MiB with 200 KiB bodies). The
+//     rest is the GC's room: the heap runs to about twice what is live
+//     before it is collected.
+//   - Descriptors: fdBudget in all, well under Lambda's 1,024. The SDK
+//     clients' connections are capped (sdkConns: DynamoDB, SQS, SSM), the
+//     runtime keeps a handful (runtimeFDs), and the rest are the fetcher's
+//     connections (fetch.Options.MaxConns), two per worker (one in use,
+//     one idle for its host's next request).
+
+const (
+	// memoryLimitShare is GOMEMLIMIT's share of MemorySize: the rest is
+	// what the Go runtime does not count (stacks in flight, fragmentation)
+	// and a margin for the Lambda runtime's own bytes.
+	memoryLimitShare = 0.85
+	// workerMemoryShare of MemorySize is what the workers' bodies and
+	// results may fill at their worst, all at once.
+	workerMemoryShare = 0.40
+	// baseMemory is the heap a function holds without any worker.
+	baseMemory = 32 << 20
+	// fdBudget is the descriptors a process plans to use at most.
+	fdBudget = 800
+	// runtimeFDs are the descriptors the process holds besides
+	// connections: stdin/out/err, the epoll and its wake-up pipe, the
+	// Lambda runtime API's connection, a DNS lookup in flight. Measured:
+	// see docs/benchmarks.md (resources).
+	runtimeFDs = 24
+	// dynamoConns, sqsConns and ssmConns cap each SDK client's
+	// connections. A check worker makes one store call at a time, a few
+	// per round of ten URLs, and the publisher sends batches of ten: a
+	// few dozen connections carry hundreds of workers. Calls beyond the
+	// cap wait for a connection instead of opening one.
+	dynamoConns = 64
+	sqsConns    = 32
+	ssmConns    = 4
+	sdkConns    = dynamoConns + sqsConns + ssmConns
+)
+
+// memoryMiB is the function's MemorySize, as Lambda sets it; 0 when not
+// run by Lambda (tests, the local stack).
+func memoryMiB(getenv func(string) string) int {
+	n, err := strconv.Atoi(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// LimitMemory sets the Go runtime's soft memory limit (GOMEMLIMIT) to
+// memoryLimitShare of the function's MemorySize, unless GOMEMLIMIT is set
+// in the environment (the runtime applied it already) or MemorySize is not
+// known. It returns the limit in force (math.MaxInt64: none). Both
+// functions call it through FromEnv.
+func LimitMemory(getenv func(string) string) int64 {
+	mib := memoryMiB(getenv)
+	if getenv("GOMEMLIMIT") != "" || mib == 0 {
+		return debug.SetMemoryLimit(-1)
+	}
+	limit := int64(float64(int64(mib)<<20) * memoryLimitShare)
+	debug.SetMemoryLimit(limit)
+	return limit
+}
+
+// BudgetFor is the check engine's Budget in a function of memoryMiB MiB
+// (zero Budget when 0: not bounded, as in tests and the local stack, where
+// one process stands in for several functions).
+func BudgetFor(memoryMiB int) check.Budget {
+	if memoryMiB <= 0 {
+		return check.Budget{}
+	}
+	workers := int64(float64(int64(memoryMiB)<<20)*workerMemoryShare) - baseMemory - check.RobotsCacheBytes
+	return check.Budget{Memory: max(workers, 1), Conns: fdBudget - runtimeFDs - sdkConns}
+}
+
+// sdkHTTPClient is an SDK HTTP client with at most conns connections to a
+// host (the SDK's default allows 2,048).
+func sdkHTTPClient(conns int) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxConnsPerHost = conns
+		t.MaxIdleConnsPerHost = conns
+	})
+}
