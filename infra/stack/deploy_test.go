@@ -203,7 +203,7 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 	if !ok || wake.Ref == "" {
 		t.Fatalf("no WakeQueue resource: %+v", st.Resources)
 	}
-	wantWake := stack.EventSourceMapping{Function: stack.CheckFunction, QueueURL: wake.Ref, BatchSize: 10}
+	wantWake := stack.EventSourceMapping{Function: stack.CheckFunction, QueueURL: wake.Ref, BatchSize: 1}
 	if st.WakeEventSource != wantWake {
 		t.Errorf("WakeEventSource = %+v\nwant %+v", st.WakeEventSource, wantWake)
 	}
