@@ -26,12 +26,31 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("smoke run: %v\nlog:\n%s", err, log.String())
 	}
-	if len(res.Politeness) != 1 || len(res.Cost) != 3 || res.Lambda == nil {
-		t.Fatalf("smoke run is missing parts: %d politeness, %d cost, lambda %v", len(res.Politeness), len(res.Cost), res.Lambda != nil)
+	if len(res.Politeness) != 1 || len(res.Cost) != 3 || res.Lambda == nil || res.Scale == nil || res.Resume == nil {
+		t.Fatalf("smoke run is missing parts: %d politeness, %d cost, lambda %v, scale %v, resume %v",
+			len(res.Politeness), len(res.Cost), res.Lambda != nil, res.Scale != nil, res.Resume != nil)
 	}
 	p := res.Politeness[0]
-	if p.Ours.MinGap < p.Delay {
-		t.Errorf("our smallest gap %s is below the delay %s", p.Ours.MinGap, p.Delay)
+	if p.Moto == nil || p.Local == nil {
+		t.Fatalf("smoke politeness run lacks a system: moto %v, local mode %v", p.Moto != nil, p.Local != nil)
+	}
+	for _, s := range []RunStats{*p.Moto, *p.Local} {
+		if s.MinGap < p.Delay {
+			t.Errorf("%s: smallest gap %s is below the delay %s", s.System, s.MinGap, p.Delay)
+		}
+		// robots.txt fetched once per host and obeyed.
+		if s.Robots != p.Hosts || s.DisallowedRequested != 0 || s.Denied != p.Hosts {
+			t.Errorf("%s: %d robots.txt requests, %d disallowed requested, %d denied; want %d, 0, %d", s.System, s.Robots, s.DisallowedRequested, s.Denied, p.Hosts, p.Hosts)
+		}
+	}
+	if pr := p.Local.Process; pr == nil || pr.MaxRSS == 0 || p.Local.StateBytes == 0 {
+		t.Errorf("local mode run: process %+v, state %d bytes; want its peak RSS and state size", pr, p.Local.StateBytes)
+	}
+	if sc := res.Scale; sc.Stats.Requests != sc.Hosts*(sc.PerHost+1) || sc.Stats.Process.MaxRSS == 0 {
+		t.Errorf("scale run: %d requests, want %d; peak RSS %d", sc.Stats.Requests, sc.Hosts*(sc.PerHost+1), sc.Stats.Process.MaxRSS)
+	}
+	if rr := res.Resume; len(rr.Outcome.Missing) > 0 || rr.Refetches > rr.RefetchLimit() || len(rr.Exits) < 2 || rr.Exits[0] == 0 {
+		t.Errorf("resume: %d runs (exits %v), %d urls without a result, %d re-fetches (limit %d)", len(rr.Exits), rr.Exits, len(rr.Outcome.Missing), rr.Refetches, rr.RefetchLimit())
 	}
 	for _, c := range res.Cost {
 		if tot := c.Usage.Total(); tot.WriteUnits == 0 || tot.Requests == 0 {
@@ -42,7 +61,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{beginMarker, endMarker, "steady / (H/d)", "write units / URL", "bootstrap"} {
+	for _, want := range []string{beginMarker, endMarker, "steady / (H/d)", "local mode", "wall / bound", "re-fetches", "write units / URL", "bootstrap"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("report lacks %q", want)
 		}

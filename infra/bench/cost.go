@@ -126,7 +126,7 @@ func (e *benchEnv) runTimeout(urlsOnOneHost int, delay time.Duration) time.Durat
 // the checks run.
 func (e *benchEnv) trickle(ctx context.Context) (*CostResult, error) {
 	n := e.cfg.TrickleHosts
-	site, err := e.site(n)
+	site, err := e.site(n, "")
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (e *benchEnv) trickle(ctx context.Context) (*CostResult, error) {
 // mapping delivers them in one batch.
 func (e *benchEnv) burst(ctx context.Context) (*CostResult, error) {
 	n := e.cfg.BurstURLs
-	site, err := e.site(1)
+	site, err := e.site(1, "")
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (e *benchEnv) burst(ctx context.Context) (*CostResult, error) {
 // moto's queue slows down with its length, see infra/moto's patches).
 func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 	h, u := e.cfg.WideHosts, e.cfg.WidePerHost
-	site, err := e.site(h)
+	site, err := e.site(h, "")
 	if err != nil {
 		return nil, err
 	}
@@ -310,6 +310,12 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 		e.log.Info("cost: wide done", "wall", r.Wall.Round(time.Millisecond))
 		res.Cost = append(res.Cost, r)
 	}
+	// The local mode jobs need no moto: they take the rest of the burst's
+	// time, which is bound by its one host's delay.
+	if err := e.localJobs(ctx, res); err != nil {
+		wg.Wait()
+		return err
+	}
 	wg.Wait()
 	if burstErr != nil {
 		return fmt.Errorf("cost burst: %w", burstErr)
@@ -350,6 +356,9 @@ func (e *benchEnv) smokeCost(ctx context.Context, res *Results) error {
 		res.Lambda, lerr = e.lambda(ctx)
 	}
 	wg.Wait()
+	if err := e.localJobs(ctx, res); err != nil {
+		return err
+	}
 	for i, err := range errs {
 		if err != nil {
 			return fmt.Errorf("cost scenario %d: %w", i, err)

@@ -139,7 +139,6 @@ func machineCPU() (busy, total time.Duration) {
 	return time.Duration(sum-idle) * time.Second / clockTicks, time.Duration(sum) * time.Second / clockTicks
 }
 
-
 // cpuSampler samples moto's and the machine's CPU use during a phase.
 type cpuSampler struct {
 	pid  int

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,17 @@ type Config struct {
 	Latency time.Duration
 	// PlotHosts is the H whose run is drawn.
 	PlotHosts int
+	// LocalHosts lists the H of the politeness runs through local mode
+	// (`make run` as a child process); Hosts those on moto.
+	LocalHosts []int
+
+	// The local mode job at scale (ScaleHosts x ScalePerHost URLs at
+	// ScaleDelay) and the resume job (ResumeHosts x ResumePerHost at Delay,
+	// stopped ResumeStops times).
+	ScaleHosts, ScalePerHost                int
+	ScaleDelay                              time.Duration
+	ResumeHosts, ResumePerHost, ResumeStops int
+	SkipScale, SkipResume                   bool
 
 	// The cost scenarios.
 	TrickleHosts      int
@@ -72,8 +84,10 @@ type Config struct {
 // FullConfig is what `make bench` runs (issue 5's sizes).
 func FullConfig() Config {
 	return Config{
-		Hosts: []int{50, 200, 1000}, PerHost: 40, PerHostAt: map[int]int{},
+		Hosts: []int{50, 200}, LocalHosts: []int{200, 1000}, PerHost: 40, PerHostAt: map[int]int{},
 		Delay: 250 * time.Millisecond, Latency: 5 * time.Millisecond, PlotHosts: 200,
+		ScaleHosts: 1000, ScalePerHost: 100, ScaleDelay: time.Second,
+		ResumeHosts: 50, ResumePerHost: 40, ResumeStops: 5,
 		TrickleHosts: 500, BurstURLs: 1000, WideHosts: 2000, WidePerHost: 5, CostDelay: 250 * time.Millisecond,
 		LambdaBuild: true, BenchTime: 2 * time.Second,
 		Timeout: 4 * time.Minute,
@@ -84,8 +98,10 @@ func FullConfig() Config {
 // SmokeConfig is a seconds-long run of every part, for `make test`.
 func SmokeConfig() Config {
 	return Config{
-		Hosts: []int{4}, PerHost: 3, PerHostAt: map[int]int{},
+		Hosts: []int{4}, LocalHosts: []int{4}, PerHost: 3, PerHostAt: map[int]int{},
 		Delay: 100 * time.Millisecond, Latency: time.Millisecond, PlotHosts: 4,
+		ScaleHosts: 20, ScalePerHost: 5, ScaleDelay: 100 * time.Millisecond,
+		ResumeHosts: 4, ResumePerHost: 20, ResumeStops: 2,
 		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
 		BenchTime: 50 * time.Millisecond,
 		Params:    map[string]string{"CheckHostPeriod": "1100ms"},
@@ -97,9 +113,10 @@ func SmokeConfig() Config {
 func main() {
 	smoke := flag.Bool("smoke", false, "a seconds-long run of every part with tiny sizes; writes nothing unless -out is given")
 	out := flag.String("out", "", "markdown file to update (default docs/benchmarks.md; none in smoke mode)")
-	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs (default 50,200,1000)")
+	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs on moto (default 50,200)")
+	localHosts := flag.String("local-hosts", "", "comma-separated H values for the politeness runs through local mode (default 200,1000; 0: none)")
 	perHost := flag.Int("u", 0, "URLs per host in the politeness runs (default 40)")
-	only := flag.String("only", "", "run only these parts: politeness,cost,lambda")
+	only := flag.String("only", "", "run only these parts: politeness,scale,resume,cost,lambda")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
@@ -113,15 +130,23 @@ func main() {
 		cfg.Out = *out
 		cfg.PNG = strings.TrimSuffix(*out, filepath.Ext(*out)) + "-h" + strconv.Itoa(cfg.PlotHosts) + ".png"
 	}
-	if *hosts != "" {
-		cfg.Hosts = nil
-		for _, f := range strings.Split(*hosts, ",") {
+	for _, l := range []struct {
+		name, val string
+		to        *[]int
+	}{{"hosts", *hosts, &cfg.Hosts}, {"local-hosts", *localHosts, &cfg.LocalHosts}} {
+		if l.val == "" {
+			continue
+		}
+		*l.to = nil
+		for _, f := range strings.Split(l.val, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				fmt.Fprintf(os.Stderr, "bench: -hosts %q: want positive integers\n", *hosts)
+			if err != nil || n < 0 {
+				fmt.Fprintf(os.Stderr, "bench: -%s %q: want positive integers (0: none)\n", l.name, l.val)
 				os.Exit(2)
 			}
-			cfg.Hosts = append(cfg.Hosts, n)
+			if n > 0 {
+				*l.to = append(*l.to, n)
+			}
 		}
 	}
 	if *perHost > 0 {
@@ -133,6 +158,7 @@ func main() {
 			parts[strings.TrimSpace(p)] = true
 		}
 		cfg.SkipPol, cfg.SkipCost, cfg.SkipLambda = !parts["politeness"], !parts["cost"], !parts["lambda"]
+		cfg.SkipScale, cfg.SkipResume = !parts["scale"], !parts["resume"]
 	}
 	if *noBuild {
 		cfg.LambdaBuild = false
@@ -179,10 +205,11 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 	}
 	defer srv.Close()
 	env := &benchEnv{cfg: cfg, moto: srv, log: log, root: root, motoPID: srv.PID()}
+	defer func() { env.local.Close() }()
 
 	if !cfg.SkipPol {
-		for _, h := range cfg.Hosts {
-			pr, err := env.politeness(ctx, h)
+		for _, h := range politenessHosts(cfg) {
+			pr, err := env.politeness(ctx, h, slices.Contains(cfg.Hosts, h), slices.Contains(cfg.LocalHosts, h))
 			if err != nil {
 				return res, fmt.Errorf("politeness H=%d: %w", h, err)
 			}
@@ -193,6 +220,8 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 		if err := env.costAndLambda(ctx, res); err != nil {
 			return res, err
 		}
+	} else if err := env.localJobs(ctx, res); err != nil {
+		return res, err
 	}
 	res.Elapsed = time.Since(start)
 	res.Machine.LoadAfter = loadAverage()
@@ -203,6 +232,13 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 		log.Info("wrote report", "file", cfg.Out, "plot", cfg.PNG)
 	}
 	return res, nil
+}
+
+// politenessHosts is every H of a politeness run, in order.
+func politenessHosts(cfg Config) []int {
+	hs := slices.Concat(cfg.Hosts, cfg.LocalHosts)
+	slices.Sort(hs)
+	return slices.Compact(hs)
 }
 
 // inRoot resolves a relative path against the module root.

@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/image/font"
@@ -21,6 +22,7 @@ var (
 	colGrid  = color.RGBA{225, 225, 225, 255}
 	colOurs  = color.RGBA{31, 119, 180, 255}
 	colColly = color.RGBA{255, 127, 14, 255}
+	colLocal = color.RGBA{44, 160, 44, 255}
 	colBound = color.RGBA{214, 39, 40, 255}
 )
 
@@ -138,32 +140,50 @@ func rateSeries(st RunStats, step time.Duration) (xs, ys []float64) {
 	return xs, ys
 }
 
-// writePlot draws the H run: requests per second over time for both
-// systems with the H/d bound, and the distribution of per-host gaps.
+// writePlot draws the H run: requests per second over time for each system
+// with the H/d bound, and the distribution of per-host gaps.
 func writePlot(path string, pr *PolitenessResult) error {
+	type series struct {
+		name string
+		st   RunStats
+		col  color.Color
+	}
+	var ss []series
+	if pr.Moto != nil {
+		ss = append(ss, series{"urldownloader on moto", *pr.Moto, colOurs})
+	}
+	if pr.Local != nil {
+		ss = append(ss, series{"urldownloader, local mode", *pr.Local, colLocal})
+	}
+	ss = append(ss, series{"Colly", pr.Colly, colColly})
 	c := newCanvas(1000, 820)
-	c.text(20, 24, fmt.Sprintf("H = %d hosts, U = %d URLs each, d = %s, site response time fixed; urldownloader on moto vs Colly v2", pr.Hosts, pr.PerHost, pr.Delay), colBlack)
+	var names []string
+	for _, s := range ss {
+		names = append(names, s.name)
+	}
+	c.text(20, 24, fmt.Sprintf("H = %d hosts, U = %d URLs each, d = %s, site response time fixed; %s", pr.Hosts, pr.PerHost, pr.Delay, strings.Join(names, " vs ")), colBlack)
 
 	// Panel 1: rate over time.
-	ox, oy := rateSeries(pr.Ours, 100*time.Millisecond)
-	cx, cy := rateSeries(pr.Colly, 100*time.Millisecond)
-	xmax := math.Max(last(ox), last(cx))
-	ymax := pr.Bound * 1.25
-	for _, y := range append(append([]float64{}, oy...), cy...) {
-		ymax = math.Max(ymax, y*1.1)
+	xs, ys := make([][]float64, len(ss)), make([][]float64, len(ss))
+	xmax, ymax := 0.0, pr.Bound*1.25
+	for i, s := range ss {
+		xs[i], ys[i] = rateSeries(s.st, 100*time.Millisecond)
+		xmax = math.Max(xmax, last(xs[i]))
+		for _, y := range ys[i] {
+			ymax = math.Max(ymax, y*1.1)
+		}
 	}
 	p1 := panel{c: c, r: image.Rect(90, 70, 960, 390), xmin: 0, xmax: math.Ceil(xmax/5) * 5, ymin: 0, ymax: ymax}
 	p1.axes("requests per second at the site (1 s window), time since the URLs were submitted",
 		"seconds", "req/s", niceStep(p1.xmax, 12), niceStep(ymax, 8), "%.0f", "%.0f")
 	by := p1.py(pr.Bound)
 	c.line(float64(p1.r.Min.X), by, float64(p1.r.Max.X), by, 2, colBound, 8)
-	polyline(p1, ox, oy, colOurs)
-	polyline(p1, cx, cy, colColly)
-	p1.legend(p1.r.Max.X-290, p1.r.Min.Y+20, []legendItem{
-		{fmt.Sprintf("H/d bound = %.0f req/s", pr.Bound), colBound, 8},
-		{fmt.Sprintf("urldownloader (wall %.1f s)", pr.Ours.Wall.Seconds()), colOurs, 0},
-		{fmt.Sprintf("Colly (wall %.1f s)", pr.Colly.Wall.Seconds()), colColly, 0},
-	})
+	legend := []legendItem{{fmt.Sprintf("H/d bound = %.0f req/s", pr.Bound), colBound, 8}}
+	for i, s := range ss {
+		polyline(p1, xs[i], ys[i], s.col)
+		legend = append(legend, legendItem{fmt.Sprintf("%s (wall %.1f s)", s.name, s.st.Wall.Seconds()), s.col, 0})
+	}
+	p1.legend(p1.r.Max.X-330, p1.r.Min.Y+20, legend)
 
 	// Panel 2: gap distribution, in ms, as the share of gaps per bin.
 	d := float64(pr.Delay.Milliseconds())
@@ -184,29 +204,33 @@ func writePlot(path string, pr *PolitenessResult) error {
 		}
 		return xs, ys
 	}
-	hx, hy := hist(pr.Ours.gaps)
-	_, gy := hist(pr.Colly.gaps)
+	hx := make([][]float64, len(ss))
+	hy := make([][]float64, len(ss))
 	ymax2 := 0.0
-	for _, y := range append(append([]float64{}, hy...), gy...) {
-		ymax2 = math.Max(ymax2, y)
+	for i, s := range ss {
+		hx[i], hy[i] = hist(s.st.gaps)
+		for _, y := range hy[i] {
+			ymax2 = math.Max(ymax2, y)
+		}
 	}
 	ymax2 = math.Max(0.05, ymax2*1.15)
 	p2 := panel{c: c, r: image.Rect(90, 480, 960, 760), xmin: lo, xmax: hi + bin, ymin: 0, ymax: ymax2}
 	p2.axes(fmt.Sprintf("per-host gaps (end of a response to the next request's start); last bin: > %.0f ms", hi),
 		"gap, ms", "share", niceStep(hi-lo, 12), niceStep(ymax2, 6), "%.0f", "%.2f")
-	w := p2.px(lo+bin) - p2.px(lo)
-	for i := range hx {
-		x := p2.px(hx[i])
-		c.rect(image.Rect(int(x), int(p2.py(hy[i])), int(x+w/2), p2.r.Max.Y), colOurs)
-		c.rect(image.Rect(int(x+w/2), int(p2.py(gy[i])), int(x+w), p2.r.Max.Y), colColly)
+	w := (p2.px(lo+bin) - p2.px(lo)) / float64(len(ss))
+	for k, s := range ss {
+		for i := range hx[k] {
+			x := p2.px(hx[k][i]) + float64(k)*w
+			c.rect(image.Rect(int(x), int(p2.py(hy[k][i])), int(x+w), p2.r.Max.Y), s.col)
+		}
 	}
 	dx := p2.px(d)
 	c.line(dx, float64(p2.r.Min.Y), dx, float64(p2.r.Max.Y), 2, colBound, 6)
-	p2.legend(p2.r.Max.X-330, p2.r.Min.Y+20, []legendItem{
-		{fmt.Sprintf("d = %.0f ms", d), colBound, 6},
-		{fmt.Sprintf("urldownloader: min %s, p50 %s", ms(pr.Ours.MinGap), ms(pr.Ours.GapP50)), colOurs, 0},
-		{fmt.Sprintf("Colly: min %s, p50 %s", ms(pr.Colly.MinGap), ms(pr.Colly.GapP50)), colColly, 0},
-	})
+	legend = []legendItem{{fmt.Sprintf("d = %.0f ms", d), colBound, 6}}
+	for _, s := range ss {
+		legend = append(legend, legendItem{fmt.Sprintf("%s: min %s, p50 %s", s.name, ms(s.st.MinGap), ms(s.st.GapP50)), s.col, 0})
+	}
+	p2.legend(p2.r.Max.X-400, p2.r.Min.Y+20, legend)
 
 	f, err := os.Create(path)
 	if err != nil {

@@ -39,13 +39,24 @@ type benchEnv struct {
 		shards, maxConc int
 		period          string
 	}
+	// The local mode runner, built on first use.
+	runnerOnce sync.Once
+	local      *localRunner
+	runnerErr  error
 }
 
+// robotsRules is the politeness sites' robots.txt: every path allowed but
+// /private/, whose URLs (one per host) must end denied without a request.
+const robotsRules = "User-agent: *\nDisallow: /private/\n"
+
+// privatePath is a path robotsRules disallows.
+const privatePath = "/private/"
+
 // site starts a demo site on loopback addresses no other site of this run
-// uses.
-func (e *benchEnv) site(hosts int) (*demosite.Site, error) {
+// uses, serving robots (404 when empty) as robots.txt.
+func (e *benchEnv) site(hosts int, robots string) (*demosite.Site, error) {
 	first := e.firstIP.Add(int64(hosts)) - int64(hosts) + 2
-	return demosite.Start(demosite.Options{Hosts: hosts, FirstIP: int(first), Latency: e.cfg.Latency})
+	return demosite.Start(demosite.Options{Hosts: hosts, FirstIP: int(first), Latency: e.cfg.Latency, Robots: robots})
 }
 
 // pipeline starts a local downloader on the run's moto with the template's
@@ -99,7 +110,12 @@ type RunStats struct {
 	// Requests counts every request the site served (robots.txt included).
 	Requests int
 	Robots   int
-	Wall     time.Duration
+	// Disallowed counts the URLs under a path robots.txt disallows that the
+	// system was given (ours only; one per host), DisallowedRequested the
+	// requests for such paths that the site saw, Denied the denied
+	// results.
+	Disallowed, DisallowedRequested, Denied int
+	Wall                                    time.Duration
 	// FirstStart is the p50 and max, over hosts, of the time from the run's
 	// start to the host's first request.
 	FirstStartP50, FirstStartMax time.Duration
@@ -129,6 +145,10 @@ type RunStats struct {
 	Dynamo             Latency
 	Results            map[string]int
 	Duplicates, Errors int
+	// Process is local mode's child process (local mode only), StateBytes
+	// its state file's size at the end.
+	Process    *childRun
+	StateBytes int64
 
 	reqs  []demosite.Request
 	start time.Time
@@ -141,24 +161,26 @@ type PolitenessResult struct {
 	Delay          time.Duration
 	// Bound is H/d in requests per second.
 	Bound float64
-	Ours  RunStats
-	Colly RunStats
+	// Moto is the run on the emulated AWS stack, Local the run through
+	// local mode (`make run`); either may be missing.
+	Moto, Local *RunStats
+	Colly       RunStats
 	// MaxHostsPerShard is the most hosts one check invocation owns, against
 	// MaxConcurrentHosts, the most it works at once.
 	MaxHostsPerShard, MaxConcurrentHosts, ShardCount int
 	CheckHostPeriod                                  string
 }
 
-func (e *benchEnv) politeness(ctx context.Context, hosts int) (*PolitenessResult, error) {
+// politeness runs one H: on moto when withMoto, through local mode when
+// withLocal, and Colly, each in turn on the same site and URLs. Ours also
+// get one URL per host that robots.txt disallows.
+func (e *benchEnv) politeness(ctx context.Context, hosts int, withMoto, withLocal bool) (*PolitenessResult, error) {
 	cfg := e.cfg
 	u := cfg.PerHost
 	if n, ok := cfg.PerHostAt[hosts]; ok {
 		u = n
 	}
-	if err := e.moto.Reset(ctx); err != nil {
-		return nil, err
-	}
-	site, err := e.site(hosts)
+	site, err := e.site(hosts, robotsRules)
 	if err != nil {
 		return nil, err
 	}
@@ -166,26 +188,49 @@ func (e *benchEnv) politeness(ctx context.Context, hosts int) (*PolitenessResult
 	urls := site.URLs(u)
 	rng := rand.New(rand.NewPCG(uint64(hosts), 5))
 	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
-	res := &PolitenessResult{Hosts: hosts, PerHost: u, Delay: cfg.Delay, Bound: float64(hosts) / cfg.Delay.Seconds()}
-	e.log.Info("politeness: ours", "hosts", hosts, "urls", len(urls))
-	ours, err := e.oursRun(ctx, site, urls, hosts)
-	if err != nil {
-		return nil, err
-	}
-	res.Ours = ours
-	e.shapeMu.Lock()
-	res.ShardCount, res.MaxConcurrentHosts, res.CheckHostPeriod = e.shape.shards, e.shape.maxConc, e.shape.period
-	e.shapeMu.Unlock()
-	perShard := map[int]int{}
+	// Ours: the same URLs with a disallowed one per host among them.
+	ourURLs := slices.Clone(urls)
 	for _, h := range site.Hosts() {
-		perShard[hostqueue.VirtualShard(h)%max(1, res.ShardCount)]++
+		ourURLs = append(ourURLs, "http://"+h+privatePath+"0")
 	}
-	for _, n := range perShard {
-		res.MaxHostsPerShard = max(res.MaxHostsPerShard, n)
+	rng.Shuffle(len(ourURLs), func(i, j int) { ourURLs[i], ourURLs[j] = ourURLs[j], ourURLs[i] })
+	res := &PolitenessResult{Hosts: hosts, PerHost: u, Delay: cfg.Delay, Bound: float64(hosts) / cfg.Delay.Seconds()}
+	if withMoto {
+		if err := e.moto.Reset(ctx); err != nil {
+			return nil, err
+		}
+		e.log.Info("politeness: ours on moto", "hosts", hosts, "urls", len(ourURLs))
+		st, err := e.oursRun(ctx, site, ourURLs, hosts)
+		if err != nil {
+			return nil, err
+		}
+		st.obeyed(hosts)
+		res.Moto = &st
+		e.shapeMu.Lock()
+		res.ShardCount, res.MaxConcurrentHosts, res.CheckHostPeriod = e.shape.shards, e.shape.maxConc, e.shape.period
+		e.shapeMu.Unlock()
+		perShard := map[int]int{}
+		for _, h := range site.Hosts() {
+			perShard[hostqueue.VirtualShard(h)%max(1, res.ShardCount)]++
+		}
+		for _, n := range perShard {
+			res.MaxHostsPerShard = max(res.MaxHostsPerShard, n)
+		}
+		e.log.Info("politeness: ours on moto done", "wall", st.Wall.Round(time.Millisecond), "steady", st.SteadyRate, "bound", res.Bound, "motoCPU", st.CPU.Moto)
+		// Let the pipeline's connections close before the next system starts.
+		time.Sleep(500 * time.Millisecond)
 	}
-	e.log.Info("politeness: ours done", "wall", ours.Wall.Round(time.Millisecond), "steady", ours.SteadyRate, "bound", res.Bound, "motoCPU", ours.CPU.Moto)
-	// Let the pipeline's connections close before the other system starts.
-	time.Sleep(500 * time.Millisecond)
+	if withLocal {
+		e.log.Info("politeness: ours in local mode", "hosts", hosts, "urls", len(ourURLs))
+		st, err := e.localRun(ctx, site, ourURLs, hosts, cfg.Delay, "pol"+strconv.Itoa(hosts))
+		if err != nil {
+			return nil, err
+		}
+		st.obeyed(hosts)
+		res.Local = &st
+		e.log.Info("politeness: ours in local mode done", "wall", st.Wall.Round(time.Millisecond), "steady", st.SteadyRate, "bound", res.Bound)
+		time.Sleep(500 * time.Millisecond)
+	}
 	e.log.Info("politeness: colly", "hosts", hosts)
 	cr, err := e.collyRun(ctx, site, urls, hosts)
 	if err != nil {
@@ -194,6 +239,21 @@ func (e *benchEnv) politeness(ctx context.Context, hosts int) (*PolitenessResult
 	res.Colly = cr
 	e.log.Info("politeness: colly done", "wall", cr.Wall.Round(time.Millisecond), "steady", cr.SteadyRate)
 	return res, nil
+}
+
+// obeyed fills in the robots.txt figures of one of our runs, which had one
+// disallowed URL per host: those should all be denied, none requested, and
+// do not count as errors.
+func (st *RunStats) obeyed(hosts int) {
+	st.Disallowed = hosts
+	st.Denied = st.Results[string(result.StatusDenied)]
+	st.Errors = 0
+	for s, n := range st.Results {
+		if s != string(result.StatusFetched) && s != string(result.StatusDenied) {
+			st.Errors += n
+		}
+	}
+	st.Errors += max(0, st.Denied-hosts)
 }
 
 func (e *benchEnv) oursRun(ctx context.Context, site *demosite.Site, urls []string, hosts int) (RunStats, error) {
@@ -289,6 +349,9 @@ func analyze(system string, all []demosite.Request, from, to time.Time, d time.D
 		by[r.Host] = append(by[r.Host], r)
 		if r.Path == "/robots.txt" {
 			st.Robots++
+		}
+		if strings.HasPrefix(r.Path, privatePath) {
+			st.DisallowedRequested++
 		}
 	}
 	st.Requests = len(st.reqs)

@@ -3,15 +3,21 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/urldownloader/urldownloader/infra/billing"
+	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
+
+// standaloneShards is local mode's number of check loops.
+const standaloneShards = standalone.DefaultShardCount
 
 // Results are everything one run measured.
 type Results struct {
@@ -22,6 +28,9 @@ type Results struct {
 	Politeness []*PolitenessResult
 	Cost       []*CostResult
 	Lambda     *LambdaResult
+	// Scale and Resume are the local mode jobs.
+	Scale  *ScaleResult
+	Resume *ResumeResult
 }
 
 // Prices used to turn units into money: AWS us-east-1 list prices,
@@ -59,43 +68,65 @@ func (r *Results) Table() string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	if len(r.Politeness) > 0 {
 		p0 := r.Politeness[0]
-		w("### 1. Politeness efficiency, side by side with Colly v2\n\n")
-		w("d = %s; the site answers every page after a fixed %s and serves robots.txt as 404 (allow all). Ours: the real check engine and DynamoDB store on moto, the URLs handed over through `POST /urls` (the real ingest handler, %d URLs per request, 8 requests at once: the synchronous entry, stored when it answers; through the SQS input queue the event source mapping's batching window, `IngestBatchingWindowSeconds`, comes first), template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d, robots.txt obeyed). The deployment is idle when the URLs arrive (each shard's scheduled invocation has run, found nothing and ended; the next is a minute away), so ingest's wake-ups start the work. Colly: async, one `LimitRule{DomainGlob: host, Delay: d, Parallelism: 1}` per host, same site and URLs, run right after ours. Wall time runs from handing over the URLs to the last result.\n\n",
-			p0.Delay, r.Config.Latency, urlmsg.MaxItems, p0.ShardCount, p0.CheckHostPeriod, p0.MaxConcurrentHosts)
-		w("| H | U | H/d req/s | system | wall | steady req/s | **steady / (H/d)** | overall req/s | **min gap / d** | **wall ours / Colly** |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range r.Politeness {
-			for i, s := range []RunStats{p.Ours, p.Colly} {
+			if p.Moto != nil {
+				p0 = p
+				break
+			}
+		}
+		w("### 1. Politeness efficiency, side by side with Colly v2\n\n")
+		w("d = %s; the site answers every page after a fixed %s and serves a robots.txt that disallows `%s`. Ours get, beside the U pages per host, one URL per host under `%s`, which must end `denied` without a request; Colly gets the pages only (it ignores robots.txt by default).\n\n", p0.Delay, r.Config.Latency, privatePath, privatePath)
+		w("- *local mode*: `make run` as users run it: the runner (`go build ./infra/localrun`, built once) in its own process with `--urls FILE --out FILE --state NEW_FILE --allow-private --param FetchDelay=d`, its defaults otherwise (SQLite state, %d check loops, template parameter defaults). Wall time runs from starting the process to its exit, every result written and synced.\n", standaloneShards)
+		if p0.Moto != nil {
+			w("- *on moto*: the real check engine and DynamoDB store on moto (with infra/moto's patches), the URLs handed over through `POST /urls` (the real ingest handler, %d URLs per request, 8 requests at once: the synchronous entry, stored when it answers; through the SQS input queue the event source mapping's batching window, `IngestBatchingWindowSeconds`, comes first), template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d), results sent to a loopback SQS sink. The deployment is idle when the URLs arrive (each shard's scheduled invocation has run, found nothing and ended; the next is a minute away), so ingest's wake-ups start the work. Wall time runs from handing over the URLs to the last result.\n",
+				urlmsg.MaxItems, p0.ShardCount, p0.CheckHostPeriod, p0.MaxConcurrentHosts)
+		}
+		w("- *Colly*: async, one `LimitRule{DomainGlob: host, Delay: d, Parallelism: 1}` per host, in process, the same site and pages in the same shuffled order, run right after ours; wall from the first `Visit` to `Wait`'s return.\n\n")
+		w("| H | U | H/d req/s | system | wall | steady req/s | **steady / (H/d)** | overall req/s | **min gap / d** | robots.txt requests / disallowed URLs requested (denied) | **wall / Colly** |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, p := range r.Politeness {
+			for _, s := range p.runs() {
 				steady, eff := "never all busy", "n/a"
 				if s.SteadyWindow > 0 {
 					steady = fmt.Sprintf("%.0f (over %s)", s.SteadyRate, secs(s.SteadyWindow))
 					eff = fmt.Sprintf("**%.2f**", s.SteadyRate/p.Bound)
 				}
-				rat := ""
-				if i == 0 {
-					rat = fmt.Sprintf("**%s**", ratio(p.Ours.Wall.Seconds(), p.Colly.Wall.Seconds()))
+				rat, rob := "", fmt.Sprintf("%d / -", s.Robots)
+				if s.System != "colly" {
+					rat = fmt.Sprintf("**%s**", ratio(s.Wall.Seconds(), p.Colly.Wall.Seconds()))
+					rob = fmt.Sprintf("%d / %d of %d (%d)", s.Robots, s.DisallowedRequested, s.Disallowed, s.Denied)
 				}
-				w("| %d | %d | %.0f | %s | %s | %s | %s | %.0f | **%.3f** | %s |\n",
-					p.Hosts, p.PerHost, p.Bound, s.System, secs(s.Wall), steady, eff, s.OverallRate, s.MinGap.Seconds()/p.Delay.Seconds(), rat)
+				w("| %d | %d | %.0f | %s | %s | %s | %s | %.0f | **%.3f** | %s | %s |\n",
+					p.Hosts, p.PerHost, p.Bound, s.System, secs(s.Wall), steady, eff, s.OverallRate, s.MinGap.Seconds()/p.Delay.Seconds(), rob, rat)
 			}
 		}
-		w("\nWhat limits each run:\n\n| H | system | URLs in the store after | first request per host p50 / max | peak 1 s req/s | pacing | gap p50 / p99 | DynamoDB requests / URL, latency mean / p99 | moto CPU mean / peak | machine CPU | hosts per shard (most) / MaxConcurrentHosts |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		w("\nWhat limits each run:\n\n| H | system | URLs in the store after | first request per host p50 / max | peak 1 s req/s | pacing | gap p50 / p99 | DynamoDB requests / URL, latency mean / p99 | moto (or local mode's process) CPU mean / peak | peak RSS | machine CPU | hosts per shard (most) / MaxConcurrentHosts |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range r.Politeness {
-			for _, s := range []RunStats{p.Ours, p.Colly} {
-				ing, ddb, motoCPU, shard := "-", "-", "-", "-"
-				if s.System != "colly" {
+			for _, s := range p.runs() {
+				ing, ddb, cpu, rss, shard := "-", "-", "-", "-", "-"
+				switch {
+				case s.Process != nil:
+					cpu = fmt.Sprintf("%.0f%% / %.0f%%", 100*s.Process.CPUMean(), 100*s.Process.CPUPeak)
+					rss = sizeMiB(s.Process.MaxRSS)
+				case s.System != "colly":
 					ing = secs(s.Ingested)
 					ddb = fmt.Sprintf("%.2f, %s / %s", float64(s.Dynamo.Requests)/float64(p.Hosts*p.PerHost), ms(s.Dynamo.Mean), ms(s.Dynamo.P99))
-					motoCPU = fmt.Sprintf("%.0f%% / %.0f%%", 100*s.CPU.Moto, 100*s.CPU.MotoPeak)
+					cpu = fmt.Sprintf("%.0f%% / %.0f%%", 100*s.CPU.Moto, 100*s.CPU.MotoPeak)
 					shard = fmt.Sprintf("%d / %d", p.MaxHostsPerShard, p.MaxConcurrentHosts)
 				}
-				w("| %d | %s | %s | %s / %s | %.0f | %.2f | %s / %s | %s | %s | %.0f%% | %s |\n",
-					p.Hosts, s.System, ing, secs(s.FirstStartP50), secs(s.FirstStartMax), s.PeakRate, s.Pacing, ms(s.GapP50), ms(s.GapP99), ddb, motoCPU, 100*s.CPU.Machine, shard)
+				machine := s.CPU.Machine
+				if s.Process != nil {
+					machine = s.Process.Machine
+				}
+				w("| %d | %s | %s | %s / %s | %.0f | %.2f | %s / %s | %s | %s | %s | %.0f%% | %s |\n",
+					p.Hosts, s.System, ing, secs(s.FirstStartP50), secs(s.FirstStartMax), s.PeakRate, s.Pacing, ms(s.GapP50), ms(s.GapP99), ddb, cpu, rss, 100*machine, shard)
 			}
 		}
-		w("\nRequests include robots.txt (ours fetches one per host first, Colly ignores robots by default). Steady: requests per second while every host is between its first and last request (\"never all busy\" when the last host started after the first had finished). Overall: all requests over the span from the first request to the last response. Pacing: d over the mean interval between consecutive request starts on one host (1.0 = every request as early as the delay allows). Gaps: from a response's end to the next request's start on the same host, from the site's own timestamps. CPU: moto as a share of one core (it is one Python process); machine: share of all %d cores.\n\n", r.Machine.Cores)
+		w("\nRequests include robots.txt (ours fetch one per host first, Colly ignores robots by default). Steady: requests per second while every host is between its first and last request (\"never all busy\" when the last host started after the first had finished). Overall: all requests over the span from the first request to the last response. Pacing: d over the mean interval between consecutive request starts on one host (1.0 = every request as early as the delay allows). Gaps: from a response's end to the next request's start on the same host, from the site's own timestamps. First request: from the hand-over (moto) or the process's start (local mode). CPU: moto or local mode's process as a share of one core (mean over the run, peak over 0.5 s); peak RSS: the process's high-water mark from the kernel (wait4); machine: share of all %d cores, the site and the bench included.\n\n", r.Machine.Cores)
 		for _, p := range r.Politeness {
-			if s := p.Ours; s.Errors > 0 || s.Duplicates > 0 {
-				w("H=%d: our results by status %v, %d duplicates.\n\n", p.Hosts, s.Results, s.Duplicates)
+			for _, s := range p.runs() {
+				if s.System != "colly" && (s.Errors > 0 || s.Duplicates > 0) {
+					w("H=%d, %s: results by status %v, %d duplicates.\n\n", p.Hosts, s.System, s.Results, s.Duplicates)
+				}
 			}
 		}
 	}
@@ -172,7 +203,65 @@ func (r *Results) Table() string {
 		w("\nInit and durations come from aws-lambda-rie's REPORT lines and log (infra/rie) for binaries built for this machine's architecture against moto; they show the start-up cost on this CPU, not Graviton's. Ingest CPU per URL (`go test -bench BenchmarkIngest ./infra/bench`, handler + real store on an in-memory DynamoDB fake, %s): **%.1f µs/URL**, %.0f allocations and %.1f KB allocated per URL.\n\n",
 			l.IngestBatch, l.IngestNsPerURL/1e3, l.IngestAllocsPerURL, l.IngestBytesPerURL/1024)
 	}
+	if sc := r.Scale; sc != nil {
+		s := sc.Stats
+		w("### 4. Local mode: a large job, and one stopped and resumed\n\n")
+		w("The same runner as in section 1, on a new site and a new state. Bound: every host asked U times, d apart (U x d; robots.txt first).\n\n")
+		w("| URLs (H x U) | d | bound | wall | **wall / bound** | **peak RSS** | **state file** | requests (robots.txt) | min gap / d | pacing | steady / (H/d) | process CPU mean / peak | machine CPU | results |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		eff := "n/a"
+		if s.SteadyWindow > 0 {
+			eff = fmt.Sprintf("%.2f", s.SteadyRate/(float64(sc.Hosts)/sc.Delay.Seconds()))
+		}
+		w("| %d (%d x %d) | %s | %s | %s | **%.3f** | **%s** | **%s** | %d (%d) | %.3f | %.2f | %s | %.0f%% / %.0f%% | %.0f%% | %s |\n\n",
+			sc.Hosts*sc.PerHost, sc.Hosts, sc.PerHost, sc.Delay, secs(sc.Bound), secs(s.Wall), s.Wall.Seconds()/sc.Bound.Seconds(), sizeMiB(s.Process.MaxRSS), sizeMiB(sc.StateBytes),
+			s.Requests, s.Robots, s.MinGap.Seconds()/sc.Delay.Seconds(), s.Pacing, eff, 100*s.Process.CPUMean(), 100*s.Process.CPUPeak, 100*s.Process.Machine, statusList(s.Results))
+	}
+	if rr := r.Resume; rr != nil {
+		if r.Scale == nil {
+			w("### 4. Local mode: a job stopped and resumed\n\n")
+		}
+		var stops []string
+		for i, a := range rr.StopAfter {
+			if a > 0 {
+				stops = append(stops, fmt.Sprintf("%.1f s (exit %d)", a.Seconds(), rr.Exits[i]))
+			}
+		}
+		w("Resume: one job run with the same `--urls`, `--out` and `--state`, stopped with SIGINT (Ctrl-C) at random moments (seed %d) and started again, then left to finish. Target: no URL without a result, and the site sees at most URLs + robots.txt + 1%%.\n\n", rr.Seed)
+		w("| URLs (H x U) | d | runs | stops, after each run's start | sum of the runs' walls | results: URLs without one / duplicates | **URLs without a result** | requests seen: pages + robots.txt + **re-fetches** (limit 1%%) | min gap / d | state file |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		w("| %d (%d x %d) | %s | %d | %s | %s | %s; %d / %d | **%d** | %d = %d + %d + **%d** (%d) | %.3f | %s |\n\n",
+			rr.URLs, rr.Hosts, rr.PerHost, rr.Delay, len(rr.Exits), strings.Join(stops, ", "), secs(rr.Total), statusList(rr.Outcome.ByStatus), len(rr.Outcome.Missing), rr.Outcome.Duplicates,
+			len(rr.Outcome.Missing), rr.Requests, rr.URLs, rr.Robots, rr.Refetches, rr.RefetchLimit(), rr.MinGap.Seconds()/rr.Delay.Seconds(), sizeMiB(rr.StateBytes))
+	}
 	return b.String()
+}
+
+// runs are the systems run at one H, in the tables' order.
+func (p *PolitenessResult) runs() []RunStats {
+	var out []RunStats
+	if p.Moto != nil {
+		out = append(out, *p.Moto)
+	}
+	if p.Local != nil {
+		out = append(out, *p.Local)
+	}
+	return append(out, p.Colly)
+}
+
+// sizeMiB renders a byte count in MiB.
+func sizeMiB(n int64) string {
+	if n < 10<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+}
+
+// statusList renders counts by status, sorted by status.
+func statusList(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r *Results) find(name string) *CostResult {

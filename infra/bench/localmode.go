@@ -1,0 +1,475 @@
+package main
+
+// Local mode, measured as users run it: `make run` (the runner's default
+// backend, package standalone) as a child process, built once per bench run,
+// on a URL file with --out and --state, against a demo site served by the
+// bench process, whose request log judges politeness from the site's side.
+// The child's peak RSS is the kernel's (wait4's ru_maxrss); its CPU is read
+// from /proc while it runs.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// localRunner runs the local runner binary.
+type localRunner struct {
+	bin, dir string
+}
+
+// runner builds the runner once per bench run (`go build ./infra/localrun`
+// into a scratch directory removed at the end of the run).
+func (e *benchEnv) runner(ctx context.Context) (*localRunner, error) {
+	e.runnerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bench-local-")
+		if err != nil {
+			e.runnerErr = err
+			return
+		}
+		bin := filepath.Join(dir, "localrun")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./infra/localrun")
+		cmd.Dir = e.root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			e.runnerErr = fmt.Errorf("go build ./infra/localrun: %w\n%s", err, out)
+			return
+		}
+		e.local = &localRunner{bin: bin, dir: dir}
+	})
+	return e.local, e.runnerErr
+}
+
+func (r *localRunner) Close() {
+	if r != nil {
+		os.RemoveAll(r.dir)
+	}
+}
+
+// childRun is one run of the runner, seen from outside.
+type childRun struct {
+	Start    time.Time
+	Wall     time.Duration
+	ExitCode int
+	// MaxRSS is the child's peak resident set (bytes); CPU its user and
+	// system time.
+	MaxRSS int64
+	CPU    time.Duration
+	// CPUPeak is the highest share of one core over a sampling interval;
+	// Machine the share of all cores busy while it ran.
+	CPUPeak, Machine float64
+	Stderr           string
+}
+
+// CPUMean is the child's CPU time over its wall time, as a share of one
+// core.
+func (c childRun) CPUMean() float64 {
+	if c.Wall <= 0 {
+		return 0
+	}
+	return c.CPU.Seconds() / c.Wall.Seconds()
+}
+
+// run runs the runner with args until it exits. stopAfter > 0 sends it
+// SIGINT (Ctrl-C) that long after its start; ctx ending kills it.
+func (r *localRunner) run(ctx context.Context, args []string, stopAfter time.Duration) (childRun, error) {
+	cmd := exec.CommandContext(ctx, r.bin, args...)
+	tail := &proc.Tail{Max: 32 << 10}
+	cmd.Stderr = tail
+	cmd.Stdout = tail
+	cmd.WaitDelay = 5 * time.Second
+	var cr childRun
+	cr.Start = time.Now()
+	if err := cmd.Start(); err != nil {
+		return cr, fmt.Errorf("start %s: %w", r.bin, err)
+	}
+	if stopAfter > 0 {
+		t := time.AfterFunc(stopAfter, func() { _ = cmd.Process.Signal(os.Interrupt) })
+		defer t.Stop()
+	}
+	smp := startChildSampler(cmd.Process.Pid, 500*time.Millisecond)
+	err := cmd.Wait()
+	cr.Wall = time.Since(cr.Start)
+	cr.CPUPeak, cr.Machine = smp.stop()
+	cr.Stderr = tail.String()
+	if cmd.ProcessState == nil {
+		return cr, fmt.Errorf("run %s: %w", r.bin, err)
+	}
+	cr.ExitCode = cmd.ProcessState.ExitCode()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cr.MaxRSS = ru.Maxrss << 10 // kilobytes on Linux
+		cr.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		// A run shorter than a sampling interval has its mean as its peak.
+		cr.CPUPeak = max(cr.CPUPeak, cr.CPUMean())
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return cr, fmt.Errorf("run %s: %w", r.bin, err)
+	}
+	if ctx.Err() != nil {
+		return cr, fmt.Errorf("local mode run: %w; its output ends:\n%s", ctx.Err(), lastLines(cr.Stderr, 15))
+	}
+	return cr, nil
+}
+
+// childSampler reads a process's CPU time and the machine's every interval.
+type childSampler struct {
+	pid  int
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	peak         float64
+	busy0, tick0 time.Duration
+	busy1, tick1 time.Duration
+}
+
+func startChildSampler(pid int, every time.Duration) *childSampler {
+	s := &childSampler{pid: pid, done: make(chan struct{})}
+	s.busy0, s.tick0 = machineCPU()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		lastAt := time.Now()
+		last, err := procCPU(pid)
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+			now := time.Now()
+			c, cerr := procCPU(pid)
+			if err == nil && cerr == nil {
+				s.peak = max(s.peak, (c-last).Seconds()/now.Sub(lastAt).Seconds())
+			}
+			last, lastAt, err = c, now, cerr
+		}
+	}()
+	return s
+}
+
+// stop ends sampling and returns the peak share of one core and the
+// machine's busy share since the start.
+func (s *childSampler) stop() (peak, machine float64) {
+	close(s.done)
+	s.wg.Wait()
+	s.busy1, s.tick1 = machineCPU()
+	if dt := (s.tick1 - s.tick0).Seconds(); dt > 0 {
+		machine = (s.busy1 - s.busy0).Seconds() / dt
+	}
+	return s.peak, machine
+}
+
+// localArgs are the runner flags of a local mode run over urls with the
+// bench's parameters and delay d.
+func (e *benchEnv) localArgs(urls, out, state string, d time.Duration, extra map[string]string) []string {
+	args := []string{"--urls", urls, "--out", out, "--state", state, "--allow-private", "--param", "FetchDelay=" + d.String()}
+	params := map[string]string{}
+	for k, v := range e.cfg.Params {
+		params[k] = v
+	}
+	for k, v := range extra {
+		params[k] = v
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		args = append(args, "--param", k+"="+params[k])
+	}
+	return args
+}
+
+// writeURLs writes urls as JSON lines into the runner's scratch directory.
+func (r *localRunner) writeURLs(name string, urls []string) (string, error) {
+	path := filepath.Join(r.dir, name+".jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	w := bufio.NewWriter(f)
+	for _, u := range urls {
+		b, _ := json.Marshal(map[string]string{"url": u})
+		w.Write(b)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, f.Close()
+}
+
+// outcome is what a run's output file holds.
+type outcome struct {
+	ByStatus map[string]int
+	// Results counts lines; Duplicates the lines beyond one per URL.
+	Results, Duplicates int
+	// Missing lists the wanted URLs without a result.
+	Missing []string
+	// Wrong counts fetched results whose body is not the page's.
+	Wrong int
+}
+
+// readOutcome reads a results file against the URLs that want a result.
+func readOutcome(path string, want []string) (outcome, error) {
+	o := outcome{ByStatus: map[string]int{}}
+	f, err := os.Open(path)
+	if err != nil {
+		return o, err
+	}
+	defer f.Close()
+	seen := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r result.Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return o, fmt.Errorf("%s: not a result: %w", path, err)
+		}
+		o.Results++
+		seen[r.URL]++
+		if seen[r.URL] > 1 {
+			o.Duplicates++
+			continue
+		}
+		o.ByStatus[string(r.Status)]++
+		if r.Status == result.StatusFetched {
+			path := strings.TrimPrefix(r.URL, "http://"+r.Host)
+			if r.Data != demosite.Body(r.Host, path) {
+				o.Wrong++
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return o, err
+	}
+	for _, u := range want {
+		if seen[u] == 0 {
+			o.Missing = append(o.Missing, u)
+		}
+	}
+	return o, nil
+}
+
+// stateSize is the size of a SQLite state with its WAL and shared-memory
+// files.
+func stateSize(path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// localRun is one politeness run of local mode over the site: the URLs in
+// the given order, in a file, downloaded by the runner with a new state.
+func (e *benchEnv) localRun(ctx context.Context, site *demosite.Site, urls []string, hosts int, d time.Duration, name string) (RunStats, error) {
+	r, err := e.runner(ctx)
+	if err != nil {
+		return RunStats{}, err
+	}
+	in, err := r.writeURLs(name, urls)
+	if err != nil {
+		return RunStats{}, err
+	}
+	out, state := filepath.Join(r.dir, name+".out.jsonl"), filepath.Join(r.dir, name+".db")
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	cr, err := r.run(rctx, e.localArgs(in, out, state, d, nil), 0)
+	if err != nil {
+		return RunStats{}, err
+	}
+	if cr.ExitCode != 0 {
+		return RunStats{}, fmt.Errorf("local mode exited %d; its output ends:\n%s", cr.ExitCode, lastLines(cr.Stderr, 15))
+	}
+	o, err := readOutcome(out, urls)
+	if err != nil {
+		return RunStats{}, err
+	}
+	if len(o.Missing) > 0 || o.Wrong > 0 {
+		return RunStats{}, fmt.Errorf("local mode: %d urls without a result (first %v), %d with the wrong page", len(o.Missing), o.Missing[:min(3, len(o.Missing))], o.Wrong)
+	}
+	st := analyze("urldownloader, local mode", site.Requests(), cr.Start, time.Now(), d, hosts)
+	st.Wall = cr.Wall
+	st.Results, st.Duplicates = o.ByStatus, o.Duplicates
+	st.Process = &cr
+	st.StateBytes = stateSize(state)
+	return st, nil
+}
+
+// ScaleResult is local mode on a large job: many URLs over many hosts.
+type ScaleResult struct {
+	Hosts, PerHost int
+	Delay          time.Duration
+	// Bound is the physical bound: every host asked U times, d apart.
+	Bound      time.Duration
+	Stats      RunStats
+	StateBytes int64
+}
+
+// scale runs local mode on Hosts x PerHost URLs at ScaleDelay.
+func (e *benchEnv) scale(ctx context.Context) (*ScaleResult, error) {
+	h, u, d := e.cfg.ScaleHosts, e.cfg.ScalePerHost, e.cfg.ScaleDelay
+	site, err := e.site(h, robotsRules)
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	urls := site.URLs(u)
+	rng := rand.New(rand.NewPCG(uint64(h), 17))
+	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
+	e.log.Info("local mode at scale", "hosts", h, "urls", len(urls), "delay", d)
+	st, err := e.localRun(ctx, site, urls, h, d, fmt.Sprintf("scale%d", len(urls)))
+	if err != nil {
+		return nil, fmt.Errorf("local mode, %d urls: %w", len(urls), err)
+	}
+	res := &ScaleResult{Hosts: h, PerHost: u, Delay: d, Bound: time.Duration(u) * d, Stats: st, StateBytes: st.StateBytes}
+	e.log.Info("local mode at scale done", "wall", st.Wall.Round(time.Millisecond), "bound", res.Bound, "rssMB", st.Process.MaxRSS>>20)
+	return res, nil
+}
+
+// ResumeResult is one job stopped (SIGINT, as Ctrl-C) at random moments
+// and run again on the same state and output until it finished.
+type ResumeResult struct {
+	Hosts, PerHost int
+	Delay          time.Duration
+	Seed           uint64
+	// StopAfter are the moments of the stops, from each run's start, and
+	// Exits the runs' exit codes (130 for a clean stop, -1 for a signal
+	// that came before the runner listened, 0 at the end).
+	StopAfter []time.Duration
+	Exits     []int
+	Walls     []time.Duration
+	// Total is the sum of the runs' walls.
+	Total time.Duration
+	// Requests is what the site saw in all: pages, robots.txt (Robots),
+	// and the rest, re-fetches.
+	Requests, Robots, Refetches int
+	URLs                        int
+	Outcome                     outcome
+	MinGap                      time.Duration
+	StateBytes                  int64
+}
+
+// resume runs one job over ResumeHosts x ResumePerHost URLs, stopping it
+// ResumeStops times at random moments.
+func (e *benchEnv) resume(ctx context.Context) (*ResumeResult, error) {
+	h, u, d := e.cfg.ResumeHosts, e.cfg.ResumePerHost, e.cfg.Delay
+	r, err := e.runner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	site, err := e.site(h, robotsRules)
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 3))
+	urls := site.URLs(u)
+	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
+	in, err := r.writeURLs("resume", urls)
+	if err != nil {
+		return nil, err
+	}
+	out, state := filepath.Join(r.dir, "resume.out.jsonl"), filepath.Join(r.dir, "resume.db")
+	res := &ResumeResult{Hosts: h, PerHost: u, Delay: d, Seed: seed, URLs: len(urls)}
+	args := e.localArgs(in, out, state, d, nil)
+	// The stops fall anywhere in the first three quarters of the time one
+	// host's URLs take undisturbed: the first lands while hosts are
+	// fetched, later ones in a restarted run's wait for its hosts'
+	// staggered check or in its fetching.
+	work := time.Duration(u) * d * 3 / 4
+	e.log.Info("local mode resume", "hosts", h, "urls", len(urls), "stops", e.cfg.ResumeStops, "seed", seed)
+	for i := 0; i <= e.cfg.ResumeStops; i++ {
+		var after time.Duration
+		if i < e.cfg.ResumeStops {
+			after = 300*time.Millisecond + time.Duration(rng.Int64N(int64(work)))
+		}
+		rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+		cr, err := r.run(rctx, args, after)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		res.StopAfter = append(res.StopAfter, after)
+		res.Exits = append(res.Exits, cr.ExitCode)
+		res.Walls = append(res.Walls, cr.Wall)
+		res.Total += cr.Wall
+		// 130: stopped cleanly; -1: the signal came before the runner
+		// listened for it and killed it, as a hard kill would.
+		if cr.ExitCode != 0 && cr.ExitCode != 130 && cr.ExitCode != -1 {
+			return nil, fmt.Errorf("local mode run %d exited %d; its output ends:\n%s", i+1, cr.ExitCode, lastLines(cr.Stderr, 15))
+		}
+		if cr.ExitCode == 0 {
+			// It finished before its stop came: the job is done.
+			break
+		}
+	}
+	if last := res.Exits[len(res.Exits)-1]; last != 0 {
+		return nil, fmt.Errorf("the last local mode run exited %d", last)
+	}
+	o, err := readOutcome(out, urls)
+	if err != nil {
+		return nil, err
+	}
+	res.Outcome = o
+	reqs := site.Requests()
+	res.Requests = len(reqs)
+	for _, q := range reqs {
+		if q.Path == "/robots.txt" {
+			res.Robots++
+		}
+	}
+	res.Refetches = res.Requests - res.Robots - len(urls)
+	res.MinGap, _ = demosite.MinGap(reqs)
+	res.StateBytes = stateSize(state)
+	e.log.Info("local mode resume done", "runs", len(res.Exits), "requests", res.Requests, "refetches", res.Refetches, "missing", len(o.Missing))
+	return res, nil
+}
+
+// localJobs runs the local mode job at scale and the resume job, unless
+// skipped.
+func (e *benchEnv) localJobs(ctx context.Context, res *Results) error {
+	if !e.cfg.SkipScale {
+		sr, err := e.scale(ctx)
+		if err != nil {
+			return err
+		}
+		res.Scale = sr
+	}
+	if !e.cfg.SkipResume {
+		rr, err := e.resume(ctx)
+		if err != nil {
+			return fmt.Errorf("local mode resume: %w", err)
+		}
+		res.Resume = rr
+	}
+	return nil
+}
+
+// RefetchLimit is the resume target's allowance: 1% of the URLs.
+func (r *ResumeResult) RefetchLimit() int { return (r.URLs + 99) / 100 }
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
