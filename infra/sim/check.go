@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
@@ -123,13 +125,14 @@ func (s *Sim) wakeArrive(t int64, shard int, g generation) {
 	})
 }
 
-// pumpWake is the wake queue's mapping: batches of up to ten, no window,
-// at most WakeMaxConc invocations at once; one invocation runs the shards
-// its messages name side by side (handler.wake).
+// pumpWake is the wake queue's mapping: batches of WakeBatchSize (one
+// shard an invocation in the template), no window, at most WakeMaxConc
+// invocations at once; an invocation runs the shards its messages name
+// side by side (handler.wake), sharing one process's workers.
 func (s *Sim) pumpWake() {
 	r := &s.runs
 	for len(r.wakeQueue) > 0 && r.wakeInFlight < s.cfg.WakeMaxConc {
-		n := min(10, len(r.wakeQueue))
+		n := min(max(1, s.cfg.WakeBatchSize), len(r.wakeQueue))
 		msgs := r.wakeQueue[:n]
 		r.wakeQueue = append([]wakeMsg(nil), r.wakeQueue[n:]...)
 		r.wakeInFlight++
@@ -191,6 +194,17 @@ func (s *Sim) startRun(inv *invocation, shard int, g generation, wake bool) {
 	s.tick(r)
 }
 
+// lingeringSorted lists the run's lingering workers in the order they
+// started (map order would make runs differ from seed to seed).
+func (r *run) lingeringSorted() []*session {
+	out := make([]*session, 0, len(r.lingering))
+	for w := range r.lingering {
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b *session) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
 func (r *run) heldCount(now int64) int {
 	n := 0
 	for _, u := range r.held {
@@ -242,6 +256,13 @@ func (s *Sim) tick(r *run) {
 		s.stopRun(r)
 		return
 	}
+	// Proposal (Config.GiveWay): a scheduled run that still lacks leases
+	// after LeaseWait leaves the shard to their holder, as a woken one does.
+	if s.cfg.GiveWay && !r.wake && !r.leasedEver && now-r.start >= lw && r.heldCount(now) < len(r.owned) {
+		s.releaseAll(r)
+		s.stopRun(r)
+		return
+	}
 	var qwait int64
 	starved := false
 	for _, v := range r.owned {
@@ -260,7 +281,7 @@ func (s *Sim) tick(r *run) {
 			runs = r.inv.all
 		}
 		for _, x := range runs {
-			for w := range x.lingering {
+			for _, w := range x.lingeringSorted() {
 				w.stopLinger(now)
 			}
 		}
@@ -285,6 +306,12 @@ func (s *Sim) tick(r *run) {
 		return
 	}
 	tick := min(int64(tickMax), int64(p.CheckHostPeriod)/2)
+	// Proposal (Config.StarvedTick): a run whose dispatch left due hosts
+	// without a slot looks again sooner, so a slot freed by a finishing
+	// worker waits less than a whole tick for its next host.
+	if starved && s.cfg.StarvedTick > 0 {
+		tick = min(tick, int64(s.cfg.StarvedTick))
+	}
 	if r.heldCount(now) < len(r.owned) && now-r.start < lw {
 		tick = min(tick, 250*ms)
 	}
@@ -350,8 +377,8 @@ func (s *Sim) dueBefore(r *run, t int64) bool {
 // other.
 func (s *Sim) releaseAll(r *run) int64 {
 	var wait int64
-	for v, u := range r.held {
-		if u > s.now {
+	for _, v := range r.owned {
+		if r.held[v] > s.now {
 			wait += s.releaseLease(v, r)
 		}
 	}
@@ -367,7 +394,7 @@ func (s *Sim) stopRun(r *run) {
 		return
 	}
 	r.stopping = true
-	for w := range r.lingering {
+	for _, w := range r.lingeringSorted() {
 		w.stopLinger(s.now)
 	}
 	if r.active == 0 {
@@ -380,6 +407,10 @@ func (s *Sim) finishRun(r *run) {
 		return
 	}
 	r.finished = true
+	if !r.wake && !r.leasedEver {
+		s.runs.blocked++
+		s.runs.blockedGBs += float64(s.now-r.start) / float64(sec) * float64(s.cfg.CheckMemoryMB) / 1024
+	}
 	var wait int64
 	if !r.unrecorded {
 		wait = s.releaseAll(r)
@@ -404,10 +435,11 @@ const (
 
 // session is one worker on one host (worker.work).
 type session struct {
-	s *Sim
-	r *run
-	h *host
-	v int
+	id int64
+	s  *Sim
+	r  *run
+	h  *host
+	v  int
 
 	lastFetch, pauseUntil, failingSince int64
 	errors                              int32
@@ -423,7 +455,6 @@ type session struct {
 	pending       int
 	round         []int32
 	ri, done      int
-	results       []resultItem
 	out           outcome
 	inflightIDs   map[int32]bool
 	landedHead    []int32
@@ -434,6 +465,15 @@ type session struct {
 	inflightFailed bool
 	waiting        func()
 
+	// The hand-off (handoff.go): results kept until ten or half an SQS
+	// batch, then handed to the publisher, one hand-over in flight; rd is
+	// the current round's hand-overs, which its commit waits for.
+	hoItems []resultItem
+	hoBytes int
+	hoBusy  bool
+	hoNext  func()
+	rd      *handed
+
 	lingering  bool
 	lingerFrom int64
 	lingerGen  int
@@ -443,7 +483,7 @@ func (s *Sim) startSession(r *run, h *host, v int, at int64) {
 	if h.session != nil {
 		s.fail("host %s dispatched to run %d while run %d works it", h.key, r.id, h.session.r.id)
 	}
-	w := &session{s: s, r: r, h: h, v: v}
+	w := &session{id: s.m.sessions, s: s, r: r, h: h, v: v}
 	h.session = w
 	r.active++
 	r.inv.workers++
@@ -497,7 +537,56 @@ func (w *session) expired(now int64) bool {
 
 // startRound takes the next round of up to ten entries from the head the
 // worker last read (two rounds deep), past those being committed.
+// handed counts a round's hand-overs still being sent.
+type handed struct {
+	out    int
+	waiter func()
+}
+
+// then runs fn once the round's hand-overs are out.
+func (rd *handed) then(fn func()) {
+	if rd.out == 0 {
+		fn()
+		return
+	}
+	rd.waiter = fn
+}
+
+const handOffBytes = 256 << 10 // check's handOffBytes: one SQS batch
+
+// flushHandOff is handOff.flush: hand the kept results over once the
+// previous hand-over is out, then go on.
+func (w *session) flushHandOff(then func()) {
+	if len(w.hoItems) == 0 {
+		then()
+		return
+	}
+	if w.hoBusy {
+		w.hoNext = func() { w.flushHandOff(then) }
+		return
+	}
+	items := w.hoItems
+	w.hoItems, w.hoBytes, w.hoBusy = nil, 0, true
+	rd := w.rd
+	rd.out++
+	w.r.inv.pub.publish(items, func() {
+		w.hoBusy = false
+		rd.out--
+		if rd.out == 0 && rd.waiter != nil {
+			fn := rd.waiter
+			rd.waiter = nil
+			fn()
+		}
+		if fn := w.hoNext; fn != nil {
+			w.hoNext = nil
+			fn()
+		}
+	})
+	then()
+}
+
 func (w *session) startRound() {
+	w.rd = &handed{}
 	w.round = w.round[:0]
 	for _, id := range w.head {
 		if len(w.round) == headBatch {
@@ -507,7 +596,7 @@ func (w *session) startRound() {
 			w.round = append(w.round, id)
 		}
 	}
-	w.ri, w.done, w.results, w.out = 0, 0, nil, outDone
+	w.ri, w.done, w.out = 0, 0, outDone
 	if w.expired(w.s.now) {
 		w.out = outGiveUp
 	}
@@ -516,22 +605,38 @@ func (w *session) startRound() {
 
 func (w *session) next() {
 	if w.out != outDone || w.ri == len(w.round) {
-		w.roundEnd()
+		// The round's kept results are handed over before it ends.
+		w.flushHandOff(w.roundEnd)
 		return
 	}
 	w.process(w.round[w.ri])
 }
 
+// entryDone is an entry with a result: it is kept for the hand-off
+// (handOff.add), handed over when ten are kept or half a batch's bytes.
 func (w *session) entryDone(it resultItem) {
-	w.results = append(w.results, it)
 	w.done++
 	w.ri++
+	if len(w.hoItems) > 0 && w.hoBytes+int(it.bytes) > handOffBytes {
+		w.flushHandOff(func() { w.entryDone2(it) })
+		return
+	}
+	w.entryDone2(it)
+}
+
+func (w *session) entryDone2(it resultItem) {
+	w.hoItems = append(w.hoItems, it)
+	w.hoBytes += int(it.bytes)
+	if len(w.hoItems) >= headBatch || w.hoBytes >= handOffBytes/2 {
+		w.flushHandOff(w.next)
+		return
+	}
 	w.next()
 }
 
 func (w *session) entryOut(o outcome) {
 	w.out = o
-	w.roundEnd()
+	w.next()
 }
 
 // disallowed decides, per URL, whether robots.txt forbids it.
@@ -671,6 +776,14 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 		cb(outStop, 0)
 		return
 	}
+	// Proposal (Config.ReleaseOnWait): a host whose next request is far
+	// off (a back-off, a long Retry-After) goes back to the due index, due
+	// then, instead of holding a worker slot while it sleeps.
+	if s.cfg.ReleaseOnWait > 0 && start-now > int64(s.cfg.ReleaseOnWait) {
+		s.m.released++
+		cb(outStop, 0)
+		return
+	}
 	s.at(start, func() {
 		if r.held[w.v]-s.now <= int64(p.FetchTimeout)+w.delay()+int64(commitMargin) {
 			cb(outStop, 0)
@@ -786,10 +899,6 @@ func (w *session) roundEnd() {
 		}
 		w.inflightIDs = nil
 	}
-	if w.out == outGiveUp && !stop {
-		w.giveUp()
-		return
-	}
 	h := w.h
 	done := make(map[int32]bool, w.done)
 	for _, id := range w.round[:w.done] {
@@ -798,7 +907,7 @@ func (w *session) roundEnd() {
 	// h still holds this round's entries: it ends the queue when the whole
 	// round is done and nothing else is queued.
 	drained := w.done == len(w.round) && w.pending <= len(w.round)
-	release := stop || len(w.round) == 0 || drained
+	release := stop || w.out == outGiveUp || len(w.round) == 0 || drained
 	following := false
 	for _, id := range w.head {
 		if !done[id] {
@@ -807,14 +916,13 @@ func (w *session) roundEnd() {
 		}
 	}
 	if !release && following {
-		// commitInBackground: publish, then commit, while the next round
-		// is fetched.
+		// commitInBackground: once the round's hand-overs are out, commit
+		// it while the next round is fetched.
 		c := w.progress(done, false, false)
-		results := w.results
 		w.inflight, w.inflightLanded, w.inflightFailed = true, false, false
 		w.inflightIDs = done
 		w.r.remember[h] = max(w.r.remember[h], w.lastFetch)
-		w.publishThen(results, func() {
+		w.rd.then(func() {
 			w.commit(c, func(ok bool) {
 				w.inflightLanded = true
 				w.inflightFailed = !ok
@@ -828,7 +936,13 @@ func (w *session) roundEnd() {
 		w.startRound()
 		return
 	}
-	w.publishThen(w.results, func() {
+	w.rd.then(func() {
+		if w.out == outGiveUp && !stop {
+			// The round's results are out: they are committed with the
+			// first batch of the given-up URLs.
+			w.giveUp()
+			return
+		}
 		w.r.remember[h] = max(w.r.remember[h], w.lastFetch)
 		after := func() {
 			if drained {
@@ -957,7 +1071,7 @@ func (w *session) giveUp() {
 		cw, _ := s.ddb.read(catLoad, &h.bins, readUnits(int(c.bytes)), s.cfg.DynamoLatency)
 		wait += cw
 	}
-	results := w.results
+	var results []resultItem
 	roundDone := map[int32]bool{}
 	for _, id := range w.round[:w.done] {
 		roundDone[id] = true

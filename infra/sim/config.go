@@ -19,9 +19,11 @@ type Config struct {
 	// Traffic.
 	Hosts int // host population (1 million)
 	// ZipfS is the exponent of the host weights w(r) = r^-s (rank r from
-	// 1); HeadCap caps a host's share of a day's URLs (see workload.go).
-	ZipfS   float64
-	HeadCap float64
+	// 1); HeadCap caps a host's share of a day's URLs, and HeadCapPerDay
+	// its URLs a day (see workload.go).
+	ZipfS         float64
+	HeadCap       float64
+	HeadCapPerDay float64
 	// PerDay is the arrival rate, as URLs a day; the producer sends at that
 	// rate for Window. Burst, when set, is a number of URLs that are all on
 	// the input queue at time zero instead (a producer's dump).
@@ -61,6 +63,7 @@ type Config struct {
 	IngestMemoryMB   int
 	AccountConc      int // Lambda concurrency of the account
 	WakeMaxConc      int // the wake queue mapping's MaximumConcurrency (16)
+	WakeBatchSize    int // the wake queue mapping's BatchSize (1: one shard an invocation)
 	VisibilityTimout time.Duration
 	MaxReceiveCount  int
 
@@ -89,6 +92,17 @@ type Config struct {
 	// theirs until MigrateOld later (a rolling deploy).
 	Migrate    *Migration
 	Politeness bool // record every request's gap (on in every run)
+	// GiveWay (a proposal) ends a scheduled run that still lacks leases
+	// after LeaseWait, as a woken run ends at once: today it waits out its
+	// whole run, renewing every TTL/4, for a woken run's leases.
+	GiveWay bool
+	// ReleaseOnWait (a proposal): a worker whose next request to its host
+	// may start only more than this from now releases the host, due again
+	// then, instead of sleeping in its slot; 0: it sleeps (today).
+	ReleaseOnWait time.Duration
+	// StarvedTick (a proposal): how soon a starved run queries its due
+	// hosts again; 0: the usual tick (1 s).
+	StarvedTick time.Duration
 }
 
 // Migration is a live change of VirtualShards and ShardCount.
@@ -99,14 +113,27 @@ type Migration struct {
 	ShardCount    int
 }
 
-// Defaults are template.yaml's and params.Defaults()'s values, read from
-// the product's own constants where it exports them.
+// Defaults are template.yaml's and params.Defaults()'s values: the
+// deployment's settings are read from the template (fromTemplate), the
+// values below stand in only when it cannot be read.
 func Defaults() Config {
+	c := builtin()
+	if err := fromTemplate(&c); err != nil {
+		templateErr = err
+	}
+	return c
+}
+
+// templateErr is why the template could not be read, if so.
+var templateErr error
+
+func builtin() Config {
 	return Config{
 		Seed:             1,
 		Hosts:            1_000_000,
 		ZipfS:            1.0,
 		HeadCap:          0.0005,
+		HeadCapPerDay:    50_000,
 		URLsPerMessage:   1,
 		MaxTime:          3 * time.Hour,
 		P:                params.Defaults(),
@@ -117,6 +144,7 @@ func Defaults() Config {
 		IngestWindow:     5 * time.Second,
 		IngestLanes:      16,
 		IngestPollers:    5,
+		ProcessWorkers:   -1,
 		CheckRun:         55 * time.Second,
 		CheckTimeout:     120 * time.Second,
 		IngestTimeout:    60 * time.Second,
@@ -124,6 +152,8 @@ func Defaults() Config {
 		IngestMemoryMB:   256,
 		AccountConc:      1000,
 		WakeMaxConc:      16,
+		WakeBatchSize:    1,
+		IngestMaxConc:    10,
 		VisibilityTimout: 360 * time.Second,
 		MaxReceiveCount:  5,
 		KeyWriteLimit:    1000,

@@ -13,7 +13,8 @@ import (
 // IngestBatchSize messages (and 6 MB) for up to IngestBatchingWindowSeconds,
 // then invoking ingest and waiting for it; arrivals spread over the pollers
 // that are not invoking. While messages wait with every poller busy, up to
-// 300 more pollers a minute, to 1,000 or the mapping's MaximumConcurrency.
+// 300 more pollers a minute (five a second here), to 1,000 or the mapping's
+// MaximumConcurrency.
 
 type msg struct {
 	first, n int32 // URL ids first..first+n-1
@@ -42,6 +43,7 @@ type inputQueue struct {
 	cap         int
 	rr          int
 	waited      bool // messages waited for a poller since the last scale-up
+	calm        int  // seconds since messages last waited
 	idleSince   []int64
 	emptyPolls  float64
 }
@@ -59,7 +61,7 @@ func (s *Sim) startProducer() {
 	for i := 0; i < min(c.IngestPollers, s.in.cap); i++ {
 		s.in.pollers = append(s.in.pollers, s.newPoller())
 	}
-	s.at(60*sec, s.scalePollers)
+	s.at(sec, s.scalePollers)
 	if c.Burst > 0 {
 		s.sendURLs(c.Burst, 0, 0)
 		s.in.doneSending = true
@@ -212,20 +214,26 @@ func (s *Sim) openBatch(p *poller) {
 	})
 }
 
-// scalePollers adds up to 300 pollers a minute while messages wait on the
-// queue with every poller busy (a backlog at the minute's end), and goes
-// back towards five idle ones when none waited for a whole minute.
+// scalePollers adds pollers while messages wait on the queue with every
+// poller busy, five a second (up to 300 a minute, as AWS says), to 1,000 or
+// the mapping's MaximumConcurrency, and goes back towards the first five
+// when none waited for a minute.
 func (s *Sim) scalePollers() {
 	in := &s.in
 	backlog := in.bh < len(in.backlog)
+	if backlog || in.waited {
+		in.calm = 0
+	} else {
+		in.calm++
+	}
 	switch {
 	case backlog && len(in.pollers) < in.cap:
-		add := min(300, in.cap-len(in.pollers))
+		add := min(5, in.cap-len(in.pollers))
 		for i := 0; i < add; i++ {
 			in.pollers = append(in.pollers, s.newPoller())
 		}
 		s.feed()
-	case !backlog && !in.waited && len(in.pollers) > s.cfg.IngestPollers:
+	case in.calm >= 60 && len(in.pollers) > s.cfg.IngestPollers:
 		keep := in.pollers[:0]
 		for i, p := range in.pollers {
 			if i < s.cfg.IngestPollers || p.busy || len(p.batch) > 0 {
@@ -236,7 +244,7 @@ func (s *Sim) scalePollers() {
 	}
 	in.waited = false
 	if !s.allEnded() {
-		s.after(60*sec, s.scalePollers)
+		s.after(sec, s.scalePollers)
 	}
 }
 

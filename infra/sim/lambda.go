@@ -28,6 +28,10 @@ type runState struct {
 	phase                 []int64
 	scheduled, woken      int64
 	idleRuns, contendRuns int64
+	// blocked counts scheduled runs that never held a lease (a woken run
+	// had the shard) and waited out their whole run; blockedGBs their cost.
+	blocked    int64
+	blockedGBs float64
 }
 
 type wakeMsg struct {

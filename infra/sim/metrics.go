@@ -2,11 +2,14 @@ package main
 
 // metrics are the run's counters and its per-second series.
 type metrics struct {
-	ended          int
-	duplicates     int
-	byStatus       [nStatus]int
-	latency        []float32 // seconds from the producer's send to the result
-	violations     []string  // broken invariants (politeness, ownership)
+	ended      int
+	duplicates int
+	byStatus   [nStatus]int
+	latency    []float32 // seconds from the producer's send to the result
+	// steadyLatency: the same for URLs sent after the start-up (a third of
+	// the window in), when the deployment runs as it would all day.
+	steadyLatency  []float32
+	violations     []string // broken invariants (politeness, ownership)
 	conflicts      int64
 	requests       int64 // HTTP requests (robots.txt and pages)
 	gaps           int64 // requests that followed an earlier one to the same host
@@ -21,6 +24,7 @@ type metrics struct {
 	endT           int64
 	dropped        int
 	givenUp        int
+	released       int64 // hosts released to wait out a pause (ReleaseOnWait)
 }
 
 // second is one simulated second.

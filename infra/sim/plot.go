@@ -1,120 +1,182 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"math"
-	"strings"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
 )
 
-// plot draws, as SVG, the results per second (top) and the hottest
-// due-index key's write units per second against the 1,000 limit (bottom)
-// over simulated time, for the 100M/day and 200M/day runs and the dump.
-func plot(reps []*Report) string {
-	want := []string{"100M/day, template defaults", "100M/day", "200M/day (100M at a 2x peak)", "200M/day, proposal", "dump of 2M URLs", "dump of 2M URLs, proposal"}
-	colors := []string{"#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"}
-	var sel []*Report
-	var col []string
-	for i, name := range want {
-		for _, r := range reps {
-			if r.Name == name {
-				sel = append(sel, r)
-				col = append(col, colors[i])
+// The page's plot: URLs per second (top) and the hottest due-index key's
+// write units in its busiest second (bottom) over simulated time, drawn as
+// a PNG with the same 7x13 font as the benchmark's plot.
+
+// plotted names the runs drawn, with their colours.
+var plotted = []struct {
+	name string
+	col  color.RGBA
+}{
+	{"100M/day, template defaults", color.RGBA{127, 127, 127, 255}},
+	{"100M/day", color.RGBA{31, 119, 180, 255}},
+	{"300M/day", color.RGBA{214, 39, 40, 255}},
+	{"300M/day, engine changes", color.RGBA{255, 127, 14, 255}},
+	{"300M/day, engine changes, 64 virtual shards", color.RGBA{44, 160, 44, 255}},
+	{"dump of 500k URLs, ingest unbounded", color.RGBA{148, 103, 189, 255}},
+}
+
+const (
+	plotMinutes = 15
+	plotBucket  = 10 // seconds a point
+)
+
+type canvas struct{ img *image.RGBA }
+
+func (c *canvas) text(x, y int, s string, col color.Color) {
+	d := &font.Drawer{Dst: c.img, Src: image.NewUniform(col), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
+	d.DrawString(s)
+}
+
+func (c *canvas) rect(r image.Rectangle, col color.Color) {
+	draw.Draw(c.img, r, &image.Uniform{col}, image.Point{}, draw.Src)
+}
+
+func (c *canvas) line(x0, y0, x1, y1 float64, width int, col color.Color, dash int) {
+	dx, dy := x1-x0, y1-y0
+	n := int(math.Max(math.Abs(dx), math.Abs(dy))) + 1
+	for i := 0; i <= n; i++ {
+		if dash > 0 && (i/dash)%2 == 1 {
+			continue
+		}
+		t := float64(i) / float64(n)
+		x, y := int(math.Round(x0+dx*t)), int(math.Round(y0+dy*t))
+		for a := -width / 2; a <= (width-1)/2; a++ {
+			for b := -width / 2; b <= (width-1)/2; b++ {
+				c.img.Set(x+a, y+b, col)
 			}
 		}
 	}
+}
+
+// plot draws the runs of plotted found in reps.
+func plot(reps []*Report) ([]byte, error) {
 	const (
-		W, H       = 960, 640
-		left, top  = 70, 40
-		pw, ph     = 860, 230
-		gap        = 70
-		bucket     = 10 // seconds per point
-		maxMinutes = 40
+		W, H      = 1000, 720
+		left, pw  = 80, 880
+		ph        = 240
+		top1      = 40
+		top2      = top1 + ph + 70
+		legendTop = top2 + ph + 50
 	)
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
-	xmax := 0.0
-	ymaxR, ymaxG := 0.0, 1200.0
-	series := func(r *Report, f func(second) float64, agg func(a, b float64) float64) []float64 {
-		var pts []float64
-		for i := 0; i < len(r.Series); i += bucket {
-			v := 0.0
-			for j := i; j < i+bucket && j < len(r.Series); j++ {
-				v = agg(v, f(r.Series[j]))
+	c := &canvas{img: image.NewRGBA(image.Rect(0, 0, W, H))}
+	c.rect(c.img.Bounds(), color.White)
+	type series struct {
+		name     string
+		col      color.RGBA
+		rate     []float64
+		hot      []float64
+		steady   bool
+		drawRate bool
+	}
+	var all []series
+	for _, p := range plotted {
+		for _, r := range reps {
+			if r.Name != p.name {
+				continue
 			}
-			pts = append(pts, v)
-		}
-		return pts
-	}
-	res := make([][]float64, len(sel))
-	hot := make([][]float64, len(sel))
-	for i, r := range sel {
-		res[i] = series(r, func(x second) float64 { return float64(x.results) }, func(a, b float64) float64 { return a + b/bucket })
-		hot[i] = series(r, func(x second) float64 { return float64(x.hotGSI) }, math.Max)
-		xmax = math.Max(xmax, float64(len(res[i])*bucket)/60)
-		for _, v := range res[i] {
-			ymaxR = math.Max(ymaxR, v)
-		}
-		for _, v := range hot[i] {
-			ymaxG = math.Max(ymaxG, v)
+			s := series{name: p.name, col: p.col, steady: r.Cfg.Burst == 0}
+			s.drawRate = s.steady
+			for i := 0; i < len(r.Series) && i < plotMinutes*60; i += plotBucket {
+				rate, hot := 0.0, 0.0
+				for j := i; j < i+plotBucket && j < len(r.Series); j++ {
+					rate += float64(r.Series[j].worked) / plotBucket
+					hot = math.Max(hot, float64(r.Series[j].hotGSI))
+				}
+				s.rate = append(s.rate, rate)
+				s.hot = append(s.hot, hot)
+			}
+			all = append(all, s)
 		}
 	}
-	xmax = math.Min(math.Max(xmax, 1), maxMinutes)
-	ymaxR = niceCeil(ymaxR * 1.05)
-	ymaxG = niceCeil(ymaxG * 1.05)
-	panel := func(y0 int, title, ylabel string, ymax float64, data [][]float64, limit float64) {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", left, y0-12, title)
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", left, y0, pw, ph)
+	ymax1 := 1000.0
+	for _, s := range all {
+		if s.drawRate {
+			for _, v := range s.rate {
+				ymax1 = math.Max(ymax1, v)
+			}
+		}
+	}
+	ymax1 = niceCeil(ymax1 * 1.05)
+	ymax2 := 1200.0
+	panel := func(top int, title string, ymax float64, limit float64) func(pts []float64, col color.Color) {
+		black, grid := color.RGBA{0, 0, 0, 255}, color.RGBA{225, 225, 225, 255}
+		c.text(left, top-12, title, black)
 		for k := 0; k <= 5; k++ {
-			v := ymax * float64(k) / 5
-			y := float64(y0+ph) - float64(ph)*float64(k)/5
-			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, y, left+pw, y)
-			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, num(v))
+			y := float64(top+ph) - float64(ph)*float64(k)/5
+			c.line(left, y, left+pw, y, 1, grid, 0)
+			lbl := num(ymax * float64(k) / 5)
+			c.text(left-8-7*len(lbl), int(y)+4, lbl, black)
 		}
-		for m := 0.0; m <= xmax+1e-9; m += tickStep(xmax) {
-			x := float64(left) + float64(pw)*m/xmax
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", x, y0, x, y0+ph)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>`+"\n", x, y0+ph+16, m)
+		for m := 0; m <= plotMinutes; m++ {
+			x := float64(left) + float64(pw)*float64(m)/plotMinutes
+			c.line(x, float64(top), x, float64(top+ph), 1, grid, 0)
+			lbl := fmt.Sprint(m)
+			c.text(int(x)-7*len(lbl)/2, top+ph+16, lbl, black)
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" transform="rotate(-90 %d %d)">%s</text>`+"\n", 18, y0+ph/2, 18, y0+ph/2, ylabel)
+		c.line(left, float64(top), left+pw, float64(top), 1, black, 0)
+		c.line(left, float64(top+ph), left+pw, float64(top+ph), 1, black, 0)
+		c.line(left, float64(top), left, float64(top+ph), 1, black, 0)
+		c.line(left+pw, float64(top), left+pw, float64(top+ph), 1, black, 0)
 		if limit > 0 {
-			y := float64(y0+ph) - float64(ph)*limit/ymax
-			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d62728" stroke-dasharray="6 4"/>`+"\n", left, y, left+pw, y)
-			fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#d62728" text-anchor="end">partition key limit 1,000</text>`+"\n", left+pw-6, y-5)
+			red := color.RGBA{214, 39, 40, 255}
+			y := float64(top+ph) - float64(ph)*limit/ymax
+			c.line(left, y, left+pw, y, 1, red, 6)
+			lbl := "partition key limit: 1,000 write units/s"
+			c.text(left+pw-8-7*len(lbl), int(y)-6, lbl, red)
 		}
-		for i, pts := range data {
-			var d strings.Builder
+		return func(pts []float64, col color.Color) {
+			px, py := -1.0, -1.0
 			for k, v := range pts {
-				m := float64(k*bucket) / 60
-				if m > xmax {
-					break
+				x := float64(left) + float64(pw)*float64(k*plotBucket)/60/plotMinutes
+				y := float64(top+ph) - float64(ph)*math.Min(v, ymax)/ymax
+				if px >= 0 {
+					c.line(px, py, x, y, 2, col, 0)
 				}
-				x := float64(left) + float64(pw)*m/xmax
-				y := float64(y0+ph) - float64(ph)*math.Min(v, ymax)/ymax
-				if k == 0 {
-					fmt.Fprintf(&d, "M%.1f %.1f", x, y)
-				} else {
-					fmt.Fprintf(&d, " L%.1f %.1f", x, y)
-				}
+				px, py = x, y
 			}
-			fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.6"/>`+"\n", d.String(), col[i])
 		}
 	}
-	panel(top, "Results per second (10 s means)", "URLs/s", ymaxR, res, 0)
-	panel(top+ph+gap, "Hottest due-index partition key: write units in its busiest second (10 s max)", "write units/s", ymaxG, hot, 1000)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">simulated minutes</text>`+"\n", left+pw/2, top+2*ph+gap+34)
-	ly := top + 2*ph + gap + 52
-	lx := left
-	for i, r := range sel {
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", lx, ly, lx+18, ly, col[i])
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", lx+22, ly+4, r.Name)
-		lx += 30 + 7*len(r.Name)
-		if lx > W-200 {
-			lx, ly = left, ly+18
+	draw1 := panel(top1, "URLs ended per second (10 s means; steady scenarios)", ymax1, 0)
+	for _, s := range all {
+		if s.drawRate {
+			draw1(s.rate, s.col)
 		}
 	}
-	b.WriteString("</svg>\n")
-	return b.String()
+	draw2 := panel(top2, "Hottest due-index partition key: write units in its busiest second (max over 10 s)", ymax2, 1000)
+	for _, s := range all {
+		draw2(s.hot, s.col)
+	}
+	c.text(left+pw/2-60, top2+ph+34, "simulated minutes", color.Black)
+	x, y := left, legendTop
+	for _, s := range all {
+		c.line(float64(x), float64(y-4), float64(x+22), float64(y-4), 3, s.col, 0)
+		c.text(x+28, y, s.name, color.Black)
+		x += 60 + 7*len(s.name)
+		if x > W-320 {
+			x, y = left, y+20
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, c.img); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func niceCeil(v float64) float64 {
@@ -122,21 +184,10 @@ func niceCeil(v float64) float64 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if m*p >= v {
 			return m * p
 		}
 	}
 	return 10 * p
-}
-
-func tickStep(xmax float64) float64 {
-	switch {
-	case xmax <= 10:
-		return 1
-	case xmax <= 30:
-		return 5
-	default:
-		return 10
-	}
 }

@@ -45,6 +45,8 @@ type Report struct {
 	GBs                                           [2]float64
 	Invocations                                   [2]int64
 	Scheduled, Woken, IdleRuns, ContendRuns       int64
+	Blocked                                       int64
+	BlockedGBs                                    float64
 
 	WCU, RCU   float64
 	WByCat     [nCats]float64
@@ -71,7 +73,7 @@ type Report struct {
 
 func (s *Sim) report() *Report {
 	c := s.cfg
-	r := &Report{Name: c.Name, Cfg: c, URLs: len(s.urlSent), Ended: s.m.ended, Duplicates: s.m.duplicates,
+	r := &Report{Name: c.Name, Cfg: s.cfg, URLs: len(s.urlSent), Ended: s.m.ended, Duplicates: s.m.duplicates,
 		DLQ: s.m.dlq, Dropped: s.m.dropped, GivenUp: s.m.givenUp, ByStatus: s.m.byStatus,
 		Redelivered: s.m.redeliver, IngestTimeouts: s.m.ingestTimeouts,
 		HotGSI: s.ddb.hotGSI, HotTable: s.ddb.hotTable, HotGSIKey: s.ddb.hotGSIKey, HotTableKey: s.ddb.hotTableKey,
@@ -79,6 +81,7 @@ func (s *Sim) report() *Report {
 		PeakCheck: s.runs.peak[lambdaCheck], PeakIngest: s.runs.peak[lambdaIngest], PeakTotal: s.runs.peakTotal,
 		PeakWorkers: s.runs.peakWorkers, GBs: s.runs.gbs, Invocations: s.runs.invocations,
 		Scheduled: s.runs.scheduled, Woken: s.runs.woken, IdleRuns: s.runs.idleRuns, ContendRuns: s.runs.contendRuns,
+		Blocked: s.runs.blocked, BlockedGBs: s.runs.blockedGBs,
 		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions,
 		MinGapRel: s.m.minGapRel, Gaps: s.m.gaps, Violations: s.m.violations, Series: s.m.perSec,
 	}
@@ -134,11 +137,17 @@ func (s *Sim) report() *Report {
 		}
 	}
 	// 99.9% of URLs ended: the time after the last send.
-	if n := len(s.m.latency); n > 0 {
-		lat := slices.Clone(s.m.latency)
+	lat := s.m.latency
+	if c.Burst == 0 {
+		lat = s.m.steadyLatency
+	}
+	if n := len(lat); n > 0 {
+		lat = slices.Clone(lat)
 		slices.Sort(lat)
 		r.P50 = time.Duration(float64(lat[n/2]) * float64(sec))
 		r.P99 = time.Duration(float64(lat[min(n-1, n*99/100)]) * float64(sec))
+	}
+	if n := len(s.m.latency); n > 0 {
 		target := int(math.Ceil(0.99 * float64(r.URLs)))
 		cum := 0
 		for i, x := range s.m.perSec {
@@ -269,11 +278,23 @@ func deployment(c Config) string {
 	if c.GSIBuckets > 1 {
 		s += fmt.Sprintf(" x %d GSI buckets", c.GSIBuckets)
 	}
-	if c.IngestMaxConc > 0 {
+	if c.IngestMaxConc > 0 && c.IngestMaxConc < 1000 {
 		s += fmt.Sprintf(", ingest max concurrency %d", c.IngestMaxConc)
+	} else {
+		s += ", ingest concurrency unbounded"
 	}
+	s += fmt.Sprintf(", check %d MB (%d workers)", c.CheckMemoryMB, min(c.ProcessWorkers, c.P.MaxConcurrentHosts))
 	if c.P.MaxConcurrentHosts != 256 {
 		s += fmt.Sprintf(", MaxConcurrentHosts %d", c.P.MaxConcurrentHosts)
+	}
+	if c.StarvedTick > 0 {
+		s += fmt.Sprintf(", starved re-dispatch %s", dur(c.StarvedTick))
+	}
+	if c.ReleaseOnWait > 0 {
+		s += fmt.Sprintf(", release on waits > %s", dur(c.ReleaseOnWait))
+	}
+	if c.GiveWay {
+		s += ", scheduled runs give way"
 	}
 	if m := c.Migrate; m != nil {
 		s += fmt.Sprintf(" -> ShardCount %d, %d vshards at %s", m.ShardCount, m.VirtualShards, dur(m.At))
@@ -284,7 +305,7 @@ func deployment(c Config) string {
 // Details renders what each run's results and units were.
 func Details(reps []*Report) string {
 	var b strings.Builder
-	b.WriteString("| scenario | results: fetched / fetch_error / denied / dropped (given up) | duplicates, DLQ | HTTP requests, host sessions | write units / URL (by kind) | read units / URL | SQS requests / URL | throttled by reason | check invocations: scheduled, woken (ended at once: held elsewhere, idle) | smallest gap / delay | invariants | wall, events |\n")
+	b.WriteString("| scenario | results: fetched / fetch_error / denied / dropped (given up) | duplicates, records handed back, DLQ | HTTP requests, host sessions | write units / URL (by kind) | read units / URL | SQS requests / URL | throttled by reason | check invocations: scheduled, woken; runs ended at once (shard held elsewhere, idle); scheduled runs that waited out their run for a woken one's leases (GB-s) | smallest gap / delay | invariants | wall, events |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
 		u := float64(max(1, r.URLs))
@@ -303,6 +324,13 @@ func Details(reps []*Report) string {
 		for _, k := range keys {
 			thr = append(thr, fmt.Sprintf("%s %d", k, r.Throttled[k]))
 		}
+		var failed int64
+		for _, n := range r.Failed {
+			failed += n
+		}
+		if failed > 0 {
+			thr = append(thr, fmt.Sprintf("(%d requests failed after 3 attempts)", failed))
+		}
 		if len(thr) == 0 {
 			thr = []string{"none"}
 		}
@@ -314,11 +342,11 @@ func Details(reps []*Report) string {
 		if r.Gaps > 0 {
 			gap = fmt.Sprintf("%.3f", r.MinGapRel)
 		}
-		fmt.Fprintf(&b, "| %s | %d / %d / %d / %d (%d) | %d, %d | %s, %s | %.2f (%s) | %.2f | %.3f | %s | %d, %d (%d, %d) | %s | %s | %s, %s |\n",
+		fmt.Fprintf(&b, "| %s | %d / %d / %d / %d (%d) | %d, %d, %d | %s, %s | %.2f (%s) | %.2f | %.3f | %s | %d, %d; %d, %d; %d (%s) | %s | %s | %s, %s |\n",
 			r.Name, r.ByStatus[stFetched], r.ByStatus[stFetchError], r.ByStatus[stDenied], r.ByStatus[stDropped], r.GivenUp,
-			r.Duplicates, r.DLQ, num(float64(r.Requests)), num(float64(r.Sessions)),
+			r.Duplicates, r.Redelivered, r.DLQ, num(float64(r.Requests)), num(float64(r.Sessions)),
 			r.WCU/u, strings.Join(kinds, ", "), r.RCU/u, r.SQSTotal/u, strings.Join(thr, ", "),
-			r.Scheduled, r.Woken, r.ContendRuns, r.IdleRuns, gap, inv,
+			r.Scheduled, r.Woken, r.ContendRuns, r.IdleRuns, r.Blocked, num(r.BlockedGBs), gap, inv,
 			dur(r.WallTime), num(float64(r.Events)))
 	}
 	return b.String()

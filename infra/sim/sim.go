@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/services"
 )
 
 // Sim is one simulated deployment: the virtual clock, the web, the
@@ -128,6 +129,9 @@ func (h *host) itemSize(web WebModel) int {
 
 // New builds a simulation of cfg.
 func New(cfg Config) *Sim {
+	if cfg.ProcessWorkers < 0 {
+		cfg.ProcessWorkers = services.BudgetFor(cfg.CheckMemoryMB).Workers(int64(cfg.P.MaxBodyBytes))
+	}
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
 	s.gens = []generation{{vshards: cfg.VirtualShards, shards: cfg.ShardCount}}
 	maxV := cfg.VirtualShards
@@ -140,7 +144,11 @@ func New(cfg Config) *Sim {
 	if cfg.SingleHost {
 		s.cdf = []float64{1}
 	} else {
-		s.cdf = weights(cfg.Hosts, cfg.ZipfS, cfg.HeadCap)
+		capShare := cfg.HeadCap
+		if cfg.HeadCapPerDay > 0 && cfg.PerDay > 0 {
+			capShare = min(capShare, cfg.HeadCapPerDay/cfg.PerDay)
+		}
+		s.cdf = weights(cfg.Hosts, cfg.ZipfS, capShare)
 	}
 	s.hosts = make([]*host, len(s.cdf))
 	s.ddb.init(s)
@@ -249,8 +257,11 @@ func (s *Sim) end(id int32, status resultStatus) {
 	s.urlState[id] = urlEnded
 	s.m.ended++
 	s.m.byStatus[status]++
-	lat := s.now - s.urlSent[id]
-	s.m.latency = append(s.m.latency, float32(float64(lat)/float64(sec)))
+	lat := float32(float64(s.now-s.urlSent[id]) / float64(sec))
+	s.m.latency = append(s.m.latency, lat)
+	if c := s.cfg; c.Burst == 0 && s.urlSent[id] >= int64(c.Window)/steadyFraction {
+		s.m.steadyLatency = append(s.m.steadyLatency, lat)
+	}
 	x := s.m.series(s.now)
 	x.results++
 	if status != stDropped {

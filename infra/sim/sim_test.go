@@ -106,3 +106,14 @@ func TestDueIndexHotKey(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplate checks that the deployment simulated is template.yaml's.
+func TestTemplate(t *testing.T) {
+	c := builtin()
+	if err := fromTemplate(&c); err != nil {
+		t.Fatal(err)
+	}
+	if c.ShardCount < 1 || c.CheckRun <= 0 || c.CheckTimeout <= c.CheckRun || c.IngestMaxConc < 2 || c.WakeBatchSize < 1 || c.CheckMemoryMB < 128 {
+		t.Errorf("implausible settings from the template: %+v", c)
+	}
+}

@@ -77,9 +77,10 @@ const (
 // hosts with thousands of URLs, most with one or two" at 10 million a day
 // (the busiest 5,000 a day, the median host 2) and at 100 million a day
 // the busiest at 50,000, about 60% of what one polite connection at a 1 s
-// delay can fetch in a day: a host sent more than that only fills its
-// PersistLimit and has the rest dropped, which the single-host scenario
-// shows on its own.
+// delay can fetch in a day. Above 100 million a day the cap stays at
+// 50,000 a host (Config.HeadCapPerDay): a host sent more than it can be
+// fetched only fills its PersistLimit and has the rest dropped, which the
+// single-host scenario shows on its own.
 func weights(n int, s, capShare float64) []float64 {
 	raw := make([]float64, n)
 	for r := range raw {
