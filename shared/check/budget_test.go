@@ -173,3 +173,42 @@ func TestOutOfDescriptorsIsNotTheHosts(t *testing.T) {
 		t.Errorf("host state %+v, want no error, failure run or back-off recorded", h)
 	}
 }
+
+// TestFailingHostYieldsWhenStarved: a failing host in back-off gives its
+// worker slot up as soon as another due host waits for one, instead of
+// holding it for its whole session; its pause is kept in its stored state.
+func TestFailingHostYieldsWhenStarved(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	p.MaxConcurrentHosts = 1
+	p.FetchDelay = 600 * time.Millisecond // back-off after one failure: 1.2s
+	e := newEnv(t, p)
+	failing := newSite(t, withRobots(http.StatusServiceUnavailable, "", page))
+	healthy := newSite(t, withRobots(http.StatusNotFound, "", page))
+	e.seed(failing.url("/a"))
+	// The healthy host falls due once the failing one holds the only slot.
+	var seededAt atomic.Int64
+	go func() {
+		for len(failing.requests()) == 0 && t.Context().Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		_, err := e.store.Append(t.Context(), hostqueue.AppendRequest{Key: healthy.host, Limit: 10, Due: time.Now(),
+			Entries: []hostqueue.Entry{{ID: "b", URL: healthy.url("/b")}}})
+		if err != nil {
+			t.Errorf("seed the healthy host: %v", err)
+		}
+		seededAt.Store(time.Now().UnixNano())
+	}()
+	e.runUntil(1, 10*time.Second)
+
+	checkFetched(t, e.pub, healthy.url("/b"))
+	// Held, the slot would come free only when the next probe no longer
+	// fits in the run (back-offs of 1.2 s, 2.4 s, 4.8 s: about 8.5 s).
+	if reqs := healthy.requests(); len(reqs) == 0 || reqs[0].Start.Sub(time.Unix(0, seededAt.Load())) > 2*time.Second {
+		t.Errorf("the healthy host waited %v for a slot, want the failing host to give it up in its back-off", reqs[0].Start.Sub(time.Unix(0, seededAt.Load())))
+	}
+	h := e.load(failing.host)
+	if h == nil || h.Errors == 0 || h.FailingSince.IsZero() || !h.PauseUntil.After(h.LastFetch) || h.Pending != 1 {
+		t.Errorf("failing host state %+v, want its failure run, pause and URL kept", h)
+	}
+}

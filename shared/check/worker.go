@@ -23,6 +23,11 @@ import (
 // across hosts ends too.
 const maxRedirects = 5
 
+// yieldAfter is the shortest pause a failing host gives its worker up for
+// when due hosts wait for one (see pace): shorter ones cost less waiting
+// than the store writes of a release and a new session.
+const yieldAfter = time.Second
+
 // maxRetryAfter caps a server's Retry-After, so one odd header cannot park a
 // host for weeks; MaxBackoff caps it further when larger.
 const maxRetryAfter = 24 * time.Hour
@@ -392,7 +397,16 @@ func (w *worker) pace(ctx context.Context) outcome {
 	if !w.req.Deadline.IsZero() && start.Add(w.p.FetchTimeout+commitMargin).After(w.req.Deadline) {
 		return outStop
 	}
-	if err := w.e.Clock.Sleep(ctx, start.Sub(now)); err != nil {
+	if w.pauseUntil.Sub(now) >= yieldAfter {
+		// A failing host waits out its back-off or Retry-After away from
+		// its worker once due hosts wait for one: a host that never
+		// answers would otherwise hold a slot for its whole session, a
+		// probe per back-off step, while healthy hosts wait. Its pause is
+		// stored with the release, and it is due again when it ends.
+		if !w.waitOrYield(ctx, start) {
+			return outStop
+		}
+	} else if err := w.e.Clock.Sleep(ctx, start.Sub(now)); err != nil {
 		return outStop
 	}
 	// Fencing: start only if the lease outlives the request and the delay
@@ -402,6 +416,24 @@ func (w *worker) pace(ctx context.Context) outcome {
 		return outStop
 	}
 	return outDone
+}
+
+// waitOrYield waits until t, looking every lingerStep whether due hosts
+// wait for a worker slot; false when they do (the worker gives its slot up)
+// or ctx ends.
+func (w *worker) waitOrYield(ctx context.Context, t time.Time) bool {
+	for {
+		if w.wanted() {
+			return false
+		}
+		now := w.e.Clock.Now()
+		if !now.Before(t) {
+			return true
+		}
+		if w.e.Clock.Sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
+			return false
+		}
+	}
 }
 
 // process takes one entry to a terminal result, or decides it must wait.
