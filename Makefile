@@ -103,7 +103,7 @@ run: tools ## Run the whole downloader locally: make run ARGS='...'.
 bench: tools ## Run the benchmark locally: make bench ARGS='...'.
 	$(TOOL_ENV) go run ./infra/bench $(ARGS)
 
-sim: ## Simulate one deployment at 10M-200M URLs a day (virtual clock, ~1 min): make sim ARGS='-write'.
+sim: ## Simulate one deployment at 10M-300M URLs a day on a virtual clock (~1 min); ARGS='-write' updates docs/benchmarks.md.
 	go run ./infra/sim $(ARGS)
 
 # --build-in-source: CodeUri is the repo root, and copying it (with .venv)
