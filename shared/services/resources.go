@@ -20,12 +20,15 @@ import (
 //   - GOMEMLIMIT is set to memoryLimitShare of MemorySize (unless the
 //     environment sets GOMEMLIMIT itself): the GC works harder as the heap
 //     nears it instead of letting garbage pile up to twice the live heap.
-//   - Host workers may hold workerMemoryShare of MemorySize, less the
-//     process's fixed share (runtime, SDK clients, parameter and chunk
+//   - Host workers may hold workerMemoryShare (half) of MemorySize, less
+//     the process's fixed share (runtime, SDK clients, parameter and chunk
 //     caches: baseMemory) and the robots cache (check.RobotsCacheBytes),
-//     each counted at check.WorkerBytes (1 MiB with 200 KiB bodies). The
-//     rest is the GC's room: the heap runs to about twice what is live
-//     before it is collected.
+//     each counted at its worst, check.WorkerBytes (1 MiB with 200 KiB
+//     bodies): 206 workers in the check function's 512 MiB. Were every
+//     worker at its worst at once, half the memory would be live and the
+//     GC would keep the heap under GOMEMLIMIT by working harder; measured
+//     on slow 200 KB pages a worker costs about 0.65 MiB of RSS (see
+//     docs/benchmarks.md, resources), a third of the memory at this bound.
 //   - Descriptors: fdBudget in all, well under Lambda's 1,024. The SDK
 //     clients' connections are capped (sdkConns: DynamoDB, SQS, SSM), the
 //     runtime keeps a handful (runtimeFDs), and the rest are the fetcher's
@@ -39,7 +42,7 @@ const (
 	memoryLimitShare = 0.85
 	// workerMemoryShare of MemorySize is what the workers' bodies and
 	// results may fill at their worst, all at once.
-	workerMemoryShare = 0.40
+	workerMemoryShare = 0.50
 	// baseMemory is the heap a function holds without any worker.
 	baseMemory = 32 << 20
 	// fdBudget is the descriptors a process plans to use at most.

@@ -35,8 +35,8 @@ func TestBudgetFor(t *testing.T) {
 		wantWorkers int // at the default MaxBodyBytes
 	}{
 		{0, 0},     // not in Lambda: unbounded
-		{128, 3},   // (51.2 - 48) MiB of bodies
-		{512, 155}, // the check function: memory binds
+		{128, 15},  // (64 - 48) MiB of bodies
+		{512, 206}, // the check function: memory binds
 		{1024, 338},
 		{10240, 338}, // descriptors bind: (800 - 24 - 100) / 2
 	}
