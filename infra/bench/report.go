@@ -207,14 +207,15 @@ func (r *Results) Table() string {
 		s := sc.Stats
 		w("### 4. Local mode: a large job, and one stopped and resumed\n\n")
 		w("The same runner as in section 1, on a new site and a new state. Bound: every host asked U times, d apart (U x d; robots.txt first).\n\n")
-		w("| URLs (H x U) | d | bound | wall | **wall / bound** | **peak RSS** | **state file** | requests (robots.txt) | min gap / d | pacing | steady / (H/d) | process CPU mean / peak | machine CPU | results |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		w("| URLs (H x U) | d | bound | wall | **wall / bound** | **peak RSS** | **state file** | requests (robots.txt) | first request per host p50 / max | min gap / d | gap p50 / p99 | pacing | steady / (H/d) | process CPU mean / peak | machine CPU | results |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		eff := "n/a"
 		if s.SteadyWindow > 0 {
 			eff = fmt.Sprintf("%.2f", s.SteadyRate/(float64(sc.Hosts)/sc.Delay.Seconds()))
 		}
-		w("| %d (%d x %d) | %s | %s | %s | **%.3f** | **%s** | **%s** | %d (%d) | %.3f | %.2f | %s | %.0f%% / %.0f%% | %.0f%% | %s |\n\n",
+		w("| %d (%d x %d) | %s | %s | %s | **%.3f** | **%s** | **%s** | %d (%d) | %s / %s | %.3f | %s / %s | %.2f | %s | %.0f%% / %.0f%% | %.0f%% | %s |\n\n",
 			sc.Hosts*sc.PerHost, sc.Hosts, sc.PerHost, sc.Delay, secs(sc.Bound), secs(s.Wall), s.Wall.Seconds()/sc.Bound.Seconds(), sizeMiB(s.Process.MaxRSS), sizeMiB(sc.StateBytes),
-			s.Requests, s.Robots, s.MinGap.Seconds()/sc.Delay.Seconds(), s.Pacing, eff, 100*s.Process.CPUMean(), 100*s.Process.CPUPeak, 100*s.Process.Machine, statusList(s.Results))
+			s.Requests, s.Robots, secs(s.FirstStartP50), secs(s.FirstStartMax), s.MinGap.Seconds()/sc.Delay.Seconds(), ms(s.GapP50), ms(s.GapP99), s.Pacing, eff,
+			100*s.Process.CPUMean(), 100*s.Process.CPUPeak, 100*s.Process.Machine, statusList(s.Results))
 	}
 	if rr := r.Resume; rr != nil {
 		if r.Scale == nil {
