@@ -62,6 +62,10 @@ type Config struct {
 
 	// Lambda figures.
 	SkipLambda bool
+	// The resources scenario (resources.go); TestResourcesSmoke runs it
+	// in smoke mode.
+	Resources     ResourcesConfig
+	SkipResources bool
 	// LambdaBuild runs `make build` for the arm64 sizes.
 	LambdaBuild bool
 	BenchTime   time.Duration
@@ -92,6 +96,7 @@ func FullConfig() Config {
 		LambdaBuild: true, BenchTime: 2 * time.Second,
 		Timeout: 4 * time.Minute,
 		Out:     "docs/benchmarks.md", PNG: "docs/benchmarks-h200.png",
+		Resources: FullResources(),
 	}
 }
 
@@ -107,6 +112,8 @@ func SmokeConfig() Config {
 		Params:    map[string]string{"CheckHostPeriod": "1100ms"},
 		Timeout:   time.Minute,
 		Smoke:     true,
+		// TestResourcesSmoke runs the resources scenario's smoke.
+		SkipResources: true,
 	}
 }
 
@@ -116,7 +123,7 @@ func main() {
 	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs on moto (default 50,200)")
 	localHosts := flag.String("local-hosts", "", "comma-separated H values for the politeness runs through local mode (default 200,1000; 0: none)")
 	perHost := flag.Int("u", 0, "URLs per host in the politeness runs (default 40)")
-	only := flag.String("only", "", "run only these parts: politeness,scale,resume,cost,lambda")
+	only := flag.String("only", "", "run only these parts: politeness,scale,resume,cost,lambda,resources")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
@@ -159,6 +166,7 @@ func main() {
 		}
 		cfg.SkipPol, cfg.SkipCost, cfg.SkipLambda = !parts["politeness"], !parts["cost"], !parts["lambda"]
 		cfg.SkipScale, cfg.SkipResume = !parts["scale"], !parts["resume"]
+		cfg.SkipResources = !parts["resources"]
 	}
 	if *noBuild {
 		cfg.LambdaBuild = false
@@ -222,6 +230,11 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 		}
 	} else if err := env.localJobs(ctx, res); err != nil {
 		return res, err
+	}
+	if !cfg.SkipResources {
+		if res.Resources, err = env.resources(ctx, cfg.Resources); err != nil {
+			return res, fmt.Errorf("resources: %w", err)
+		}
 	}
 	res.Elapsed = time.Since(start)
 	res.Machine.LoadAfter = loadAverage()

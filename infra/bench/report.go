@@ -31,6 +31,8 @@ type Results struct {
 	// Scale and Resume are the local mode jobs.
 	Scale  *ScaleResult
 	Resume *ResumeResult
+	// Resources is the resources scenario (resources.go).
+	Resources *ResourcesResult
 }
 
 // Prices used to turn units into money: AWS us-east-1 list prices,
@@ -232,6 +234,9 @@ func (r *Results) Table() string {
 		w("| %d (%d x %d) | %s | %d | %s | %s | %s; %d / %d | **%d** | %d = %d + %d + **%d** (%d) | %.3f | %s |\n\n",
 			rr.URLs, rr.Hosts, rr.PerHost, rr.Delay, len(rr.Exits), strings.Join(stops, ", "), secs(rr.Total), statusList(rr.Outcome.ByStatus), len(rr.Outcome.Missing), rr.Outcome.Duplicates,
 			len(rr.Outcome.Missing), rr.Requests, rr.URLs, rr.Robots, rr.Refetches, rr.RefetchLimit(), rr.MinGap.Seconds()/rr.Delay.Seconds(), sizeMiB(rr.StateBytes))
+	}
+	if r.Resources != nil {
+		w("### Resources per invocation\n\n%s\n", r.Resources.Table())
 	}
 	return b.String()
 }

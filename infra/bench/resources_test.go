@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/infra/moto"
+)
+
+// TestResourcesSmoke runs the resources scenario at tiny sizes, so `make
+// test` keeps `make bench -only resources` working: both functions run in
+// children of their own with the template's memory and Lambda's descriptor
+// limit, and meet the targets.
+func TestResourcesSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts moto and two function processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := moto.StartWith(ctx, moto.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	root, err := moto.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	e := &benchEnv{cfg: SmokeConfig(), moto: srv, root: root, log: slog.New(slog.NewTextHandler(&log, nil))}
+	rc := SmokeResources()
+	res, err := e.resources(ctx, rc)
+	if err != nil {
+		t.Fatalf("resources: %v\nlog:\n%s", err, log.String())
+	}
+	t.Logf("\n%s", res.Table())
+	if m := res.Misses(); len(m) > 0 {
+		t.Errorf("targets missed: %v", m)
+	}
+	if res.Fetched != res.SlowURLs {
+		t.Errorf("%d of %d slow URLs fetched, want all: %v", res.Fetched, res.SlowURLs, res.ByStatus)
+	}
+	c := res.Check
+	if c.Budget.Memory == 0 || c.Workers == 0 || c.GOMEMLIMIT <= 0 || c.GOMEMLIMIT >= int64(res.CheckMemoryMiB)<<20 {
+		t.Errorf("check ran without the function's budget or memory limit: %+v", c)
+	}
+	if hosts := rc.SlowHosts + rc.HangHosts; c.PeakWorkers != min(hosts, c.Workers) {
+		t.Errorf("check worked %d hosts at once, want %d", c.PeakWorkers, min(hosts, c.Workers))
+	}
+	if c.BaseFDs <= 0 || c.PeakFDs < c.BaseFDs+c.PeakWorkers {
+		t.Errorf("descriptors: %d wired, %d peak with %d workers: the sampler missed the connections", c.BaseFDs, c.PeakFDs, c.PeakWorkers)
+	}
+	in := res.Ingest
+	if in.Records != rc.IngestRecords || in.URLs != rc.IngestHosts || in.Appended == 0 {
+		t.Errorf("ingest: %d records, %d urls, %d appended; want %d, %d and some", in.Records, in.URLs, in.Appended, rc.IngestRecords, rc.IngestHosts)
+	}
+}
