@@ -17,6 +17,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -95,8 +96,13 @@ type Engine struct {
 	// (one process: a wake-up's shards share it); each run is also capped
 	// by MaxConcurrentHosts. The zero Budget bounds nothing more.
 	Budget Budget
-	robots robotsCache
-	slots  slots
+	// Metrics receives the run's metrics (requests, bytes, fetch latency,
+	// politeness wait, robots denials, give-ups, hosts worked); nil
+	// records nothing. Results are counted where they are published (see
+	// services.CountResults), not here.
+	Metrics *metrics.Recorder
+	robots  robotsCache
+	slots   slots
 }
 
 // FetchTimeoutLimit is the FetchTimeout at and above which a run with
@@ -480,6 +486,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 		r.active[key] = true
 		r.hosts++
 		r.mu.Unlock()
+		r.e.Metrics.Add(metrics.HostsWorked, 1)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -153,6 +154,7 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 			}
 		}
 	}
+	w.e.Metrics.Add(metrics.GiveUps, 1)
 	w.e.Log.InfoContext(ctx, "giving up host", "host", w.key, "urls", len(queue), "status", status, "error", why)
 	for {
 		n := min(giveUpBatch, len(queue))

@@ -194,10 +194,12 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		// robots.txt is read up to robots.MaxBytes (500 KiB, RFC 9309's
 		// least), whatever MaxBodyBytes caps pages at: a rule at 450 KiB
 		// binds us even when pages are cut at 200 KiB.
+		sent := w.e.Clock.Now()
 		resp, err := w.f.Fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
 		w.lastFetch = w.e.Clock.Now()
 		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)
+		w.fetchMetrics(sent, resp, err)
 		if err != nil {
 			switch {
 			case fetch.KindOf(err) == fetch.KindCanceled:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -454,6 +455,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 				return res, outDone
 			}
 			if why := w.robotsVerdict(pol, target); why != "" {
+				w.e.Metrics.Add(metrics.RobotsDenials, 1)
 				return result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, Status: result.StatusDenied,
 					Error: why, FetchedAt: w.e.Clock.Now().UTC(), Location: locationIf(hop > 0, target)}, outDone
 			}
@@ -461,6 +463,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 				w.crawlDelay = max(w.crawlDelay, pol.rules.CrawlDelay(w.p.UserAgent))
 			}
 		}
+		ready := w.e.Clock.Now()
 		if out := w.pace(ctx); out != outDone {
 			return result.Result{}, out
 		}
@@ -468,10 +471,13 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		if hop == 0 {
 			req.ETag, req.LastModified = ent.ETag, ent.LastModified
 		}
+		sent := w.e.Clock.Now()
+		w.e.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
 		resp, err := w.f.Fetch(ctx, req)
 		w.lastFetch = w.e.Clock.Now()
 		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)
+		w.fetchMetrics(sent, resp, err)
 		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.lastFetch.UTC()}
 		if err != nil {
 			switch {
@@ -529,6 +535,21 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 			res.Attempts = w.attempts[ent.ID] + 1
 			return res, outDone
 		}
+	}
+}
+
+// fetchMetrics records one request sent at sent: its count, its latency
+// and its body's bytes. A request this process could not make
+// (fetch.KindLocal) or that was cancelled before an answer is not one.
+func (w *worker) fetchMetrics(sent time.Time, resp *fetch.Response, err error) {
+	if k := fetch.KindOf(err); err != nil && (k == fetch.KindLocal || k == fetch.KindCanceled) {
+		return
+	}
+	m := w.e.Metrics
+	m.Add(metrics.Requests, 1)
+	m.AddDuration(metrics.FetchLatency, w.lastFetch.Sub(sent))
+	if resp != nil {
+		m.Add(metrics.BytesFetched, float64(len(resp.Body)))
 	}
 }
 
