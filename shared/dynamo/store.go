@@ -96,6 +96,11 @@ type Store struct {
 	chunks      map[string]cachedChunk // immutable chunks by pk+id
 	cachedBytes int
 
+	// OnRetry, when set, is called for every Append or Commit attempt
+	// after the first (a conflicting concurrent write, or an answer lost
+	// and judged): the StoreRetries metric. Set it before first use.
+	OnRetry func()
+
 	// contended holds the virtual shards whose last acquisition found
 	// another holder; see AcquireShard.
 	contended sync.Map // int -> struct{}
@@ -119,6 +124,9 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 		}
 		if w != nil {
 			return s.finishAppend(w, at.inflight), nil
+		}
+		if at.n > 1 && s.OnRetry != nil {
+			s.OnRetry()
 		}
 		exists := cur != nil
 		if !exists {
@@ -229,6 +237,9 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		}
 		if w != nil {
 			return s.finishCommit(ctx, key, w, at.inflight, c.Want)
+		}
+		if at.n > 1 && s.OnRetry != nil {
+			s.OnRetry()
 		}
 		if cur == nil {
 			return nil, fmt.Errorf("commit %s: %w", key, hostqueue.ErrNotFound)

@@ -47,6 +47,9 @@ type Options struct {
 	// publishes while a host's delay runs anyway, so with delays of 250ms
 	// and more the wait costs no throughput.
 	Linger time.Duration
+	// OnRetry, when set, is told how many messages are sent again after
+	// SQS failed them or their whole batch (the PublishRetries metric).
+	OnRetry func(n int)
 }
 
 type job struct {
@@ -60,6 +63,7 @@ type Publisher struct {
 	queueURL string
 	max      int
 	linger   time.Duration
+	onRetry  func(n int)
 
 	mu      sync.Mutex
 	pending []*job
@@ -71,7 +75,7 @@ type Publisher struct {
 
 // New returns a publisher to queueURL.
 func New(client Client, queueURL string, opts Options) *Publisher {
-	p := &Publisher{client: client, queueURL: queueURL, max: opts.MaxMessageBytes, linger: opts.Linger}
+	p := &Publisher{client: client, queueURL: queueURL, max: opts.MaxMessageBytes, linger: opts.Linger, onRetry: opts.OnRetry}
 	if p.max <= 0 {
 		p.max = DefaultMaxMessageBytes
 	}
@@ -174,6 +178,9 @@ func (p *Publisher) send(batch []*job, seq uint64) {
 	for attempt := 0; attempt < maxSendAttempts && len(left) > 0; attempt++ {
 		if attempt > 0 {
 			time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+			if p.onRetry != nil {
+				p.onRetry(len(left))
+			}
 		}
 		entries := make([]types.SendMessageBatchRequestEntry, 0, len(left))
 		for id, j := range left {
