@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/sqsout"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
@@ -51,6 +53,10 @@ type Options struct {
 	// nothing but MaxConcurrentHosts per run. FromEnv sets it from the
 	// function's memory.
 	Budget check.Budget
+	// Metrics records the process's metrics (one Recorder per process;
+	// the function's handler flushes it once per invocation); nil records
+	// nothing. FromEnv writes it to stdout.
+	Metrics *metrics.Recorder
 }
 
 // Services are the wired domain services of one function instance.
@@ -64,6 +70,8 @@ type Services struct {
 	// Waker wakes check shards through the wake queue; nil when the
 	// function has none (the check function itself).
 	Waker *wake.Queue
+	// Metrics is Options.Metrics: the handler flushes it.
+	Metrics *metrics.Recorder
 }
 
 // New wires the services. It makes no network call.
@@ -96,8 +104,14 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	sq := sqs.NewFromConfig(awsCfg, append(sqsOpts, opts.SQSOptions...)...)
 	sm := ssm.NewFromConfig(awsCfg, ssmOpts...)
 
+	rec := opts.Metrics
 	store := dynamo.New(ddb, cfg.TableName, clock.Now)
-	pub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
+	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
+	if rec != nil {
+		store.OnRetry = func() { rec.Add(metrics.StoreRetries, 1) }
+		sqsPub = sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{OnRetry: func(n int) { rec.Add(metrics.PublishRetries, float64(n)) }})
+	}
+	pub := &metrics.CountResults{Publisher: sqsPub, Metrics: rec}
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
 	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
 	var waker *wake.Queue
@@ -108,12 +122,13 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		Waker:     waker,
 		Config:    cfg,
 		Store:     store,
-		Publisher: pub,
+		Publisher: sqsPub,
+		Metrics:   rec,
 		Params:    cache,
 		Ingester:  &hostqueue.Ingester{Store: store, Publisher: pub, Now: clock.Now, Guard: fetchers.guard},
 		Engine: &check.Engine{
 			Store: store, Publisher: pub, Fetcher: fetchers.get,
-			Params: cache.Get, Clock: clock, Log: log, Budget: opts.Budget,
+			Params: cache.Get, Clock: clock, Log: log, Budget: opts.Budget, Metrics: rec,
 		},
 	}
 }
@@ -128,7 +143,7 @@ func FromEnv(ctx context.Context) (*Services, *slog.Logger, error) {
 	if err != nil {
 		return nil, slog.Default(), err
 	}
-	log := cfg.Logger()
+	log := Logger(os.Stdout, os.Getenv)
 	awsCfg, err := awsFromEnv(nil)
 	if err != nil {
 		return nil, log, fmt.Errorf("AWS configuration from the function environment: %w", err)
@@ -137,7 +152,22 @@ func FromEnv(ctx context.Context) (*Services, *slog.Logger, error) {
 	limit := LimitMemory(os.Getenv)
 	budget := BudgetFor(mib)
 	log.Info("resources", "memoryMiB", mib, "gomemlimit", limit, "workerMemory", budget.Memory, "fetchConns", budget.Conns)
-	return New(awsCfg, cfg, Options{Log: log, Budget: budget}), log, nil
+	rec := metrics.New(os.Stdout, Stage(cfg.ParamPath, os.Getenv), nil, map[string]string{"function": os.Getenv("AWS_LAMBDA_FUNCTION_NAME")})
+	return New(awsCfg, cfg, Options{Log: log, Budget: budget, Metrics: rec}), log, nil
+}
+
+// Stage is the deployment's stage, the metrics' Stage dimension: STAGE
+// when set, else read from the parameter path the template gives every
+// function ("/urldownloader/<Stage>/").
+func Stage(paramPath string, getenv func(string) string) string {
+	if s := getenv("STAGE"); s != "" {
+		return s
+	}
+	parts := strings.Split(strings.Trim(paramPath, "/"), "/")
+	if len(parts) == 2 && parts[0] == "urldownloader" {
+		return parts[1]
+	}
+	return ""
 }
 
 // fetcherCache keeps one fetcher (and so one pool of kept-alive connections)
