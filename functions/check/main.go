@@ -25,6 +25,6 @@ func main() {
 	// run rather than fetch with defaults the operator did not choose.
 	s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(handler.RunWindow(s.Config.CheckRun)))
 	s.Engine.ParamsReady = s.Params.WaitLoaded
-	h := &handler.Handler{Runner: s.Engine, ShardCount: s.Config.ShardCount, Run: s.Config.CheckRun, Now: time.Now, Log: log}
+	h := &handler.Handler{Runner: s.Engine, ShardCount: s.Config.ShardCount, Run: s.Config.CheckRun, Now: time.Now, Log: log, Metrics: s.Metrics}
 	lambda.Start(h.Handle)
 }

@@ -20,7 +20,7 @@ func main() {
 	}
 	// ParamsReady: a batch is never ingested on defaults the operator did
 	// not choose (see handler.Handler.ParamsReady).
-	h := &handler.Handler{Ingester: s.Ingester, Params: s.Params.Get, ParamsReady: s.Params.WaitLoaded, Log: log}
+	h := &handler.Handler{Ingester: s.Ingester, Params: s.Params.Get, ParamsReady: s.Params.WaitLoaded, Log: log, Metrics: s.Metrics}
 	if s.Waker != nil {
 		h.Waker = s.Waker
 	}

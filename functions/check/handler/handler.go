@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -46,6 +47,9 @@ type Handler struct {
 	Run time.Duration
 	Now func() time.Time
 	Log *slog.Logger
+	// Metrics is the process's Recorder (the engine's): Handle flushes it
+	// once per invocation. Nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 // DeadlineMargin is kept between the run's end and the Lambda deadline for
@@ -69,6 +73,11 @@ const leaseWait = 20 * time.Second
 
 // Handle runs the shard named by the event, or the shards a wake-up names.
 func (h *Handler) Handle(ctx context.Context, ev Event) (check.Summary, error) {
+	defer func() {
+		if err := h.Metrics.Flush(); err != nil {
+			h.Log.ErrorContext(ctx, "write metrics", "error", err)
+		}
+	}()
 	if len(ev.Records) > 0 {
 		return h.wake(ctx, ev.Records), nil
 	}
@@ -162,5 +171,14 @@ func (h *Handler) run(ctx context.Context, shard int, woken bool) (check.Summary
 		return sum, fmt.Errorf("check shard %d: %w", shard, err)
 	}
 	h.Log.InfoContext(ctx, "checked", "shard", sum.Shard, "woken", woken, "leased", sum.Leased, "hosts", sum.Hosts, "requests", sum.Requests, "results", sum.Results, "errors", sum.Errors, "localErrors", sum.LocalErrors, "requestId", owner)
+	// Store and publish calls that failed after their retries (the SDK's,
+	// the store's and the publisher's own) fail the invocation, so Lambda's
+	// Errors metric and the errors alarm see a DynamoDB or SQS outage; a
+	// call that succeeded on a retry counts nothing. Requests this process
+	// could not make (LocalErrors) are its budget's, reported in the line
+	// above, not an outage.
+	if n := sum.Errors - sum.LocalErrors; n > 0 {
+		return sum, fmt.Errorf("check shard %d: %d store or publish calls failed after retries (see the error lines of this request)", shard, n)
+	}
 	return sum, nil
 }

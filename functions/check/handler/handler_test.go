@@ -224,8 +224,10 @@ func TestHandleRunnerResult(t *testing.T) {
 		want := check.Summary{Shard: 3, VirtualShards: []int{3, 7, 11, 15}, Leased: []int{3, 7}, Hosts: 12, Requests: 40, Errors: 1}
 		r := &fakeRunner{run: func(check.RunRequest) (check.Summary, error) { return want, nil }}
 		got, err := newHandler(r, nil).Handle(context.Background(), shard(3))
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			// Errors: 1 is a store or publish call that failed after
+			// its retries: the invocation fails, its summary kept.
+			t.Fatal("a run with a failed call: no error")
 		}
 		if got.Shard != want.Shard || !slices.Equal(got.Leased, want.Leased) || got.Hosts != 12 || got.Requests != 40 || got.Errors != 1 {
 			t.Errorf("summary %+v, want %+v", got, want)

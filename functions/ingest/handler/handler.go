@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -58,6 +59,10 @@ type Handler struct {
 	// Idempotency-Key header (see Idempotency); nil: the header is ignored.
 	Idempotency *Idempotency
 	Log         *slog.Logger
+	// Metrics receives URLsAccepted, URLsRejected and URLsEvicted;
+	// HandleSQS and HandleAPI flush it once per invocation. Nil records
+	// nothing.
+	Metrics *metrics.Recorder
 }
 
 // ingest runs one domain call and wakes the shards it gave work. A failed
@@ -77,6 +82,8 @@ func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.I
 	ip := ingestParams(h.Params(ctx))
 	ip.Until = until
 	res := h.Ingester.Ingest(wctx, ip, msgs)
+	h.Metrics.Add(metrics.URLsAccepted, float64(len(msgs)-len(res.Failed)))
+	h.Metrics.Add(metrics.URLsEvicted, float64(res.Evicted))
 	if h.Waker != nil && len(res.Activated) > 0 {
 		ctx, cancel := wakeBox(ctx)
 		defer cancel()
@@ -143,6 +150,11 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 // (its host an address the deployment may not reach) is not a failure: its
 // denied result is on the output queue.
 func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer func() {
+		if err := h.Metrics.Flush(); err != nil {
+			h.Log.ErrorContext(ctx, "write metrics", "error", err)
+		}
+	}()
 	var msgs []urlmsg.Message
 	var owner []int // record index of each message
 	failed := map[int]bool{}
@@ -152,6 +164,9 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 			err = fmt.Errorf("%d of %d items invalid, first: item %d: %s", len(bad), len(bad)+len(ms), bad[0].Index, bad[0].Error)
 		}
 		if err != nil {
+			// All or nothing: every item of the record is refused (an
+			// unreadable record counts as one).
+			h.Metrics.Add(metrics.URLsRejected, float64(max(1, len(bad)+len(ms))))
 			failed[i] = true
 			h.Log.ErrorContext(ctx, "reject record", "messageId", rec.MessageId, "receiveCount", rec.Attributes["ApproximateReceiveCount"], "error", err)
 			continue
@@ -201,6 +216,11 @@ type APIResponse struct {
 // when some valid items could not be queued (they are listed, retry them).
 // With an Idempotency-Key header, see Idempotency (also 409 and 422).
 func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	defer func() {
+		if err := h.Metrics.Flush(); err != nil {
+			h.Log.ErrorContext(ctx, "write metrics", "error", err)
+		}
+	}()
 	if ev.HTTPMethod != http.MethodPost {
 		return reply(http.StatusMethodNotAllowed, APIResponse{Message: "use POST with a JSON object or array of {\"host\", \"url\"}"}), nil
 	}
@@ -229,6 +249,7 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 		}
 		return reply(code, APIResponse{Message: strings.TrimPrefix(err.Error(), urlmsg.ErrInvalid.Error()+": ")}), nil
 	}
+	h.Metrics.Add(metrics.URLsRejected, float64(len(bad)))
 	resp := APIResponse{Errors: bad}
 	code := http.StatusAccepted
 	if len(msgs) > 0 {
