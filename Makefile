@@ -97,8 +97,11 @@ fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (seed corp
 	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
 	go test -run='^$$' -fuzz='^FuzzNormalize$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
 
-run: tools ## Run the whole downloader locally: make run ARGS='...'.
-	$(TOOL_ENV) go run ./infra/localrun $(ARGS)
+# Results go to stdout as JSON lines, so everything else (the tools'
+# install, make's own echo) goes to stderr.
+run: ## Run the whole downloader locally: make run ARGS='...'.
+	@$(MAKE) --no-print-directory tools >&2
+	@$(TOOL_ENV) go run ./infra/localrun $(ARGS)
 
 bench: tools ## Run the benchmark locally: make bench ARGS='...'.
 	$(TOOL_ENV) go run ./infra/bench $(ARGS)
