@@ -4,8 +4,10 @@ package main
 // backend, package standalone) as a child process, built once per bench run,
 // on a URL file with --out and --state, against a demo site served by the
 // bench process, whose request log judges politeness from the site's side.
-// The child's peak RSS is the kernel's (wait4's ru_maxrss); its CPU is read
-// from /proc while it runs.
+// The child's peak RSS is its VmHWM, read from /proc while it runs (not
+// wait4's ru_maxrss: Linux counts into it the parent's resident set at the
+// fork, as the child shares the parent's memory until exec); its CPU time
+// is wait4's.
 
 import (
 	"bufio"
@@ -67,8 +69,8 @@ type childRun struct {
 	Start    time.Time
 	Wall     time.Duration
 	ExitCode int
-	// MaxRSS is the child's peak resident set (bytes); CPU its user and
-	// system time.
+	// MaxRSS is the child's peak resident set (bytes, its VmHWM); CPU its
+	// user and system time.
 	MaxRSS int64
 	CPU    time.Duration
 	// CPUPeak is the highest share of one core over a sampling interval;
@@ -103,17 +105,16 @@ func (r *localRunner) run(ctx context.Context, args []string, stopAfter time.Dur
 		t := time.AfterFunc(stopAfter, func() { _ = cmd.Process.Signal(os.Interrupt) })
 		defer t.Stop()
 	}
-	smp := startChildSampler(cmd.Process.Pid, 500*time.Millisecond)
+	smp := startChildSampler(cmd.Process.Pid, 200*time.Millisecond)
 	err := cmd.Wait()
 	cr.Wall = time.Since(cr.Start)
-	cr.CPUPeak, cr.Machine = smp.stop()
+	cr.CPUPeak, cr.Machine, cr.MaxRSS = smp.stop()
 	cr.Stderr = tail.String()
 	if cmd.ProcessState == nil {
 		return cr, fmt.Errorf("run %s: %w", r.bin, err)
 	}
 	cr.ExitCode = cmd.ProcessState.ExitCode()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		cr.MaxRSS = ru.Maxrss << 10 // kilobytes on Linux
 		cr.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		// A run shorter than a sampling interval has its mean as its peak.
 		cr.CPUPeak = max(cr.CPUPeak, cr.CPUMean())
@@ -135,6 +136,7 @@ type childSampler struct {
 	wg   sync.WaitGroup
 
 	peak         float64
+	hwm          int64
 	busy0, tick0 time.Duration
 	busy1, tick1 time.Duration
 }
@@ -156,6 +158,9 @@ func startChildSampler(pid int, every time.Duration) *childSampler {
 			case <-t.C:
 			}
 			now := time.Now()
+			if n, err := procHWM(pid); err == nil {
+				s.hwm = n
+			}
 			c, cerr := procCPU(pid)
 			if err == nil && cerr == nil {
 				s.peak = max(s.peak, (c-last).Seconds()/now.Sub(lastAt).Seconds())
@@ -166,16 +171,37 @@ func startChildSampler(pid int, every time.Duration) *childSampler {
 	return s
 }
 
-// stop ends sampling and returns the peak share of one core and the
-// machine's busy share since the start.
-func (s *childSampler) stop() (peak, machine float64) {
+// stop ends sampling and returns the peak share of one core, the
+// machine's busy share since the start and the process's peak resident
+// set (its last VmHWM read: a rise in the last interval before it exited
+// is missed).
+func (s *childSampler) stop() (peak, machine float64, hwm int64) {
 	close(s.done)
 	s.wg.Wait()
 	s.busy1, s.tick1 = machineCPU()
 	if dt := (s.tick1 - s.tick0).Seconds(); dt > 0 {
 		machine = (s.busy1 - s.busy0).Seconds() / dt
 	}
-	return s.peak, machine
+	return s.peak, machine, s.hwm
+}
+
+// procHWM reads a process's peak resident set size (bytes) from
+// /proc/PID/status.
+func procHWM(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				return 0, err
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/PID/status")
 }
 
 // localArgs are the runner flags of a local mode run over urls with the
