@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -260,6 +261,9 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 		body, n, rej := record(l)
 		switch {
 		case rej != "":
+			// Never handed to ingest (which counts the records it
+			// refuses itself): counted here, as it would have.
+			f.rt.opts.Metrics.Add(metrics.URLsRejected, 1)
 			rejected = append(rejected, rejection(l, rej))
 		case body != "":
 			urls += int64(n)

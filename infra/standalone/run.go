@@ -151,6 +151,12 @@ wait:
 		}
 	}
 
+	// Values recorded after an invocation's flush (ingest's last batch,
+	// a check run ended by the stop) are written now.
+	if err := rt.opts.Metrics.Flush(); err != nil {
+		rt.log.Error("write metrics", "error", err)
+	}
+
 	rep := Report{Input: inRep, Resumed: rt.Resumed, DoneElsewhere: rt.tally.elsewhere(), Requests: requests, CheckRuns: runs, Elapsed: time.Since(start), Stopped: stopped}
 	t := rt.tally
 	t.mu.Lock()

@@ -36,6 +36,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
@@ -107,6 +108,10 @@ type Options struct {
 	OnReject func(Rejected)
 	// Log receives the functions' logs (default: discarded).
 	Log *slog.Logger
+	// Metrics receives the functions' metrics, as on AWS (one Recorder
+	// for the process; each invocation flushes it as EMF lines to its
+	// writer, and Run flushes it once more at the end). Nil: none.
+	Metrics *metrics.Recorder
 }
 
 // Store is the host-queue store the runtime runs on.
@@ -125,14 +130,17 @@ type Runtime struct {
 	params params.Params
 	log    *slog.Logger
 
-	store  Store
-	ledger ledger
-	out    *lineWriter
-	tally  *tally
-	clock  *stopClock
-	ingest *ingesthandler.Handler
-	checks []*checkhandler.Handler // by shard
-	wakes  []chan struct{}
+	store   Store
+	ledger  ledger
+	out     *lineWriter
+	tally   *tally
+	clock   *stopClock
+	ingest  *ingesthandler.Handler
+	checks  []*checkhandler.Handler // by shard
+	engines []*check.Engine         // by shard, for Progress
+	// requests and inFlight count this process's requests, for Progress.
+	requests, inFlight atomic.Int64
+	wakes              []chan struct{}
 	// lastFetch is when this process last started a request (Unix
 	// nanoseconds).
 	lastFetch atomic.Int64
@@ -207,6 +215,8 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 		}
 	})
+	// Results are counted where they are published, as on AWS.
+	pub := &metrics.CountResults{Publisher: rt.out, Metrics: opts.Metrics}
 	fixed := func(context.Context) params.Params { return p }
 	// A check function per shard, each with its own fetcher, as each
 	// Lambda invocation has its own: a fetcher keeps at most 100 idle
@@ -217,16 +227,18 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
 			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
 			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
-		}, time.Now), last: &rt.lastFetch}
+		}, time.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 		engine := &check.Engine{
-			Store: rt.store, Publisher: rt.out,
+			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
 			Fetcher: func(params.Params) check.Fetcher { return fetcher },
 			Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
 		}
-		rt.checks[i] = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
+		rt.engines = append(rt.engines, engine)
+		rt.checks[i] = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log,
+			Metrics: opts.Metrics}
 	}
 	ingester := &hostqueue.Ingester{
-		Store: rt.store, Publisher: rt.out, Now: time.Now,
+		Store: rt.store, Publisher: pub, Now: time.Now,
 		Guard: func(addr netip.AddrPort, ports []int) error {
 			return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: opts.AllowPrivate, AllowedPorts: ports})
 		},
@@ -236,7 +248,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.wakes[i] = make(chan struct{}, 1)
 	}
 	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log,
-		Idempotency: &ingesthandler.Idempotency{Store: rt.store}}
+		Metrics: opts.Metrics, Idempotency: &ingesthandler.Idempotency{Store: rt.store}}
 
 	queued, err := queuedEntries(ctx, rt.store)
 	if err != nil {
@@ -355,11 +367,15 @@ func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, e
 // activeFetcher notes when requests start, so a run can tell that this
 // process is not working any host.
 type activeFetcher struct {
-	f    check.Fetcher
-	last *atomic.Int64
+	f                  check.Fetcher
+	last               *atomic.Int64
+	requests, inFlight *atomic.Int64
 }
 
 func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
 	a.last.Store(time.Now().UnixNano())
+	a.requests.Add(1)
+	a.inFlight.Add(1)
+	defer a.inFlight.Add(-1)
 	return a.f.Fetch(ctx, req)
 }
