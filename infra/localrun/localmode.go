@@ -30,6 +30,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/infra/demosite"
 	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -136,6 +137,9 @@ func runLocalMode() int {
 	if flagSet("check-run") {
 		opts.CheckRun = sharedDuration("check-run")
 	}
+	// The functions' metrics, as on AWS, kept to be read back at the end.
+	var emf metrics.Buffer
+	opts.Metrics = metrics.New(&emf, "local", nil, map[string]string{"function": "local"})
 
 	var input *standalone.Input
 	var site *demosite.Site
@@ -274,7 +278,12 @@ func runLocalMode() int {
 		go func() { _ = srv.Serve(ln) }()
 		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls until Ctrl-C\n", ln.Addr())
 	}
+	stopProgress := func() {}
+	if isTerminal(os.Stderr) && !sharedBool("v") {
+		stopProgress = startProgress(os.Stderr, rt.Progress)
+	}
 	rep, runErr := rt.Run(ctx, standalone.RunOptions{Input: input, Serve: listen != ""})
+	stopProgress()
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = srv.Shutdown(sctx)
@@ -282,6 +291,9 @@ func runLocalMode() int {
 	}
 
 	printLocalSummary(rep)
+	if err := printMetrics(os.Stderr, emf.Bytes()); err != nil {
+		fmt.Fprintln(os.Stderr, "localrun:", err)
+	}
 	if site != nil {
 		reqs := site.Requests()
 		if hostile != nil {
