@@ -101,6 +101,10 @@ type Store struct {
 	// and judged): the StoreRetries metric. Set it before first use.
 	OnRetry func()
 
+	// OnTakeover, when set, is called when AcquireShard takes a shard
+	// whose lease another owner let expire (the LeaseTakeovers metric).
+	OnTakeover func()
+
 	// contended holds the virtual shards whose last acquisition found
 	// another holder; see AcquireShard.
 	contended sync.Map // int -> struct{}
@@ -413,9 +417,10 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 	if err != nil {
 		return false, fmt.Errorf("encode lease of shard %d: %w", vshard, err)
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	out, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           &s.table,
 		Item:                item,
+		ReturnValues:        types.ReturnValueAllOld, // free: tells a takeover
 		ConditionExpression: aws.String("attribute_not_exists(pk) OR u < :now OR o = :o"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
@@ -443,6 +448,14 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		}
 	}
 	s.contended.Delete(vshard)
+	if err == nil && out != nil && s.OnTakeover != nil {
+		// A released lease is deleted: one still there under another
+		// owner had expired (its run died, overran or kept it).
+		var prev leaseItem
+		if attributevalue.UnmarshalMap(out.Attributes, &prev) == nil && prev.Owner != "" && prev.Owner != owner {
+			s.OnTakeover()
+		}
+	}
 	return true, nil
 }
 

@@ -109,6 +109,7 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
 	if rec != nil {
 		store.OnRetry = func() { rec.Add(metrics.StoreRetries, 1) }
+		store.OnTakeover = func() { rec.Add(metrics.LeaseTakeovers, 1) }
 		sqsPub = sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{OnRetry: func(n int) { rec.Add(metrics.PublishRetries, float64(n)) }})
 	}
 	pub := &metrics.CountResults{Publisher: sqsPub, Metrics: rec}
