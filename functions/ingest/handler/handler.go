@@ -82,6 +82,16 @@ func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.I
 	ip := ingestParams(h.Params(ctx))
 	ip.Until = until
 	res := h.Ingester.Ingest(wctx, ip, msgs)
+	if h.Log.Enabled(ctx, slog.LevelDebug) {
+		// One line per URL at debug level: its id, traced to its result.
+		for i, m := range msgs {
+			if err, failed := res.Failed[i]; failed {
+				h.Log.DebugContext(ctx, "url not queued", "id", m.ID, "host", m.Host, "url", m.URL, "error", err)
+			} else {
+				h.Log.DebugContext(ctx, "url accepted", "id", m.ID, "host", m.Host, "url", m.URL)
+			}
+		}
+	}
 	h.Metrics.Add(metrics.URLsAccepted, float64(len(msgs)-len(res.Failed)))
 	h.Metrics.Add(metrics.URLsEvicted, float64(res.Evicted))
 	if h.Waker != nil && len(res.Activated) > 0 {
@@ -183,7 +193,7 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 			failed[owner[mi]] = true
 			if !logged[err.Error()] {
 				logged[err.Error()] = true
-				h.Log.ErrorContext(ctx, "queue urls", "messageId", ev.Records[owner[mi]].MessageId, "error", err)
+				h.Log.ErrorContext(ctx, "queue urls", "messageId", ev.Records[owner[mi]].MessageId, "host", msgs[mi].Host, "id", msgs[mi].ID, "error", err)
 			}
 		}
 		h.Log.InfoContext(ctx, "ingested", "records", len(ev.Records), "urls", len(msgs), "appended", res.Appended, "evicted", res.Evicted, "denied", res.Denied, "failedRecords", len(failed), "requestId", requestID(ctx))
