@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,11 +190,14 @@ type run struct {
 	// it is counted in the engine's slots.starved.
 	budgetStarved bool
 	hosts         int
-	results       map[result.Status]int
-	reqs          atomic.Int64
-	errs          atomic.Int64
-	local         atomic.Int64
-	wg            sync.WaitGroup
+	// pending is each worked host's queue length as last read: the
+	// URLsPending sample.
+	pending map[string]int
+	results map[result.Status]int
+	reqs    atomic.Int64
+	errs    atomic.Int64
+	local   atomic.Int64
+	wg      sync.WaitGroup
 }
 
 // Run performs one invocation of a shard's check. It returns when Until has
@@ -214,7 +218,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 			return Summary{Shard: req.Shard}, fmt.Errorf("shard %d: not fetching with built-in parameters: %w", req.Shard, err)
 		}
 	}
-	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{}, lastFetch: map[string]time.Time{}}
+	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{}, lastFetch: map[string]time.Time{}, pending: map[string]int{}}
 	r.crashFn, _ = ctx.Value(crashKey{}).(CrashFunc)
 	owned := hostqueue.OwnedShards(req.Shard, req.ShardCount)
 	start := e.Clock.Now()
@@ -299,6 +303,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 	}
 	r.setBudgetStarved(false)
 	r.wg.Wait()
+	r.samplePending()
 	if r.crashed.Load() {
 		return r.summary(owned, leased), ErrCrashed
 	}
@@ -522,6 +527,30 @@ func (r *run) dueBefore(ctx context.Context, owned []int, t time.Time) bool {
 		}
 	}
 	return false
+}
+
+// notePending records a worked host's queue length as last read.
+func (r *run) notePending(key string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending[key] = n
+}
+
+// samplePending records the URLsPending sample of the run's shard: the
+// URLs still queued, as last read, in the hosts it worked. Hosts not due
+// are never read, so it is a lower bound of the shard's backlog, cheap
+// (no read of its own): a growing one means the shard falls behind.
+func (r *run) samplePending() {
+	if r.e.Metrics == nil || r.crashed.Load() {
+		return
+	}
+	r.mu.Lock()
+	n := 0
+	for _, p := range r.pending {
+		n += p
+	}
+	r.mu.Unlock()
+	r.e.Metrics.AddBy(metrics.URLsPending, metrics.DimShard, strconv.Itoa(r.req.Shard), float64(n))
 }
 
 // remember records a host's last response end in memory.

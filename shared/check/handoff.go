@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -92,6 +93,13 @@ func (h *handOff) flush(ctx context.Context, rd *handed) bool {
 			return
 		}
 		w.count(results)
+		// At debug level one line per URL, so a URL can be traced by
+		// its id from ingest to its result.
+		if w.e.Log.Enabled(ctx, slog.LevelDebug) {
+			for _, r := range results {
+				w.e.Log.DebugContext(ctx, "result published", "id", r.ID, "host", r.Host, "url", r.URL, "status", r.Status, "httpStatus", r.HTTPStatus)
+			}
+		}
 	}()
 	h.last = s
 	rd.batches = append(rd.batches, s)

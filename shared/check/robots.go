@@ -124,7 +124,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 		stored = &r
 	} else if w.robotsItems[origin] {
 		if stored, err = w.e.Store.Robots(ctx, w.key, origin); err != nil {
-			w.e.Log.WarnContext(ctx, "read stored robots.txt", "origin", origin, "error", err)
+			w.e.Log.WarnContext(ctx, "read stored robots.txt", "host", w.key, "origin", origin, "error", err)
 		}
 	}
 	var stale *robots.Rules

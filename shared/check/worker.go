@@ -81,6 +81,7 @@ func (w *worker) work(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.notePending(w.key, h.Pending)
 	w.f = e.Fetcher(w.p)
 	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
 	w.failingSince, w.lastError = h.FailingSince, h.LastError
@@ -199,6 +200,7 @@ func (w *worker) work(ctx context.Context) error {
 			return fmt.Errorf("commit %d done urls: %w", len(done), err)
 		}
 		w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+		w.notePending(w.key, h.Pending)
 		if release && (!c.Continue || h.Pending == 0) {
 			return nil
 		}
