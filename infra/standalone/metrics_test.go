@@ -50,6 +50,7 @@ func TestPipelineMetrics(t *testing.T) {
 	sums := map[string]float64{}
 	counts := map[string]int{}
 	byStatus := map[result.Status]float64{}
+	var pending []float64 // URLsPending samples, by shard
 	for _, tot := range metrics.Totals(docs) {
 		switch {
 		case tot.Dim == "":
@@ -57,6 +58,8 @@ func TestPipelineMetrics(t *testing.T) {
 			counts[tot.Name] = len(tot.Values)
 		case tot.Name == metrics.Results.Name && tot.Dim == metrics.DimStatus:
 			byStatus[result.Status(tot.DimValue)] = tot.Sum()
+		case tot.Name == metrics.URLsPending.Name && tot.Dim == metrics.DimShard:
+			pending = append(pending, tot.Values...)
 		}
 	}
 
@@ -105,6 +108,10 @@ func TestPipelineMetrics(t *testing.T) {
 	}
 	if rep.Input.Rejected != 1 {
 		t.Errorf("%d lines rejected, want 1", rep.Input.Rejected)
+	}
+	// Every check run samples its backlog; the last ones find it empty.
+	if len(pending) == 0 || pending[len(pending)-1] != 0 {
+		t.Errorf("URLsPending samples %v, want some, the last 0", pending)
 	}
 	if sums[metrics.HostsWorked.Name] < hosts {
 		t.Errorf("HostsWorked %v, want at least %v", sums[metrics.HostsWorked.Name], hosts)
