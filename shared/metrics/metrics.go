@@ -91,16 +91,22 @@ var (
 	// HostsWorked counts hosts a check run worked on (each once per run).
 	HostsWorked = Metric{"HostsWorked", Count, Sum}
 	// LeaseTakeovers counts virtual shards a run took over from another
-	// owner's expired lease (its run died or overran).
+	// owner's expired lease (its run died or overran), as the DynamoDB
+	// store tells them (dynamo.Store.OnTakeover; local mode counts none).
 	LeaseTakeovers = Metric{"LeaseTakeovers", Count, Sum}
 	// PublishRetries counts result messages sent again after SQS failed
 	// them.
 	PublishRetries = Metric{"PublishRetries", Count, Sum}
 	// StoreRetries counts store writes attempted again (a conflicting
-	// concurrent write, or an answer lost and judged).
+	// concurrent write, or an answer lost and judged): the DynamoDB
+	// store's Append and Commit attempts after the first (the SDK's own
+	// retries of one request are not counted).
 	StoreRetries = Metric{"StoreRetries", Count, Sum}
 	// URLsPending is the backlog a check run saw in its shard, by
-	// DimShard: sampled, the last value of a run.
+	// DimShard: sampled once at the end of each run, the URLs still
+	// queued, as last read, in the hosts it worked (hosts not due are not
+	// read, so it is a lower bound; one that grows run after run means
+	// the shard falls behind).
 	URLsPending = Metric{"URLsPending", Count, Gauge}
 )
 
