@@ -69,6 +69,8 @@ type childRun struct {
 	Start    time.Time
 	Wall     time.Duration
 	ExitCode int
+	// Stopped is when the run was sent SIGINT, from its start (zero: never).
+	Stopped time.Duration
 	// MaxRSS is the child's peak resident set (bytes, its VmHWM); CPU its
 	// user and system time.
 	MaxRSS int64
@@ -88,9 +90,10 @@ func (c childRun) CPUMean() float64 {
 	return c.CPU.Seconds() / c.Wall.Seconds()
 }
 
-// run runs the runner with args until it exits. stopAfter > 0 sends it
-// SIGINT (Ctrl-C) that long after its start; ctx ending kills it.
-func (r *localRunner) run(ctx context.Context, args []string, stopAfter time.Duration) (childRun, error) {
+// run runs the runner with args until it exits. stop, when set, is asked
+// every 20 ms while it runs, and the first time it says so the runner gets
+// SIGINT (Ctrl-C); ctx ending kills it.
+func (r *localRunner) run(ctx context.Context, args []string, stop func() bool) (childRun, error) {
 	cmd := exec.CommandContext(ctx, r.bin, args...)
 	tail := &proc.Tail{Max: 32 << 10}
 	cmd.Stderr = tail
@@ -101,13 +104,31 @@ func (r *localRunner) run(ctx context.Context, args []string, stopAfter time.Dur
 	if err := cmd.Start(); err != nil {
 		return cr, fmt.Errorf("start %s: %w", r.bin, err)
 	}
-	if stopAfter > 0 {
-		t := time.AfterFunc(stopAfter, func() { _ = cmd.Process.Signal(os.Interrupt) })
-		defer t.Stop()
+	exited := make(chan struct{})
+	var stopped sync.WaitGroup
+	if stop != nil {
+		stopped.Go(func() {
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-exited:
+					return
+				case <-t.C:
+				}
+				if stop() {
+					cr.Stopped = time.Since(cr.Start)
+					_ = cmd.Process.Signal(os.Interrupt)
+					return
+				}
+			}
+		})
 	}
 	smp := startChildSampler(cmd.Process.Pid, 200*time.Millisecond)
 	err := cmd.Wait()
 	cr.Wall = time.Since(cr.Start)
+	close(exited)
+	stopped.Wait()
 	cr.CPUPeak, cr.Machine, cr.MaxRSS = smp.stop()
 	cr.Stderr = tail.String()
 	if cmd.ProcessState == nil {
@@ -319,7 +340,7 @@ func (e *benchEnv) localRun(ctx context.Context, site *demosite.Site, urls []str
 	out, state := filepath.Join(r.dir, name+".out.jsonl"), filepath.Join(r.dir, name+".db")
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-	cr, err := r.run(rctx, e.localArgs(in, out, state, d, nil), 0)
+	cr, err := r.run(rctx, e.localArgs(in, out, state, d, nil), nil)
 	if err != nil {
 		return RunStats{}, err
 	}
@@ -378,9 +399,11 @@ type ResumeResult struct {
 	Hosts, PerHost int
 	Delay          time.Duration
 	Seed           uint64
-	// StopAfter are the moments of the stops, from each run's start, and
-	// Exits the runs' exit codes (130 for a clean stop, -1 for a signal
-	// that came before the runner listened, 0 at the end).
+	// StopAt are the numbers of results written (over all runs) at which
+	// the runs were stopped, StopAfter when each stop came from its run's
+	// start, and Exits the runs' exit codes (130 for a clean stop, -1 for a
+	// signal that came before the runner listened, 0 at the end).
+	StopAt    []int
 	StopAfter []time.Duration
 	Exits     []int
 	Walls     []time.Duration
@@ -419,24 +442,30 @@ func (e *benchEnv) resume(ctx context.Context) (*ResumeResult, error) {
 	out, state := filepath.Join(r.dir, "resume.out.jsonl"), filepath.Join(r.dir, "resume.db")
 	res := &ResumeResult{Hosts: h, PerHost: u, Delay: d, Seed: seed, URLs: len(urls)}
 	args := e.localArgs(in, out, state, d, nil)
-	// The stops fall anywhere in the first three quarters of the time one
-	// host's URLs take undisturbed: the first lands while hosts are
-	// fetched, later ones in a restarted run's wait for its hosts'
-	// staggered check or in its fetching.
-	work := time.Duration(u) * d * 3 / 4
-	e.log.Info("local mode resume", "hosts", h, "urls", len(urls), "stops", e.cfg.ResumeStops, "seed", seed)
-	for i := 0; i <= e.cfg.ResumeStops; i++ {
-		var after time.Duration
-		if i < e.cfg.ResumeStops {
-			after = 300*time.Millisecond + time.Duration(rng.Int64N(int64(work)))
+	// The stops come at random points of the job's progress: when the
+	// output holds a random number of results, so each lands in a run,
+	// and while rounds are in flight unless the count is reached at once.
+	var stopAt []int
+	for range e.cfg.ResumeStops {
+		stopAt = append(stopAt, 1+rng.IntN(len(urls)-1))
+	}
+	slices.Sort(stopAt)
+	res.StopAt = stopAt
+	e.log.Info("local mode resume", "hosts", h, "urls", len(urls), "stops", stopAt, "seed", seed)
+	lines := &lineCounter{path: out}
+	for i := 0; i <= len(stopAt); i++ {
+		var stop func() bool
+		if i < len(stopAt) {
+			at := stopAt[i]
+			stop = func() bool { return lines.count() >= at }
 		}
 		rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-		cr, err := r.run(rctx, args, after)
+		cr, err := r.run(rctx, args, stop)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		res.StopAfter = append(res.StopAfter, after)
+		res.StopAfter = append(res.StopAfter, cr.Stopped)
 		res.Exits = append(res.Exits, cr.ExitCode)
 		res.Walls = append(res.Walls, cr.Wall)
 		res.Total += cr.Wall
@@ -490,6 +519,35 @@ func (e *benchEnv) localJobs(ctx context.Context, res *Results) error {
 		res.Resume = rr
 	}
 	return nil
+}
+
+// lineCounter counts the lines of a growing file, reading only what was
+// added since it last looked.
+type lineCounter struct {
+	path string
+	off  int64
+	n    int
+}
+
+func (l *lineCounter) count() int {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return l.n
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := f.ReadAt(buf, l.off)
+		for _, c := range buf[:k] {
+			if c == '\n' {
+				l.n++
+			}
+		}
+		l.off += int64(k)
+		if err != nil || k == 0 {
+			return l.n
+		}
+	}
 }
 
 // RefetchLimit is the resume target's allowance: 1% of the URLs.

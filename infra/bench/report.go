@@ -225,12 +225,12 @@ func (r *Results) Table() string {
 		}
 		var stops []string
 		for i, a := range rr.StopAfter {
-			if a > 0 {
-				stops = append(stops, fmt.Sprintf("%.1f s (exit %d)", a.Seconds(), rr.Exits[i]))
+			if a > 0 && i < len(rr.StopAt) {
+				stops = append(stops, fmt.Sprintf("%d (%.1f s, exit %d)", rr.StopAt[i], a.Seconds(), rr.Exits[i]))
 			}
 		}
-		w("Resume: one job run with the same `--urls`, `--out` and `--state`, stopped with SIGINT (Ctrl-C) at random moments (seed %d) and started again, then left to finish. Target: no URL without a result, and the site sees at most URLs + robots.txt + 1%%.\n\n", rr.Seed)
-		w("| URLs (H x U) | d | runs | stops, after each run's start | sum of the runs' walls | results: URLs without one / duplicates | **URLs without a result** | requests seen: pages + robots.txt + **re-fetches** (limit 1%%) | min gap / d | state file |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		w("Resume: one job run with the same `--urls`, `--out` and `--state`, stopped with SIGINT (Ctrl-C) at random points of its progress (when the output held a random number of results; seed %d) and started again, then left to finish. Target: no URL without a result, and the site sees at most URLs + robots.txt + 1%%.\n\n", rr.Seed)
+		w("| URLs (H x U) | d | runs | stops: at results (after the run's start, exit code) | sum of the runs' walls | results: URLs without one / duplicates | **URLs without a result** | requests seen: pages + robots.txt + **re-fetches** (limit 1%%) | min gap / d | state file |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		w("| %d (%d x %d) | %s | %d | %s | %s | %s; %d / %d | **%d** | %d = %d + %d + **%d** (%d) | %.3f | %s |\n\n",
 			rr.URLs, rr.Hosts, rr.PerHost, rr.Delay, len(rr.Exits), strings.Join(stops, ", "), secs(rr.Total), statusList(rr.Outcome.ByStatus), len(rr.Outcome.Missing), rr.Outcome.Duplicates,
 			len(rr.Outcome.Missing), rr.Requests, rr.URLs, rr.Robots, rr.Refetches, rr.RefetchLimit(), rr.MinGap.Seconds()/rr.Delay.Seconds(), sizeMiB(rr.StateBytes))
