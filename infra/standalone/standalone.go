@@ -114,6 +114,10 @@ type Options struct {
 	Metrics *metrics.Recorder
 }
 
+// lingerPoll is how often a lingering host's worker looks for URLs
+// appended since it drained (check.Engine.LingerPoll).
+const lingerPoll = 200 * time.Millisecond
+
 // Store is the host-queue store the runtime runs on.
 type Store interface {
 	hostqueue.Store
@@ -232,6 +236,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
 			Fetcher: func(params.Params) check.Fetcher { return fetcher },
 			Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
+			// SQLite reads cost nothing: a lingering host takes up URLs
+			// of a later input batch at once, not a period or two later.
+			LingerPoll: lingerPoll,
 		}
 		rt.engines = append(rt.engines, engine)
 		rt.checks[i] = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log,

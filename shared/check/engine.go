@@ -93,6 +93,13 @@ type Engine struct {
 	// use a short one so takeovers are quick); leases are renewed every
 	// quarter of it.
 	LeaseTTL time.Duration
+	// LingerPoll, when positive, is how often a lingering worker reads its
+	// host's queue size, so URLs appended meanwhile are taken up at once
+	// instead of when the linger ends (a period or two later). Zero reads
+	// nothing: on DynamoDB each look is a billed read, and the linger
+	// exists to save writes. An embedded store, whose reads cost nothing,
+	// sets it (local mode).
+	LingerPoll time.Duration
 	// Budget bounds the host workers of all the engine's runs together
 	// (one process: a wake-up's shards share it); each run is also capped
 	// by MaxConcurrentHosts. The zero Budget bounds nothing more.

@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -297,4 +298,74 @@ func runBounded(e *env, d, limit time.Duration, stop func() bool) (check.Summary
 		e.t.Fatalf("run: %v", err)
 	}
 	return sum, took
+}
+
+// TestLingerPollTakesUpLateURLs: with Engine.LingerPoll (local mode's
+// embedded store), URLs appended while a worker lingers are fetched after
+// the host's delay, not when the linger ends: the server holds /b until the
+// host's check time is at least a second away, so without the poll the gap
+// before /c would be at least that second.
+func TestLingerPollTakesUpLateURLs(t *testing.T) {
+	t.Parallel()
+	p := testParams()
+	e := newEnv(t, p)
+	var key atomic.Pointer[string]
+	const lingerAtLeast = time.Second
+	hold := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/b" {
+			for k := key.Load(); hostqueue.NextHostCheck(time.Now(), *k, p.CheckHostPeriod).Sub(time.Now()) < lingerAtLeast; {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		page(w, r)
+	}
+	s := newSite(t, withRobots(http.StatusOK, "User-agent: *\nAllow: /\n", hold))
+	hostKey := hostqueue.QueueKey(s.host, false)
+	key.Store(&hostKey)
+	first := []string{s.url("/a"), s.url("/b")}
+	late := []string{s.url("/c")}
+	e.seed(first...)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	appended := make(chan error, 1)
+	go func() {
+		for len(e.pub.all()) < len(first) {
+			if ctx.Err() != nil {
+				appended <- ctx.Err()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		m, err := urlmsg.Validate(urlmsg.Input{URL: late[0]})
+		if err != nil {
+			appended <- err
+			return
+		}
+		m.ID = urlmsg.MakeID("poll-"+t.Name(), 0, m.URL)
+		in := &hostqueue.Ingester{Store: e.store, Publisher: e.pub, Now: time.Now}
+		if res := in.Ingest(ctx, hostqueue.IngestParams{PersistLimit: p.PersistLimit}, []urlmsg.Message{m}); len(res.Failed) != 0 || res.Appended != 1 {
+			appended <- fmt.Errorf("append: %+v", res)
+			return
+		}
+		appended <- nil
+	}()
+	eng := e.engine()
+	eng.LingerPoll = 100 * time.Millisecond
+	sum := e.runWith(eng, "owner-"+t.Name(), 20*time.Second, 0, func() bool {
+		return len(e.pub.all()) >= len(first)+len(late)
+	})
+	if err := <-appended; err != nil {
+		t.Fatalf("late append: %v", err)
+	}
+	checkFetched(t, e.pub, append(append([]string(nil), first...), late...)...)
+	if sum.Hosts != 1 {
+		t.Errorf("summary counts %d host sessions, want 1", sum.Hosts)
+	}
+	reqs := s.requests()
+	if len(reqs) != 4 {
+		t.Fatalf("server saw %v, want robots.txt and 3 pages", s.paths())
+	}
+	if g := reqs[3].Start.Sub(reqs[2].End); g >= lingerAtLeast || g < p.FetchDelay-slack {
+		t.Errorf("gap from /b to /c is %v, want about FetchDelay %v plus a poll, well under the linger (>= %v)", g, p.FetchDelay, lingerAtLeast)
+	}
 }

@@ -181,7 +181,7 @@ func (w *worker) work(ctx context.Context) error {
 		}
 		w.remember(w.key, w.lastFetch)
 		if drained && !stop && len(done) > 0 {
-			w.linger(ctx)
+			w.linger(ctx, len(round))
 		}
 		if drained {
 			// Every URL of the failure run has ended (by MaxAttempts):
@@ -308,7 +308,7 @@ const lingerStep = 250 * time.Millisecond
 // store waits (a crash meanwhile means re-fetches, as between publishing and
 // committing). The wait ends early when the run ends or its dispatcher has
 // due hosts it has no room for, so lingering never holds a busy host back.
-func (w *worker) linger(ctx context.Context) {
+func (w *worker) linger(ctx context.Context, n int) {
 	now := w.e.Clock.Now()
 	until := hostqueue.NextHostCheck(now, w.key, w.p.CheckHostPeriod)
 	if until.Sub(now) < w.p.CheckHostPeriod {
@@ -316,15 +316,35 @@ func (w *worker) linger(ctx context.Context) {
 		// gives late URLs a whole period.
 		until = until.Add(w.p.CheckHostPeriod)
 	}
+	step := lingerStep
+	if poll := w.e.LingerPoll; poll > 0 {
+		step = min(step, poll)
+	}
+	var looked time.Time
 	for {
 		now := w.e.Clock.Now()
 		if !now.Before(until) || !now.Before(w.req.Until) || w.wanted() || w.crashed.Load() || ctx.Err() != nil {
 			return
 		}
-		if w.e.Clock.Sleep(ctx, min(until.Sub(now), w.req.Until.Sub(now), lingerStep)) != nil {
+		if poll := w.e.LingerPoll; poll > 0 && now.Sub(looked) >= poll {
+			looked = now
+			if w.grown(ctx, n) {
+				return
+			}
+		}
+		if w.e.Clock.Sleep(ctx, min(until.Sub(now), w.req.Until.Sub(now), step)) != nil {
 			return
 		}
 	}
+}
+
+// grown reports whether the host's stored queue holds more than the n
+// entries of the round just ended (they stay queued until the commit that
+// follows the linger): URLs appended since. A failed read says no (the
+// linger goes on, as without polling).
+func (w *worker) grown(ctx context.Context, n int) bool {
+	h, err := w.e.Store.Load(ctx, w.key, 0)
+	return err == nil && h.Pending > n
 }
 
 // commit stores progress, retrying for a while: the results are already
