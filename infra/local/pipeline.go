@@ -43,7 +43,9 @@ import (
 
 // Options shape a local pipeline.
 type Options struct {
-	// Endpoint of a running moto; empty starts one for the pipeline.
+	// Endpoint of a running moto; empty starts one for the pipeline, with
+	// infra/moto's patches (a moto started elsewhere has them only if it
+	// was started with moto.Start).
 	Endpoint string
 	// Prefix names the resources, so pipelines can share one moto.
 	Prefix string
