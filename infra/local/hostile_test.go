@@ -261,7 +261,13 @@ func TestHostileSite(t *testing.T) {
 			}
 		}
 		all := append(healthy.Requests(), reqs...)
-		if gap, host := demosite.MinGap(all); gap >= 0 && gap < hostileDelay {
+		// The server stamps a response's end when its handler returns. For
+		// the 600 KiB robots.txt that is when it notices the fetcher closed
+		// the connection after the 500 KiB it reads: a moment after the
+		// fetcher's own end, from which the delay counts (once seen: 0.56
+		// ms). The shared/check tests allow the same slack.
+		const serverSlack = 2 * time.Millisecond
+		if gap, host := demosite.MinGap(all); gap >= 0 && gap < hostileDelay-serverSlack {
 			t.Errorf("requests to %s only %s apart, want at least FetchDelay %s", host, gap, hostileDelay)
 		}
 		for _, k := range slices.Sorted(maps.Keys(count)) {
