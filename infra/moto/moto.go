@@ -198,8 +198,9 @@ func FindServer() (string, error) {
 	return proc.FindTool(EnvServer, ".venv/bin/moto_server")
 }
 
-// ModuleRoot returns the nearest directory at or above the working
-// directory that holds a go.mod file (see proc.ModuleRoot).
+// ModuleRoot returns the product module's root, the directory holding
+// go.mod and template.yaml at or above the working directory (see
+// proc.ModuleRoot).
 func ModuleRoot() (string, error) { return proc.ModuleRoot() }
 
 // AWSConfig returns an SDK configuration for the moto server at endpoint:

@@ -10,24 +10,37 @@ import (
 	"path/filepath"
 )
 
-// ModuleRoot returns the nearest directory at or above the working
-// directory that holds a go.mod file. `go test` runs each package in its
-// own directory, so tests find the module's files through it.
+// ModuleRoot returns the product module's root, where template.yaml,
+// .venv and .bin live: the nearest directory at or above the working
+// directory that holds both go.mod and template.yaml. infra/ is a module
+// of its own (its go.mod keeps the benchmark's dependencies out of the
+// product's), so the nearest go.mod alone would stop there. `go test` runs
+// each package in its own directory, so tests find the module's files
+// through it.
 func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if isRoot(dir) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod in the working directory or above it")
+			return "", errors.New("no go.mod beside a template.yaml in the working directory or above it")
 		}
 		dir = parent
 	}
+}
+
+func isRoot(dir string) bool {
+	for _, name := range []string{"go.mod", "template.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // FindTool returns the path of a tool that `make tools` installs: $envVar

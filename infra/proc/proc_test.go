@@ -15,8 +15,10 @@ func TestModuleRootHoldsGoMod(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ModuleRoot: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Errorf("ModuleRoot = %s, which holds no go.mod: %v", root, err)
+	for _, name := range []string{"go.mod", "template.yaml"} {
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+			t.Errorf("ModuleRoot = %s, which holds no %s: %v", root, name, err)
+		}
 	}
 }
 

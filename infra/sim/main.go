@@ -15,11 +15,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/urldownloader/urldownloader/infra/proc"
 )
 
 // Scenarios are the runs `make sim` makes, in the page's order.
@@ -159,20 +160,6 @@ func main() {
 	}
 }
 
-// repoRoot finds the module root from the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// repoRoot finds the product module's root (go.mod beside template.yaml)
+// from the working directory.
+func repoRoot() (string, error) { return proc.ModuleRoot() }

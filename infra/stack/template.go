@@ -21,7 +21,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/urldownloader/urldownloader/infra/proc"
 )
 
 // The logical ids of template.yaml that the Go code relies on.
@@ -77,28 +79,15 @@ type resource struct {
 	DeletionPolicy, UpdateReplacePolicy any
 }
 
-// FindTemplate returns the path of template.yaml in the module root: the
-// nearest directory at or above the working directory that holds go.mod.
-// Tests run in their package's directory, so they find it too.
+// FindTemplate returns the path of template.yaml in the module root (see
+// proc.ModuleRoot). Tests run in their package's directory, so they find
+// it too.
 func FindTemplate() (string, error) {
-	dir, err := os.Getwd()
+	root, err := proc.ModuleRoot()
 	if err != nil {
 		return "", fmt.Errorf("find %s: %w", TemplateFile, err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, TemplateFile)
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("find %s: %w", TemplateFile, err)
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("find %s: no go.mod in the working directory or above it", TemplateFile)
-		}
-		dir = parent
-	}
+	return filepath.Join(root, TemplateFile), nil
 }
 
 // Load reads and parses the template at path; an empty path means
