@@ -16,6 +16,10 @@ CFN_LINT_VERSION := 1.58.0
 # The emulator's module serves only pseudo-versions (no tags).
 RIE_VERSION     := v0.0.0-20261030222936-bef5c4ba774d
 RIE_MODULE      := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+# govulncheck reads its database offline: indexdb (a command of the vulndb
+# module) builds one from the OSV files that the pinned vulndb module holds.
+VULN_VERSION    := v1.9.0
+VULNDB_VERSION  := v0.0.0-20261105234957-e22db6528018
 
 PYTHON ?= python3
 VENV   := .venv
@@ -23,6 +27,8 @@ BIN    := .bin
 VENV_STAMP := $(VENV)/.installed-moto$(MOTO_VERSION)-sam$(SAM_VERSION)-cfnlint$(CFN_LINT_VERSION)
 RIE        := $(BIN)/aws-lambda-rie
 RIE_STAMP  := $(BIN)/.installed-rie-$(RIE_VERSION)
+VULN_STAMP := $(BIN)/.installed-govulncheck$(VULN_VERSION)-vulndb$(VULNDB_VERSION)
+VULNDB     := $(BIN)/vulndb
 
 SAM      := $(CURDIR)/$(VENV)/bin/sam
 CFN_LINT := $(CURDIR)/$(VENV)/bin/cfn-lint
@@ -38,18 +44,20 @@ export SAM_CLI_TELEMETRY := 0
 FUNCTIONS := ingest check
 # Lambda provided.al2023 on arm64 runs a static binary named bootstrap.
 # lambda.norpc drops the legacy net/rpc shim that provided.* runtimes never use.
-GO_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w'
+# GOWORK=off: the Lambdas build from the product module's go.mod alone, not
+# from the workspace (go.work) that adds infra/'s module for development.
+GO_BUILD := GOWORK=off GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
 # Tests, the local runner and the benchmark start moto and the runtime
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test fuzz run bench sim sam-build deploy clean distclean
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test tidy vulncheck fuzz run bench sim sam-build deploy clean distclean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
-tools: $(VENV_STAMP) $(RIE_STAMP) ## Install moto, SAM CLI, cfn-lint (.venv) and aws-lambda-rie (.bin), pinned.
+tools: $(VENV_STAMP) $(RIE_STAMP) $(VULN_STAMP) ## Install moto, SAM CLI, cfn-lint (.venv), aws-lambda-rie and govulncheck with its database (.bin), pinned.
 
 $(VENV_STAMP):
 	rm -rf $(VENV)
@@ -65,6 +73,17 @@ $(RIE_STAMP):
 	mkdir -p $(BIN)
 	rm -f $(BIN)/.installed-rie-*
 	GOBIN=$(CURDIR)/$(BIN) go install $(RIE_MODULE)@$(RIE_VERSION)
+	touch $@
+
+$(VULN_STAMP):
+	mkdir -p $(BIN)
+	rm -rf $(BIN)/.installed-govulncheck* $(VULNDB)
+	GOBIN=$(CURDIR)/$(BIN) go install golang.org/x/vuln/cmd/govulncheck@$(VULN_VERSION)
+	GOBIN=$(CURDIR)/$(BIN) go install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
+	dir=$$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) \
+		| sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	test -d "$$dir/data/osv"; \
+	$(BIN)/indexdb -vulns "$$dir/data/osv" -out $(VULNDB)
 	touch $@
 
 build: ## Build both Lambdas for arm64 into .build/<name>/bootstrap.
@@ -86,11 +105,27 @@ validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-l
 	$(SAM) validate --lint --region $(REGION) --template-file template.yaml
 	$(CFN_LINT) template.yaml
 
-test: tools ## go vet, go test (against moto and the RIE), a short fuzz, then validate.
-	go vet ./...
-	$(TOOL_ENV) go test -count=1 -timeout 15m ./...
+# Two modules: the product (functions/, shared/) and infra/ (the local
+# stack, the benchmark and their dependencies), joined by go.work. In
+# workspace mode ./... matches only the module of the current directory,
+# so both trees are named.
+test: tools ## go mod tidy check, go vet, go test of both modules (against moto and the RIE), a short fuzz, vulncheck, then validate.
+	$(MAKE) --no-print-directory tidy
+	go vet ./... ./infra/...
+	$(TOOL_ENV) go test -count=1 -timeout 15m ./... ./infra/...
 	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory vulncheck
 	$(MAKE) --no-print-directory validate
+
+tidy: ## Fail if `go mod tidy` would change go.mod or go.sum of either module.
+	GOWORK=off go mod tidy -diff
+	cd infra && GOWORK=off go mod tidy -diff
+
+# Symbol-level scan of what the Lambdas link. A finding in a required module
+# fails; one in the standard library is printed but passes, since the fix is
+# a newer Go toolchain than the machine's (infra/scripts/vulncheck.py).
+vulncheck: $(VULN_STAMP) ## Report known vulnerabilities the product's code reaches (offline database).
+	GOWORK=off $(BIN)/govulncheck -db file://$(CURDIR)/$(VULNDB) -format json ./... | $(PYTHON) infra/scripts/vulncheck.py
 
 FUZZTIME ?= 10s
 fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (seed corpus in testdata/).
@@ -100,10 +135,10 @@ fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (seed corp
 # Results go to stdout as JSON lines, so everything else (the tools'
 # install, make's own echo) goes to stderr.
 run: ## Run the whole downloader locally: make run ARGS='...'.
-	@$(MAKE) --no-print-directory tools >&2
+	@$(MAKE) --no-print-directory $(VENV_STAMP) $(RIE_STAMP) >&2
 	@$(TOOL_ENV) go run ./infra/localrun $(ARGS)
 
-bench: tools ## Run the benchmark locally: make bench ARGS='...'.
+bench: $(VENV_STAMP) $(RIE_STAMP) ## Run the benchmark locally: make bench ARGS='...'.
 	$(TOOL_ENV) go run ./infra/bench $(ARGS)
 
 sim: ## Simulate one deployment at 10M-300M URLs a day on a virtual clock (~1 min); ARGS='-write' updates docs/benchmarks.md.
