@@ -67,7 +67,8 @@ type Stack struct {
 	// path: the code's defaults (params.Defaults) with ParamOverrides,
 	// the only ones written to SSM, over them.
 	Params map[string]string
-	// Functions holds each AWS::Serverless::Function by logical id.
+	// Functions holds each function (AWS::Serverless::Function, which
+	// the translator makes an AWS::Lambda::Function) by logical id.
 	Functions map[string]Function
 	// IngestEventSource is IngestFunction's SQS trigger.
 	IngestEventSource EventSourceMapping
@@ -92,7 +93,7 @@ type Resource struct {
 }
 
 // Function is what the template declares about one function, with
-// Globals applied.
+// Globals applied (by the translator).
 type Function struct {
 	// Env is the function's environment, resolved to the created resources.
 	Env        map[string]string
@@ -105,7 +106,8 @@ type Function struct {
 type EventSourceMapping struct {
 	Function string
 	QueueURL string
-	// BatchSize is the most records per invocation (SAM's default is 10).
+	// BatchSize is the most records per invocation (Lambda's default for
+	// SQS is 10).
 	BatchSize int
 	// MaximumBatchingWindowInSeconds is how long records are gathered
 	// before an invocation with fewer than BatchSize.
@@ -568,15 +570,15 @@ func (d *deployer) put(ctx context.Context, in *ssm.PutParameterInput) error {
 // putParams writes the parameter overrides under the functions' parameter
 // path, in name order, and records the parameters in force.
 func (d *deployer) putParams(ctx context.Context) error {
-	env, err := d.functionEnv(d.t.globalFunction())
+	path, err := d.paramPath()
 	if err != nil {
-		return fmt.Errorf("Globals: %w", err)
+		return err
 	}
-	d.st.ParamPath = env["PARAM_PATH"]
+	d.st.ParamPath = path
 	d.st.Params = params.Defaults().Format()
 	for _, name := range slices.Sorted(maps.Keys(d.opts.ParamOverrides)) {
 		if d.st.ParamPath == "" {
-			return fmt.Errorf("parameter override %s: no PARAM_PATH in Globals to put it under", name)
+			return fmt.Errorf("parameter override %s: no function has a PARAM_PATH to put it under", name)
 		}
 		value := d.opts.ParamOverrides[name]
 		if err := d.put(ctx, &ssm.PutParameterInput{
@@ -589,10 +591,33 @@ func (d *deployer) putParams(ctx context.Context) error {
 	return nil
 }
 
-func (t *Template) globalFunction() map[string]any { return mapOf(t.globals["Function"]) }
+// paramPath returns the functions' PARAM_PATH (Globals gives it to each),
+// "" if none has one.
+func (d *deployer) paramPath() (string, error) {
+	path, from := "", ""
+	for _, id := range d.t.order {
+		r := d.t.resources[id]
+		if r.Type != "AWS::Lambda::Function" {
+			continue
+		}
+		env, err := d.functionEnv(r.Properties)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", id, err)
+		}
+		p, ok := env["PARAM_PATH"]
+		switch {
+		case !ok:
+		case path == "":
+			path, from = p, id
+		case p != path:
+			return "", fmt.Errorf("%s has PARAM_PATH %q, %s %q: the functions must share their parameters", id, p, from, path)
+		}
+	}
+	return path, nil
+}
 
-// functionEnv resolves the Environment.Variables of a function's (or
-// Globals') properties.
+// functionEnv resolves the Environment.Variables of a function's
+// properties.
 func (d *deployer) functionEnv(props map[string]any) (map[string]string, error) {
 	vars := mapOf(mapOf(props["Environment"])["Variables"])
 	out := make(map[string]string, len(vars))
@@ -623,35 +648,29 @@ func (d *deployer) describe() error {
 	}
 	st.ShardCount = n
 
-	global := d.t.globalFunction()
-	globalEnv, err := d.functionEnv(global)
-	if err != nil {
-		return fmt.Errorf("Globals: %w", err)
-	}
 	for _, id := range d.t.order {
 		r := d.t.resources[id]
-		if r.Type != "AWS::Serverless::Function" {
+		if r.Type != "AWS::Lambda::Function" {
 			continue
 		}
 		env, err := d.functionEnv(r.Properties)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
-		f := Function{Env: maps.Clone(globalEnv)}
-		maps.Copy(f.Env, env)
-		// SAM's defaults: 3 s and 128 MB.
-		timeout, err := d.wholeNumber(r.Properties, global, "Timeout", 3)
+		f := Function{Env: env}
+		// Lambda's defaults: 3 s and 128 MB.
+		timeout, err := d.wholeNumber(r.Properties, "Timeout", 3)
 		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 		f.Timeout = time.Duration(timeout) * time.Second
-		if f.MemorySize, err = d.wholeNumber(r.Properties, global, "MemorySize", 128); err != nil {
+		if f.MemorySize, err = d.wholeNumber(r.Properties, "MemorySize", 128); err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 		st.Functions[id] = f
-		if err := d.events(id, r); err != nil {
-			return fmt.Errorf("%s: %w", id, err)
-		}
+	}
+	if err := d.eventSourceMappings(); err != nil {
+		return err
 	}
 	if _, ok := st.Functions[IngestFunction]; !ok {
 		return fmt.Errorf("template has no %s: the Go code needs it", IngestFunction)
@@ -662,13 +681,9 @@ func (d *deployer) describe() error {
 	return d.rules()
 }
 
-// wholeNumber reads a whole-number property of a function, else of
-// Globals, else def.
-func (d *deployer) wholeNumber(props, global map[string]any, key string, def int) (int, error) {
+// wholeNumber reads a whole-number property of a function, else def.
+func (d *deployer) wholeNumber(props map[string]any, key string, def int) (int, error) {
 	v, ok := props[key]
-	if !ok {
-		v, ok = global[key]
-	}
 	if !ok {
 		return def, nil
 	}
@@ -683,91 +698,93 @@ func (d *deployer) wholeNumber(props, global map[string]any, key string, def int
 	return n, nil
 }
 
-// events reads a function's SQS events (the ingest trigger) and SAM
-// Schedule events.
-func (d *deployer) events(fn string, r resource) error {
-	events := mapOf(r.Properties["Events"])
-	for _, name := range slices.Sorted(maps.Keys(events)) {
-		ev := mapOf(events[name])
-		props := mapOf(ev["Properties"])
-		switch ev["Type"] {
-		case "SQS":
-			var c struct {
-				Queue                          string
-				BatchSize                      *num
-				MaximumBatchingWindowInSeconds *num
-				FunctionResponseTypes          []string
-				Enabled                        *flag
-				ScalingConfig                  json.RawMessage
-				FilterCriteria                 json.RawMessage
+// eventSourceMappings reads the enabled SQS event source mappings of the
+// template's functions: a SAM function's SQS events, which the translator
+// makes AWS::Lambda::EventSourceMapping resources.
+func (d *deployer) eventSourceMappings() error {
+	for _, id := range d.t.order {
+		r := d.t.resources[id]
+		if r.Type != "AWS::Lambda::EventSourceMapping" {
+			continue
+		}
+		if r.Condition != "" {
+			on, err := d.ev.condition(r.Condition)
+			if err != nil {
+				return fmt.Errorf("%s: %w", id, err)
 			}
-			if err := d.decode(resource{ID: fn + " event " + name, Type: "SQS event", Properties: props}, &c); err != nil {
-				return err
-			}
-			if c.Enabled != nil && !*c.Enabled {
+			if !on {
 				continue
 			}
-			esm := EventSourceMapping{Function: fn, BatchSize: 10}
-			if c.BatchSize != nil {
-				esm.BatchSize = int(*c.BatchSize)
-			}
-			if c.MaximumBatchingWindowInSeconds != nil {
-				esm.MaximumBatchingWindowInSeconds = int(*c.MaximumBatchingWindowInSeconds)
-			}
-			esm.ReportBatchItemFailures = slices.Contains(c.FunctionResponseTypes, "ReportBatchItemFailures")
-			queueID, q, ok := d.byArn(c.Queue)
-			if !ok {
-				return fmt.Errorf("event %s: queue %s is not a queue of the template", name, c.Queue)
-			}
-			esm.QueueURL = q.Ref
-			if rp := mapOf(d.t.resources[queueID].Properties["RedrivePolicy"]); len(rp) > 0 {
-				var policy struct {
-					DeadLetterTargetArn string `json:"deadLetterTargetArn"`
-					MaxReceiveCount     num    `json:"maxReceiveCount"`
-				}
-				if err := d.decode(resource{ID: queueID + " RedrivePolicy", Type: "RedrivePolicy", Properties: rp}, &policy); err != nil {
-					return err
-				}
-				esm.MaxReceiveCount = int(policy.MaxReceiveCount)
-				if _, dlq, ok := d.byArn(policy.DeadLetterTargetArn); ok {
-					esm.DLQURL = dlq.Ref
-				}
-			}
-			if fn == IngestFunction {
-				if d.st.IngestEventSource.QueueURL != "" {
-					return fmt.Errorf("more than one SQS event: the local pipeline polls one")
-				}
-				d.st.IngestEventSource = esm
-			}
-			if fn == CheckFunction {
-				if d.st.WakeEventSource.QueueURL != "" {
-					return fmt.Errorf("more than one SQS event: the local pipeline polls one")
-				}
-				d.st.WakeEventSource = esm
-			}
-		case "Schedule":
-			expr, err := d.ev.str(props["Schedule"])
-			if err != nil {
-				return fmt.Errorf("event %s: %w", name, err)
-			}
-			input := ""
-			if v, ok := props["Input"]; ok {
-				if input, err = d.ev.str(v); err != nil {
-					return fmt.Errorf("event %s: %w", name, err)
-				}
-			}
-			every, err := ratePeriod(expr)
-			if err != nil {
-				return fmt.Errorf("event %s: %w", name, err)
-			}
-			d.st.Schedules = append(d.st.Schedules, Schedule{Rule: fn + "." + name, Function: fn, Expression: expr, Every: every, Input: input})
 		}
+		// FunctionName refers to a function, which is not created
+		// locally: read the reference, evaluate the rest.
+		fn := functionOf(r.Properties["FunctionName"])
+		if _, ok := d.st.Functions[fn]; !ok {
+			return fmt.Errorf("%s: FunctionName %v is not a function of the template", id, r.Properties["FunctionName"])
+		}
+		props := maps.Clone(r.Properties)
+		delete(props, "FunctionName")
+		var c struct {
+			EventSourceArn                 string
+			BatchSize                      *num
+			MaximumBatchingWindowInSeconds *num
+			FunctionResponseTypes          []string
+			Enabled                        *flag
+			ScalingConfig                  json.RawMessage
+			FilterCriteria                 json.RawMessage
+		}
+		if err := d.decode(resource{ID: id, Type: r.Type, Properties: props}, &c); err != nil {
+			return err
+		}
+		if c.Enabled != nil && !*c.Enabled {
+			continue
+		}
+		esm := EventSourceMapping{Function: fn, BatchSize: 10}
+		if c.BatchSize != nil {
+			esm.BatchSize = int(*c.BatchSize)
+		}
+		if c.MaximumBatchingWindowInSeconds != nil {
+			esm.MaximumBatchingWindowInSeconds = int(*c.MaximumBatchingWindowInSeconds)
+		}
+		esm.ReportBatchItemFailures = slices.Contains(c.FunctionResponseTypes, "ReportBatchItemFailures")
+		queueID, q, ok := d.byArn(c.EventSourceArn)
+		if !ok {
+			return fmt.Errorf("%s: event source %s is not a queue of the template", id, c.EventSourceArn)
+		}
+		esm.QueueURL = q.Ref
+		if rp := mapOf(d.t.resources[queueID].Properties["RedrivePolicy"]); len(rp) > 0 {
+			var policy struct {
+				DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+				MaxReceiveCount     num    `json:"maxReceiveCount"`
+			}
+			if err := d.decode(resource{ID: queueID + " RedrivePolicy", Type: "RedrivePolicy", Properties: rp}, &policy); err != nil {
+				return err
+			}
+			esm.MaxReceiveCount = int(policy.MaxReceiveCount)
+			if _, dlq, ok := d.byArn(policy.DeadLetterTargetArn); ok {
+				esm.DLQURL = dlq.Ref
+			}
+		}
+		var dst *EventSourceMapping
+		switch fn {
+		case IngestFunction:
+			dst = &d.st.IngestEventSource
+		case CheckFunction:
+			dst = &d.st.WakeEventSource
+		default:
+			continue
+		}
+		if dst.QueueURL != "" {
+			return fmt.Errorf("%s: a second SQS event of %s: the local pipeline polls one", id, fn)
+		}
+		*dst = esm
 	}
 	return nil
 }
 
 // rules reads the enabled AWS::Events::Rule schedules whose targets are
-// functions of the template.
+// functions of the template (a SAM function's Schedule events are such
+// rules after translation).
 func (d *deployer) rules() error {
 	for _, id := range d.t.order {
 		r := d.t.resources[id]

@@ -48,6 +48,23 @@ func (e *evaluator) props(t *testing.T, id string) map[string]any {
 	return p.(map[string]any)
 }
 
+// ofFunction returns the logical id of the one resource of type typ whose
+// FunctionName refers to fn: the translator makes a SAM function's
+// EventInvokeConfig and SQS event resources of their own.
+func ofFunction(t *testing.T, tpl *Template, typ, fn string) string {
+	t.Helper()
+	var ids []string
+	for _, id := range tpl.order {
+		if r := tpl.resources[id]; r.Type == typ && functionOf(r.Properties["FunctionName"]) == fn {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("%s of %s: %v, want one", typ, fn, ids)
+	}
+	return ids[0]
+}
+
 // at walks a path of map keys and list indexes ("Events.InputQueue.0").
 func at(v any, path string) any {
 	for _, k := range strings.Split(path, ".") {
@@ -113,22 +130,23 @@ func TestFunctionsLogAsJSONToGroupsWithRetention(t *testing.T) {
 }
 
 func TestCheckIsNotRetriedAsynchronously(t *testing.T) {
-	e := deployed(t, loadTemplate(t), nil)
-	p := e.props(t, CheckFunction)
-	if got := str(at(p, "EventInvokeConfig.MaximumRetryAttempts")); got != "0" {
+	tpl := loadTemplate(t)
+	e := deployed(t, tpl, nil)
+	p := e.props(t, ofFunction(t, tpl, "AWS::Lambda::EventInvokeConfig", CheckFunction))
+	if got := str(at(p, "MaximumRetryAttempts")); got != "0" {
 		t.Errorf("MaximumRetryAttempts = %s, want 0: the next schedule is the retry", got)
 	}
-	age, err := strconv.Atoi(str(at(p, "EventInvokeConfig.MaximumEventAgeInSeconds")))
+	age, err := strconv.Atoi(str(at(p, "MaximumEventAgeInSeconds")))
 	if err != nil || age < 60 || age > 120 {
-		t.Errorf("MaximumEventAgeInSeconds = %v, want 60..120 (about one schedule period)", at(p, "EventInvokeConfig.MaximumEventAgeInSeconds"))
+		t.Errorf("MaximumEventAgeInSeconds = %v, want 60..120 (about one schedule period)", at(p, "MaximumEventAgeInSeconds"))
 	}
 }
 
 func TestInputMappingHasMaximumConcurrency(t *testing.T) {
 	tpl := loadTemplate(t)
 	e := deployed(t, tpl, map[string]string{"IngestMaxConcurrency": "7"})
-	p := e.props(t, IngestFunction)
-	if got := str(at(p, "Events.InputQueue.Properties.ScalingConfig.MaximumConcurrency")); got != "7" {
+	p := e.props(t, ofFunction(t, tpl, "AWS::Lambda::EventSourceMapping", IngestFunction))
+	if got := str(at(p, "ScalingConfig.MaximumConcurrency")); got != "7" {
 		t.Errorf("input mapping MaximumConcurrency = %s, want the IngestMaxConcurrency parameter", got)
 	}
 	// SQS event source mappings refuse fewer than 2.

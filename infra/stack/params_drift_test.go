@@ -46,7 +46,7 @@ func TestTemplateDocumentsEveryParameter(t *testing.T) {
 func TestFunctionsMayReadEveryParameter(t *testing.T) {
 	tpl := loadTemplate(t)
 	e := deployed(t, tpl, map[string]string{"Stage": "qa"})
-	env, err := (&deployer{t: tpl, ev: e}).functionEnv(tpl.globalFunction())
+	env, err := (&deployer{t: tpl, ev: e}).functionEnv(tpl.resources[IngestFunction].Properties)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestFunctionsMayReadEveryParameter(t *testing.T) {
 	}
 	for _, fn := range []string{IngestFunction, CheckFunction} {
 		var read []string
-		for _, st := range statements(t, e.props(t, fn)) {
+		for _, st := range statements(t, e.props(t, roleOf(t, tpl, fn))) {
 			actions := strings.Join(st.actions, " ")
 			if strings.Contains(actions, "ssm:Put") || strings.Contains(actions, "ssm:Delete") || strings.Contains(actions, "ssm:*") {
 				t.Errorf("%s may write parameters: %v", fn, st.actions)
@@ -81,8 +81,18 @@ func TestFunctionsMayReadEveryParameter(t *testing.T) {
 
 type statement struct{ actions, resources []string }
 
-// statements returns the Allow statements of a SAM function's inline
-// policies.
+// roleOf returns the logical id of a function's role: the translator
+// makes one for each SAM function (<Function>Role) from its Policies.
+func roleOf(t *testing.T, tpl *Template, fn string) string {
+	t.Helper()
+	role := functionOf(tpl.resources[fn].Properties["Role"])
+	if r, ok := tpl.resources[role]; !ok || r.Type != "AWS::IAM::Role" {
+		t.Fatalf("%s's Role %v is not a role of the template", fn, tpl.resources[fn].Properties["Role"])
+	}
+	return role
+}
+
+// statements returns the Allow statements of a role's inline policies.
 func statements(t *testing.T, props map[string]any) []statement {
 	t.Helper()
 	list := func(v any) []string {
@@ -101,7 +111,7 @@ func statements(t *testing.T, props map[string]any) []statement {
 	var out []statement
 	pols, _ := props["Policies"].([]any)
 	for _, p := range pols {
-		sts, _ := at(p, "Statement").([]any)
+		sts, _ := at(p, "PolicyDocument.Statement").([]any)
 		for _, s := range sts {
 			if str(at(s, "Effect")) != "Allow" {
 				continue

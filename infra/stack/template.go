@@ -8,20 +8,37 @@
 // Everything is read from the template file itself, so the local stack and
 // the deployed one cannot drift apart: a property this package does not
 // know makes Deploy fail rather than be silently dropped.
+//
+// The template is first translated into plain CloudFormation by the SAM
+// translator (samtranslator, installed with the SAM CLI in .venv; see
+// infra/scripts/sam-translate.py), the code `sam deploy` runs in the
+// cloud: it parses the YAML, merges Globals into each function and expands
+// every AWS::Serverless::* resource (a function's SQS events into
+// AWS::Lambda::EventSourceMapping, its Schedule events into
+// AWS::Events::Rule). This package keeps by hand only what no tool here
+// does for a local stack: it evaluates CloudFormation's intrinsic functions
+// and conditions for one deployment's parameters (eval.go; neither the
+// translator nor cfn-lint evaluates them, and moto's own CloudFormation
+// cannot take this template: see infra/moto/NOTES.md), and it creates the
+// tables and queues with the SDK under names of its own and reads what the
+// local pipeline needs (deploy.go).
 package stack
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
+	"sync"
 
 	"github.com/urldownloader/urldownloader/infra/proc"
 )
@@ -39,20 +56,23 @@ const (
 // TemplateFile is the template's name in the module root.
 const TemplateFile = "template.yaml"
 
-// Template is a parsed SAM template. CloudFormation's short tags (!Ref,
-// !Sub, !GetAtt, ...) are turned into their long forms ({"Ref": ...},
-// {"Fn::Sub": ...}), so values are plain maps, lists and scalars.
+// Template is a SAM template translated into plain CloudFormation by the
+// SAM translator. CloudFormation's short tags (!Ref, !Sub, !GetAtt, ...)
+// are in their long forms ({"Ref": ...}, {"Fn::Sub": ...}), so values are
+// plain maps, lists and scalars; the resources are the translator's
+// (IngestFunction is an AWS::Lambda::Function, its SQS event the
+// AWS::Lambda::EventSourceMapping IngestFunctionInputQueue).
 type Template struct {
 	// Path is the file the template was loaded from.
 	Path string
 
-	text       []byte // the file, comments included
+	text       []byte         // the file, comments included
+	doc        map[string]any // the translated template
 	params     map[string]Parameter
 	paramOrder []string
 	conditions map[string]any
-	globals    map[string]any
 	resources  map[string]resource
-	order      []string // resource logical ids in file order
+	order      []string // resource logical ids in the translator's order
 }
 
 // Parameter is one entry of the template's Parameters section.
@@ -112,33 +132,23 @@ func Load(path string) (*Template, error) {
 	return t, nil
 }
 
-// Parse parses a template's YAML text.
+// Parse translates a template's YAML text (see the package comment) and
+// reads the result. A template without SAM's transform is read as
+// parsed. Translations are cached for the process, by text.
 func Parse(data []byte) (*Template, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("parse YAML: %w", err)
-	}
-	if len(doc.Content) == 0 {
-		return nil, errors.New("empty template")
-	}
-	root, err := fromNode(doc.Content[0])
+	tr, err := translate(data)
 	if err != nil {
 		return nil, err
 	}
-	top, ok := root.(map[string]any)
-	if !ok {
-		return nil, errors.New("template is not a mapping")
-	}
+	top := tr.Template
 	t := &Template{
 		text:       data,
+		doc:        top,
 		params:     map[string]Parameter{},
 		conditions: mapOf(top["Conditions"]),
-		globals:    mapOf(top["Globals"]),
 		resources:  map[string]resource{},
 	}
-	// Keys in file order, for a deterministic deployment order.
-	order := keyOrder(doc.Content[0])
-	for _, name := range order["Parameters"] {
+	for _, name := range tr.ParameterOrder {
 		p, err := parseParameter(name, mapOf(mapOf(top["Parameters"])[name]))
 		if err != nil {
 			return nil, err
@@ -146,7 +156,7 @@ func Parse(data []byte) (*Template, error) {
 		t.params[name] = p
 		t.paramOrder = append(t.paramOrder, name)
 	}
-	for _, id := range order["Resources"] {
+	for _, id := range tr.ResourceOrder {
 		r := mapOf(mapOf(top["Resources"])[id])
 		typ, _ := r["Type"].(string)
 		if typ == "" {
@@ -170,6 +180,76 @@ func Parse(data []byte) (*Template, error) {
 		return nil, errors.New("template has no Resources")
 	}
 	return t, nil
+}
+
+// translation is what infra/scripts/sam-translate.py prints.
+type translation struct {
+	Template       map[string]any `json:"template"`
+	ResourceOrder  []string       `json:"resourceOrder"`
+	ParameterOrder []string       `json:"parameterOrder"`
+}
+
+// The translator's Python takes about a second to start; every test
+// binary loads the template at least once, many tests more often.
+var translations struct {
+	sync.Mutex
+	byText map[[sha256.Size]byte][]byte
+}
+
+// EnvPython names the Python that runs the SAM translator; unset means
+// .venv/bin/python in the module root, where `make tools` installs it.
+const EnvPython = "SAM_TRANSLATOR_PYTHON"
+
+func translate(data []byte) (*translation, error) {
+	key := sha256.Sum256(data)
+	translations.Lock()
+	out, ok := translations.byText[key]
+	translations.Unlock()
+	if !ok {
+		root, err := proc.ModuleRoot()
+		if err != nil {
+			return nil, fmt.Errorf("translate template: %w", err)
+		}
+		python, err := proc.FindTool(EnvPython, ".venv/bin/python")
+		if err != nil {
+			return nil, fmt.Errorf("translate template: %w", err)
+		}
+		cmd := exec.Command(python, filepath.Join(root, "infra", "scripts", "sam-translate.py"), "-")
+		cmd.Stdin = bytes.NewReader(data)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if out, err = cmd.Output(); err != nil {
+			return nil, fmt.Errorf("translate template: %w: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		translations.Lock()
+		if translations.byText == nil {
+			translations.byText = map[[sha256.Size]byte][]byte{}
+		}
+		translations.byText[key] = out
+		translations.Unlock()
+	}
+	var tr translation
+	if err := json.Unmarshal(out, &tr); err != nil {
+		return nil, fmt.Errorf("translate template: read the translator's output: %w", err)
+	}
+	return &tr, nil
+}
+
+// Lookup returns the translated template's value at a path of keys, e.g.
+// "Resources", "CheckFunctionWake", "Properties", "BatchSize", with
+// intrinsic functions unevaluated ({"Ref": "IngestBatchSize"}); nil if
+// there is none. Resource ids are the translator's: a SAM function's event
+// E is the resource <Function><E>.
+func (t *Template) Lookup(keys ...string) any {
+	var v any = t.doc
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
 }
 
 // Parameters returns the template's parameters in file order.
@@ -330,93 +410,4 @@ func mapOf(v any) map[string]any {
 		return map[string]any{}
 	}
 	return m
-}
-
-// keyOrder returns, for each top-level section that is a mapping, its keys
-// in file order.
-func keyOrder(root *yaml.Node) map[string][]string {
-	out := map[string][]string{}
-	if root.Kind != yaml.MappingNode {
-		return out
-	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		sec := root.Content[i+1]
-		if sec.Kind != yaml.MappingNode {
-			continue
-		}
-		for j := 0; j+1 < len(sec.Content); j += 2 {
-			out[root.Content[i].Value] = append(out[root.Content[i].Value], sec.Content[j].Value)
-		}
-	}
-	return out
-}
-
-// fromNode converts a YAML node to maps, lists and scalars, turning short
-// tags into CloudFormation's long form: !Ref X is {"Ref": "X"}, !Condition
-// X is {"Condition": "X"}, !GetAtt A.B is {"Fn::GetAtt": ["A", "B"]} and
-// any other !Name v is {"Fn::Name": v}.
-func fromNode(n *yaml.Node) (any, error) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return fromNode(n.Content[0])
-	case yaml.AliasNode:
-		return fromNode(n.Alias)
-	}
-	short := strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!")
-	var v any
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if short {
-			v = n.Value
-		} else if err := n.Decode(&v); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n.Line, err)
-		}
-	case yaml.SequenceNode:
-		list := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			x, err := fromNode(c)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, x)
-		}
-		v = list
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i].Value
-			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("line %d: duplicate key %q", n.Content[i].Line, k)
-			}
-			x, err := fromNode(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m[k] = x
-		}
-		v = m
-	default:
-		return nil, fmt.Errorf("line %d: unexpected YAML node kind %v", n.Line, n.Kind)
-	}
-	if !short {
-		return v, nil
-	}
-	switch tag := strings.TrimPrefix(n.Tag, "!"); tag {
-	case "Ref", "Condition":
-		return map[string]any{tag: v}, nil
-	case "GetAtt":
-		if s, ok := v.(string); ok {
-			res, attr, found := strings.Cut(s, ".")
-			if !found {
-				return nil, fmt.Errorf("line %d: !GetAtt %q: want Resource.Attribute", n.Line, s)
-			}
-			v = []any{res, attr}
-		}
-		return map[string]any{"Fn::GetAtt": v}, nil
-	default:
-		return map[string]any{"Fn::" + tag: v}, nil
-	}
 }

@@ -8,11 +8,13 @@ import (
 	"testing"
 )
 
+// The translator reads YAML 1.1, as CloudFormation does: a condition
+// named On or Yes would be read as true where it is unquoted.
 func TestParseTurnsShortTagsIntoLongForm(t *testing.T) {
 	tpl, err := Parse([]byte(`
 Conditions:
-  On: !Equals [!Ref P, "1"]
-  Both: !And [!Condition On, !Not [!Condition On]]
+  IsOne: !Equals [!Ref P, "1"]
+  Both: !And [!Condition IsOne, !Not [!Condition IsOne]]
 Resources:
   Q:
     Type: AWS::SQS::Queue
@@ -20,7 +22,7 @@ Resources:
       A: !Ref P
       B: !Sub "x-${P}"
       C: !GetAtt Other.Arn
-      D: !If [On, !Sub ["${v}", {v: !Ref P}], !Ref AWS::NoValue]
+      D: !If [IsOne, !Sub ["${v}", {v: !Ref P}], !Ref AWS::NoValue]
 `))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -29,7 +31,7 @@ Resources:
 		"A": map[string]any{"Ref": "P"},
 		"B": map[string]any{"Fn::Sub": "x-${P}"},
 		"C": map[string]any{"Fn::GetAtt": []any{"Other", "Arn"}},
-		"D": map[string]any{"Fn::If": []any{"On",
+		"D": map[string]any{"Fn::If": []any{"IsOne",
 			map[string]any{"Fn::Sub": []any{"${v}", map[string]any{"v": map[string]any{"Ref": "P"}}}},
 			map[string]any{"Ref": "AWS::NoValue"},
 		}},
@@ -37,7 +39,7 @@ Resources:
 	if got := tpl.resources["Q"].Properties; !reflect.DeepEqual(got, want) {
 		t.Errorf("Properties =\n%#v\nwant\n%#v", got, want)
 	}
-	wantCond := map[string]any{"Fn::And": []any{map[string]any{"Condition": "On"}, map[string]any{"Fn::Not": []any{map[string]any{"Condition": "On"}}}}}
+	wantCond := map[string]any{"Fn::And": []any{map[string]any{"Condition": "IsOne"}, map[string]any{"Fn::Not": []any{map[string]any{"Condition": "IsOne"}}}}}
 	if got := tpl.conditions["Both"]; !reflect.DeepEqual(got, wantCond) {
 		t.Errorf("condition Both = %#v, want %#v", got, wantCond)
 	}
@@ -45,11 +47,13 @@ Resources:
 
 func TestParseRejectsBadTemplates(t *testing.T) {
 	for name, text := range map[string]string{
-		"empty":         ``,
-		"no resources":  "Parameters: {}\n",
-		"no type":       "Resources:\n  X:\n    Properties: {}\n",
-		"duplicate key": "Resources:\n  X:\n    Type: A\n  X:\n    Type: B\n",
-		"bad GetAtt":    "Resources:\n  X:\n    Type: A\n    Properties:\n      P: !GetAtt NoDot\n",
+		"empty":        ``,
+		"no resources": "Parameters: {}\n",
+		"no type":      "Resources:\n  X:\n    Properties: {}\n",
+		// A duplicate key is cfn-lint's to refuse (make validate): the
+		// translator's YAML reader keeps the last one.
+		"not a mapping": "- a\n",
+		"SAM error":     "Transform: AWS::Serverless-2016-10-31\nResources:\n  F:\n    Type: AWS::Serverless::Function\n    Properties: {Runtime: 7}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Parse([]byte(text)); err == nil {
@@ -114,6 +118,7 @@ Resources:
 		{"unknown attribute", map[string]any{"Fn::GetAtt": []any{"Q", "Nope"}}},
 		{"unsupported function", map[string]any{"Fn::Base64": "x"}},
 		{"Sub of unknown", map[string]any{"Fn::Sub": "${Nope}"}},
+		{"GetAtt without attribute", map[string]any{"Fn::GetAtt": []any{"Q"}}},
 	} {
 		t.Run("error/"+tc.name, func(t *testing.T) {
 			if got, err := e.eval(tc.in); err == nil {
