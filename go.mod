@@ -34,4 +34,8 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
+// The product's code never imports infra/; its tests use infra/'s local
+// stack (infra/stack, infra/moto, infra/demosite, infra/billing), which
+// needs nothing beyond this module's own requirements. The benchmark's
+// dependencies stay in infra/go.mod.
 replace github.com/urldownloader/urldownloader/infra => ./infra

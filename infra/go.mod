@@ -51,4 +51,7 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
+// infra/ (local stack, runner, benchmark, simulation) is a module of its
+// own so that its dependencies stay out of the product's go.mod; go.work
+// at the root joins the two for development.
 replace github.com/urldownloader/urldownloader => ../
