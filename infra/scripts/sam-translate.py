@@ -15,8 +15,9 @@ in their long form, Globals merged into each function, every
 AWS::Serverless::* resource expanded into the AWS::* resources CloudFormation
 would create (AWS::Lambda::Function, its role, an AWS::Lambda::EventSourceMapping
 per SQS event, an AWS::Events::Rule per Schedule event, the API Gateway
-resources, ...). The orders are the keys' in the output, which JSON objects
-do not keep.
+resources, ...). The orders are the template file's (the translator writes
+resources in an order of its own, and JSON objects keep none), with the
+resources the translator added after them, sorted.
 
 What the translator leaves to CloudFormation stays as it is, and
 infra/stack evaluates it for each deployment: intrinsic functions and
@@ -64,10 +65,19 @@ def has_sam_transform(tpl) -> bool:
     return t == SAM_TRANSFORM or (isinstance(t, list) and SAM_TRANSFORM in t)
 
 
+def in_order(source_keys, keys):
+    """Orders keys as source_keys (the file's order), then the rest sorted:
+    the translator writes its resources in no stable order."""
+    known = [k for k in source_keys if k in keys]
+    return known + sorted(k for k in keys if k not in set(known))
+
+
 def translate(text: str) -> dict:
     tpl = yaml_parse(text)
     if not isinstance(tpl, dict):
         raise ValueError("template is not a mapping")
+    source_resources = list((tpl.get("Resources") or {}).keys())
+    source_parameters = list((tpl.get("Parameters") or {}).keys())
     if has_sam_transform(tpl):
         # The translator wants the S3 location `sam package` would write
         # in place of a local CodeUri (as `sam validate` does).
@@ -79,8 +89,8 @@ def translate(text: str) -> dict:
         tpl = transform(tpl, {}, NoManagedPolicies())
     return {
         "template": tpl,
-        "resourceOrder": list((tpl.get("Resources") or {}).keys()),
-        "parameterOrder": list((tpl.get("Parameters") or {}).keys()),
+        "resourceOrder": in_order(source_resources, list((tpl.get("Resources") or {}).keys())),
+        "parameterOrder": in_order(source_parameters, list((tpl.get("Parameters") or {}).keys())),
     }
 
 
