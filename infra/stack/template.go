@@ -189,8 +189,10 @@ type translation struct {
 	ParameterOrder []string       `json:"parameterOrder"`
 }
 
-// The translator's Python takes about a second to start; every test
-// binary loads the template at least once, many tests more often.
+// The translator's Python takes about a second of CPU to start; every
+// test binary loads the template at least once, many tests more often. So
+// translations are kept for the process, by text, and on disk (see
+// cachedTranslation) across processes.
 var translations struct {
 	sync.Mutex
 	byText map[[sha256.Size]byte][]byte
@@ -206,20 +208,9 @@ func translate(data []byte) (*translation, error) {
 	out, ok := translations.byText[key]
 	translations.Unlock()
 	if !ok {
-		root, err := proc.ModuleRoot()
-		if err != nil {
+		var err error
+		if out, err = runTranslator(data); err != nil {
 			return nil, fmt.Errorf("translate template: %w", err)
-		}
-		python, err := proc.FindTool(EnvPython, ".venv/bin/python")
-		if err != nil {
-			return nil, fmt.Errorf("translate template: %w", err)
-		}
-		cmd := exec.Command(python, filepath.Join(root, "infra", "scripts", "sam-translate.py"), "-")
-		cmd.Stdin = bytes.NewReader(data)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if out, err = cmd.Output(); err != nil {
-			return nil, fmt.Errorf("translate template: %w: %s", err, strings.TrimSpace(stderr.String()))
 		}
 		translations.Lock()
 		if translations.byText == nil {
@@ -233,6 +224,79 @@ func translate(data []byte) (*translation, error) {
 		return nil, fmt.Errorf("translate template: read the translator's output: %w", err)
 	}
 	return &tr, nil
+}
+
+// runTranslator returns what infra/scripts/sam-translate.py prints for
+// data, from the disk cache when it holds it.
+func runTranslator(data []byte) ([]byte, error) {
+	root, err := proc.ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	python, err := proc.FindTool(EnvPython, ".venv/bin/python")
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(root, "infra", "scripts", "sam-translate.py")
+	cached := cachedTranslation(data, script, python)
+	if out, err := os.ReadFile(cached); cached != "" && err == nil {
+		return out, nil
+	}
+	cmd := exec.Command(python, script, "-")
+	cmd.Stdin = bytes.NewReader(data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if cached != "" {
+		// Best effort, written whole or not at all: a cache that cannot
+		// be written only costs the next process a second.
+		if err := os.MkdirAll(filepath.Dir(cached), 0o755); err == nil {
+			if f, err := os.CreateTemp(filepath.Dir(cached), "tmp-*"); err == nil {
+				_, werr := f.Write(out)
+				if cerr := f.Close(); werr == nil && cerr == nil {
+					werr = os.Rename(f.Name(), cached)
+				}
+				if werr != nil {
+					os.Remove(f.Name())
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// cachedTranslation returns the file in the user's cache folder that holds
+// the translation of data, named by a hash of everything the output
+// depends on: the template, the script, and the translator's version (its
+// package's __init__.py in the virtualenv of python). "" when the
+// translator's files are not found, or there is no cache folder: then
+// nothing is cached on disk.
+func cachedTranslation(data []byte, script, python string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	code, err := os.ReadFile(script)
+	if err != nil {
+		return ""
+	}
+	inits, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(python)), "lib", "python*", "site-packages", "samtranslator", "__init__.py"))
+	if len(inits) != 1 {
+		return ""
+	}
+	version, err := os.ReadFile(inits[0])
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{data, code, []byte(python), version} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return filepath.Join(dir, "urldownloader", "sam-translate", fmt.Sprintf("%x.json", h.Sum(nil)))
 }
 
 // Lookup returns the translated template's value at a path of keys, e.g.
