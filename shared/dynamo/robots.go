@@ -40,7 +40,7 @@ type robotsItem struct {
 // which TTL removes it (it is refetched long before, after RobotsTTL).
 const robotsKeep = 7 * 24 * time.Hour
 
-// Robots implements hostqueue.Store.
+// Robots implements hostqueue.RobotsCache.
 func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robots, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: itemKey(hostPK(key), robotsPrefix+origin), ConsistentRead: aws.Bool(false),
@@ -104,7 +104,7 @@ func gunzip(z []byte) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-// PutRobots implements hostqueue.Store.
+// PutRobots implements hostqueue.RobotsCache.
 func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
 	body := r.Body
 	z := gzipped(body)

@@ -115,7 +115,7 @@ func New(client Client, table string, now func() time.Time) *Store {
 	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}}
 }
 
-// Append implements hostqueue.Store.
+// Append implements hostqueue.Appender.
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
 	pk := hostPK(req.Key)
 	reported := map[string]bool{}
@@ -197,7 +197,7 @@ func (s *Store) finishAppend(w *hostWrite, others []*hostWrite) hostqueue.Append
 	return w.appended
 }
 
-// Load implements hostqueue.Store.
+// Load implements hostqueue.Queues.
 func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
 	it, err := s.getHost(ctx, hostPK(key))
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host
 	return s.toHost(ctx, key, it, want)
 }
 
-// Commit implements hostqueue.Store.
+// Commit implements hostqueue.Queues.
 func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
 	pk := hostPK(key)
 	done := make(map[string]bool, len(c.Done))
@@ -360,7 +360,7 @@ func (s *Store) collectOrphans(pk string) {
 	_ = s.deleteChunks(ctx, pk, old)
 }
 
-// DueHosts implements hostqueue.Store.
+// DueHosts implements hostqueue.Queues.
 func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
 	var keys []string
 	var start map[string]types.AttributeValue
@@ -395,7 +395,7 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	}
 }
 
-// AcquireShard implements hostqueue.Store.
+// AcquireShard implements hostqueue.Leases.
 //
 // A run waiting for a shard another run holds asks again and again (a
 // scheduled run while a woken one finishes, a successor at the minute): a
@@ -477,7 +477,7 @@ func (s *Store) readLease(ctx context.Context, vshard int) (*leaseItem, error) {
 	return &cur, nil
 }
 
-// ReleaseShard implements hostqueue.Store.
+// ReleaseShard implements hostqueue.Leases.
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,

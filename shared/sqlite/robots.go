@@ -54,7 +54,7 @@ func (s *Store) storeRobots(ctx context.Context, tx *txn, key string, h *hostRow
 	return nil
 }
 
-// Robots implements hostqueue.Store.
+// Robots implements hostqueue.RobotsCache.
 func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robots, error) {
 	var out *hostqueue.Robots
 	err := s.read(ctx, func(tx *txn) error {
@@ -77,7 +77,7 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 	return out, nil
 }
 
-// PutRobots implements hostqueue.Store.
+// PutRobots implements hostqueue.RobotsCache.
 func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
 	return s.write(ctx, func(tx *txn) error {
 		return putRobots(ctx, tx, key, origin, r)
