@@ -661,7 +661,7 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		out.Due = time.UnixMilli(h.due.Int64)
 	}
 	for origin, ir := range h.robots {
-		if ir.X {
+		if ir.StoredApart {
 			if out.RobotsItems == nil {
 				out.RobotsItems = map[string]bool{}
 			}
@@ -671,7 +671,7 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		if out.Robots == nil {
 			out.Robots = map[string]hostqueue.Robots{}
 		}
-		out.Robots[origin] = hostqueue.Robots{Status: ir.S, Body: ir.B, FetchedAt: time.UnixMilli(ir.T)}
+		out.Robots[origin] = hostqueue.Robots{Status: ir.Status, Body: ir.Body, FetchedAt: time.UnixMilli(ir.FetchedAt)}
 	}
 	if want > 0 && h.pending > 0 {
 		head, _, err := headEntries(ctx, tx, h.id, want)
