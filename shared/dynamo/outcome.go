@@ -36,7 +36,7 @@ const settleTimeout = 5 * time.Second
 // hostWrite is one conditional write of a host item, kept until its
 // outcome is known.
 type hostWrite struct {
-	next *hostItem // the item as written; next.N[0] is the write's nonce
+	next *hostItem // the item as written; next.Nonces[0] is the write's nonce
 	prev int64     // the version it is conditioned on; 0: no item yet
 	// spilled are the chunks written for it, referenced only if it lands;
 	// dead those it stops referencing, nobody's once it lands.
@@ -47,7 +47,7 @@ type hostWrite struct {
 	collect  bool
 }
 
-func (w *hostWrite) nonce() string { return w.next.N[0] }
+func (w *hostWrite) nonce() string { return w.next.Nonces[0] }
 
 // verdict is what the store knows about a write after reading the item.
 type verdict int
@@ -75,21 +75,21 @@ func judge(cur *hostItem, w *hostWrite) verdict {
 		}
 		return lost
 	}
-	if cur.V <= w.prev {
+	if cur.Version <= w.prev {
 		return pending
 	}
 	// Versions only grow while an item lives: the write that made
 	// version prev+1 is the back-th before the latest.
-	back := cur.V - w.prev - 1
-	if back < int64(len(cur.N)) {
-		if cur.N[back] == w.nonce() {
+	back := cur.Version - w.prev - 1
+	if back < int64(len(cur.Nonces)) {
+		if cur.Nonces[back] == w.nonce() {
 			return landed
 		}
 		return lost
 	}
 	// Too far back to tell by nonce; a chunk only this write wrote is
 	// referenced only if it landed (later writers carry references over).
-	for _, c := range cur.C {
+	for _, c := range cur.Chunks {
 		if slices.Contains(w.spilled, chunkPrefix+c.ID) {
 			return landed
 		}

@@ -72,13 +72,13 @@ func inline(r hostqueue.Robots) (inlineRobots, bool) {
 	if len(z) > maxInlineRobots {
 		return inlineRobots{}, false
 	}
-	return inlineRobots{S: r.Status, B: z, T: r.FetchedAt.UnixMilli()}, true
+	return inlineRobots{Status: r.Status, GzipBody: z, FetchedAt: r.FetchedAt.UnixMilli()}, true
 }
 
 func (ir inlineRobots) robots() (hostqueue.Robots, error) {
-	r := hostqueue.Robots{Status: ir.S, FetchedAt: time.UnixMilli(ir.T)}
+	r := hostqueue.Robots{Status: ir.Status, FetchedAt: time.UnixMilli(ir.FetchedAt)}
 	var err error
-	r.Body, err = gunzip(ir.B)
+	r.Body, err = gunzip(ir.GzipBody)
 	return r, err
 }
 
@@ -139,28 +139,29 @@ const (
 
 // pruneRobots keeps the most recently fetched answers within the bounds
 // above and drops the rest. A dropped origin's robots.txt is fetched again
-// when its next URL comes up. When it was a mark (X) for a robots item of
-// its own, that item is left in place: nothing looks it up any more, its
-// TTL removes it (robotsKeep after its fetch), and a refetch overwrites it.
+// when its next URL comes up. When it was a mark (StoredApart) for a
+// robots item of its own, that item is left in place: nothing looks it up
+// any more, its TTL removes it (robotsKeep after its fetch), and a
+// refetch overwrites it.
 func pruneRobots(rb map[string]inlineRobots) {
 	total := 0
 	for _, ir := range rb {
-		total += len(ir.B)
+		total += len(ir.GzipBody)
 	}
 	if len(rb) <= maxInlineOrigins && total <= maxInlineRobotsBytes {
 		return
 	}
 	newestFirst := slices.SortedFunc(maps.Keys(rb), func(a, b string) int {
-		if c := cmp.Compare(rb[b].T, rb[a].T); c != 0 {
+		if c := cmp.Compare(rb[b].FetchedAt, rb[a].FetchedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a, b)
 	})
 	kept, size := 0, 0
 	for _, origin := range newestFirst {
-		if kept < maxInlineOrigins && size+len(rb[origin].B) <= maxInlineRobotsBytes {
+		if kept < maxInlineOrigins && size+len(rb[origin].GzipBody) <= maxInlineRobotsBytes {
 			kept++
-			size += len(rb[origin].B)
+			size += len(rb[origin].GzipBody)
 			continue
 		}
 		// Once one does not fit, every older one goes too: what is kept

@@ -14,9 +14,9 @@
 // Hence:
 //
 //   - Every host-item write carries a random 64-bit nonce, and the item
-//     keeps the nonces of its last nonceHistory writes, newest first (n):
-//     the write that made version v+1 is known while the item is below
-//     v+1+nonceHistory.
+//     keeps the nonces of its last nonceHistory writes, newest first
+//     (Nonces): the write that made version v+1 is known while the item is
+//     below v+1+nonceHistory.
 //   - On the happy path nothing more happens. After any other answer to a
 //     host write (an error, or a failed condition, which may be the SDK's
 //     retry of our own applied write), the store reads the item, strongly
@@ -134,11 +134,11 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 		}
 		exists := cur != nil
 		if !exists {
-			cur = &hostItem{PK: pk, SK: hostSK, VS: hostqueue.VirtualShard(req.Key)}
+			cur = &hostItem{PK: pk, SK: hostSK, VirtualShard: hostqueue.VirtualShard(req.Key)}
 		}
 		next := *cur
-		next.V = cur.V + 1
-		next.N = withNonce(cur.N, newNonce())
+		next.Version = cur.Version + 1
+		next.Nonces = withNonce(cur.Nonces, newNonce())
 		incoming := req.Entries
 		fromPending, fromIncoming := hostqueue.Evict(cur.pending(), len(incoming), req.Limit)
 
@@ -163,9 +163,9 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 			}
 		}
 
-		next.Q = append(append([]hostqueue.Entry(nil), next.Q...), incoming...)
+		next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(incoming)...)
 		var spilled []string
-		if entriesSize(next.Q) > inlineBudget {
+		if entriesSize(next.Tail) > inlineBudget {
 			if spilled, err = s.spill(ctx, &next); err != nil {
 				at.failed(err)
 				continue
@@ -179,7 +179,7 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 				activated = true
 			}
 		}
-		w = &hostWrite{next: &next, prev: cur.V, spilled: spilled, dead: dead,
+		w = &hostWrite{next: &next, prev: cur.Version, spilled: spilled, dead: dead,
 			appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}
 		if err := s.putHost(ctx, w.next, w.prev); err != nil {
 			at.answered(w, err)
@@ -226,7 +226,7 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		} else if err := s.PutRobots(ctx, key, origin, r); err != nil {
 			return nil, err
 		} else {
-			small[origin] = inlineRobots{X: true, T: r.FetchedAt.UnixMilli()}
+			small[origin] = inlineRobots{StoredApart: true, FetchedAt: r.FetchedAt.UnixMilli()}
 		}
 	}
 	at := s.attempts(pk, "commit "+key, true)
@@ -249,31 +249,31 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			return nil, fmt.Errorf("commit %s: %w", key, hostqueue.ErrNotFound)
 		}
 		next := *cur
-		next.V = cur.V + 1
-		next.N = withNonce(cur.N, newNonce())
+		next.Version = cur.Version + 1
+		next.Nonces = withNonce(cur.Nonces, newNonce())
 		_, dead, err := s.popHead(ctx, &next, -1, done)
 		if err != nil {
 			return nil, err
 		}
-		if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > next.LF {
-			next.LF = lf
+		if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > next.LastFetch {
+			next.LastFetch = lf
 		}
-		next.PU = 0
+		next.PauseUntil = 0
 		if !c.PauseUntil.IsZero() {
-			next.PU = c.PauseUntil.UnixMilli()
+			next.PauseUntil = c.PauseUntil.UnixMilli()
 		}
-		next.ER = c.Errors
-		next.FS, next.LE = 0, clip(c.LastError, maxLastError)
+		next.Errors = c.Errors
+		next.FailingSince, next.LastError = 0, clip(c.LastError, maxLastError)
 		if !c.FailingSince.IsZero() {
-			next.FS = c.FailingSince.UnixMilli()
+			next.FailingSince = c.FailingSince.UnixMilli()
 		}
-		next.AT = nil
+		next.Attempts = nil
 		for id, n := range c.Attempts {
 			if !done[id] && n > 0 {
-				if next.AT == nil {
-					next.AT = map[string]int{}
+				if next.Attempts == nil {
+					next.Attempts = map[string]int{}
 				}
-				next.AT[id] = n
+				next.Attempts[id] = n
 			}
 		}
 		if c.Release {
@@ -287,23 +287,23 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 				next.TTL = 0
 			} else {
 				next.Due = 0
-				next.AT = nil
+				next.Attempts = nil
 				next.TTL = s.now().Add(c.IdleTTL).Unix()
 			}
 		}
 		if len(small) > 0 {
-			next.RB = maps.Clone(next.RB)
-			if next.RB == nil {
-				next.RB = map[string]inlineRobots{}
+			next.Robots = maps.Clone(next.Robots)
+			if next.Robots == nil {
+				next.Robots = map[string]inlineRobots{}
 			}
-			maps.Copy(next.RB, small)
-			pruneRobots(next.RB)
+			maps.Copy(next.Robots, small)
+			pruneRobots(next.Robots)
 		}
-		collect := c.Release && next.pending() == 0 && next.HC
+		collect := c.Release && next.pending() == 0 && next.SpilledSinceEmpty
 		if collect {
-			next.HC = false
+			next.SpilledSinceEmpty = false
 		}
-		w = &hostWrite{next: &next, prev: cur.V, dead: dead, collect: collect}
+		w = &hostWrite{next: &next, prev: cur.Version, dead: dead, collect: collect}
 		if err := s.putHost(ctx, w.next, w.prev); err != nil {
 			at.answered(w, err)
 			continue
@@ -353,7 +353,7 @@ func (s *Store) collectOrphans(pk string) {
 	var old []string
 	for _, it := range out.Items {
 		var c chunkItem
-		if attributevalue.UnmarshalMap(it, &c) == nil && c.T < cutoff {
+		if attributevalue.UnmarshalMap(it, &c) == nil && c.WrittenAt < cutoff {
 			old = append(old, c.SK)
 		}
 	}
@@ -413,7 +413,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		}
 	}
 	nonce := newNonce()
-	item, err := attributevalue.MarshalMap(leaseItem{PK: shardPK(vshard), SK: leaseSK, Owner: owner, Until: until.UnixMilli(), N: nonce})
+	item, err := attributevalue.MarshalMap(leaseItem{PK: shardPK(vshard), SK: leaseSK, Owner: owner, Until: until.UnixMilli(), Nonce: nonce})
 	if err != nil {
 		return false, fmt.Errorf("encode lease of shard %d: %w", vshard, err)
 	}
@@ -443,7 +443,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		if rerr != nil {
 			return false, fmt.Errorf("lease shard %d: %w: %w; reading it back: %w", vshard, ErrOutcomeUnknown, err, rerr)
 		}
-		if cur == nil || cur.N != nonce {
+		if cur == nil || cur.Nonce != nonce {
 			return false, fmt.Errorf("lease shard %d: %w", vshard, err)
 		}
 	}
@@ -504,16 +504,16 @@ func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) erro
 // or, with n < 0, as long as the head entry's ID is in done. It returns the
 // removed entries and the sort keys of chunks that became empty.
 func (s *Store) popHead(ctx context.Context, next *hostItem, n int, done map[string]bool) ([]hostqueue.Entry, []string, error) {
-	var popped []hostqueue.Entry
+	var popped []entryItem
 	var dead []string
-	take := func(e hostqueue.Entry) bool {
+	take := func(e entryItem) bool {
 		if n >= 0 {
 			return len(popped) < n
 		}
 		return done[e.ID]
 	}
-	chunks := append([]chunkRef(nil), next.C...)
-	co := next.CO
+	chunks := append([]chunkRef(nil), next.Chunks...)
+	co := next.FirstChunkTaken
 	for len(chunks) > 0 {
 		entries, err := s.chunk(ctx, next.PK, chunks[0].ID)
 		if err != nil {
@@ -536,7 +536,7 @@ func (s *Store) popHead(ctx context.Context, next *hostItem, n int, done map[str
 		dead = append(dead, chunkPrefix+chunks[0].ID)
 		chunks, co = chunks[1:], 0
 	}
-	q := next.Q
+	q := next.Tail
 	if len(chunks) == 0 {
 		i := 0
 		for i < len(q) && take(q[i]) {
@@ -545,36 +545,36 @@ func (s *Store) popHead(ctx context.Context, next *hostItem, n int, done map[str
 		}
 		q = q[i:]
 	}
-	next.C, next.CO, next.Q = chunks, co, q
-	if len(next.C) == 0 {
-		next.C, next.CO = nil, 0
+	next.Chunks, next.FirstChunkTaken, next.Tail = chunks, co, q
+	if len(next.Chunks) == 0 {
+		next.Chunks, next.FirstChunkTaken = nil, 0
 	}
-	return popped, dead, nil
+	return toEntries(popped), dead, nil
 }
 
 // spill moves the inline tail into new chunks, written before the host item
 // references them, under the nonce of the host write to come.
 func (s *Store) spill(ctx context.Context, next *hostItem) ([]string, error) {
 	var written []string
-	q := next.Q
+	q := next.Tail
 	for len(q) > 0 {
 		n, size := 0, 0
 		for n < len(q) && (n == 0 || size+entrySize(q[n]) <= maxChunkBytes) {
 			size += entrySize(q[n])
 			n++
 		}
-		id, err := s.putChunk(ctx, next.PK, q[:n], next.N[0])
+		id, err := s.putChunk(ctx, next.PK, q[:n], next.Nonces[0])
 		if err != nil {
 			// Nothing references them: the host item is written after.
 			s.deleteChunksQuietly(next.PK, written)
 			return nil, fmt.Errorf("write chunk of %d urls for %s: %w", n, next.PK, err)
 		}
 		written = append(written, chunkPrefix+id)
-		next.C = append(append([]chunkRef(nil), next.C...), chunkRef{ID: id, N: n})
+		next.Chunks = append(append([]chunkRef(nil), next.Chunks...), chunkRef{ID: id, Count: n})
 		q = q[n:]
 	}
-	next.Q = nil
-	next.HC = true
+	next.Tail = nil
+	next.SpilledSinceEmpty = true
 	return written, nil
 }
 
@@ -588,10 +588,10 @@ const maxChunkIDDraws = 3
 // request before its answer was lost (the SDK's retry then fails the
 // condition), so the item is read to tell that from another append's
 // chunk, which must never be overwritten.
-func (s *Store) putChunk(ctx context.Context, pk string, q []hostqueue.Entry, nonce string) (string, error) {
+func (s *Store) putChunk(ctx context.Context, pk string, q []entryItem, nonce string) (string, error) {
 	for draw := 1; ; draw++ {
 		id := newChunkID()
-		item, err := attributevalue.MarshalMap(chunkItem{PK: pk, SK: chunkPrefix + id, Q: q, T: s.now().UnixMilli(), N: nonce})
+		item, err := attributevalue.MarshalMap(chunkItem{PK: pk, SK: chunkPrefix + id, Entries: q, WrittenAt: s.now().UnixMilli(), Nonce: nonce})
 		if err != nil {
 			return "", fmt.Errorf("encode chunk: %w", err)
 		}
@@ -643,26 +643,26 @@ func (s *Store) chunkOwner(ctx context.Context, pk, id string) (bool, string, er
 func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) (*hostqueue.Host, error) {
 	h := &hostqueue.Host{
 		Key:          key,
-		VirtualShard: it.VS,
+		VirtualShard: it.VirtualShard,
 		Pending:      it.pending(),
-		Errors:       it.ER,
-		LastError:    it.LE,
-		Attempts:     it.AT,
+		Errors:       it.Errors,
+		LastError:    it.LastError,
+		Attempts:     it.Attempts,
 	}
-	if it.FS != 0 {
-		h.FailingSince = time.UnixMilli(it.FS)
+	if it.FailingSince != 0 {
+		h.FailingSince = time.UnixMilli(it.FailingSince)
 	}
 	if it.Due != 0 {
 		h.Due = time.UnixMilli(it.Due)
 	}
-	if it.LF != 0 {
-		h.LastFetch = time.UnixMilli(it.LF)
+	if it.LastFetch != 0 {
+		h.LastFetch = time.UnixMilli(it.LastFetch)
 	}
-	if it.PU != 0 {
-		h.PauseUntil = time.UnixMilli(it.PU)
+	if it.PauseUntil != 0 {
+		h.PauseUntil = time.UnixMilli(it.PauseUntil)
 	}
-	for origin, ir := range it.RB {
-		if ir.X {
+	for origin, ir := range it.Robots {
+		if ir.StoredApart {
 			if h.RobotsItems == nil {
 				h.RobotsItems = map[string]bool{}
 			}
@@ -676,8 +676,8 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 			h.Robots[origin] = r
 		}
 	}
-	co := it.CO
-	for _, c := range it.C {
+	co := it.FirstChunkTaken
+	for _, c := range it.Chunks {
 		if len(h.Head) >= want {
 			break
 		}
@@ -686,12 +686,12 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 			return nil, err
 		}
 		if co < len(entries) {
-			h.Head = append(h.Head, entries[co:min(len(entries), co+want-len(h.Head))]...)
+			h.Head = append(h.Head, toEntries(entries[co:min(len(entries), co+want-len(h.Head))])...)
 		}
 		co = 0
 	}
 	if len(h.Head) < want {
-		h.Head = append(h.Head, it.Q[:min(len(it.Q), want-len(h.Head))]...)
+		h.Head = append(h.Head, toEntries(it.Tail[:min(len(it.Tail), want-len(h.Head))])...)
 	}
 	return h, nil
 }
@@ -738,7 +738,7 @@ func (s *Store) putHost(ctx context.Context, it *hostItem, prev int64) error {
 
 // chunk returns a chunk's entries (nil when it does not exist). Chunks never
 // change once written, so they are cached.
-func (s *Store) chunk(ctx context.Context, pk, id string) ([]hostqueue.Entry, error) {
+func (s *Store) chunk(ctx context.Context, pk, id string) ([]entryItem, error) {
 	ck := pk + "\x00" + id
 	s.mu.Lock()
 	c, ok := s.chunks[ck]
@@ -761,8 +761,8 @@ func (s *Store) chunk(ctx context.Context, pk, id string) ([]hostqueue.Entry, er
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
 		return nil, fmt.Errorf("decode chunk %s of %s: %w", id, pk, err)
 	}
-	s.cacheChunk(pk, id, it.Q)
-	return it.Q, nil
+	s.cacheChunk(pk, id, it.Entries)
+	return it.Entries, nil
 }
 
 // The chunk cache is bounded in items and in bytes (a chunk holds up to
@@ -775,11 +775,11 @@ const (
 )
 
 type cachedChunk struct {
-	q    []hostqueue.Entry
+	q    []entryItem
 	size int // estimated, as entriesSize counts
 }
 
-func (s *Store) cacheChunk(pk, id string, q []hostqueue.Entry) {
+func (s *Store) cacheChunk(pk, id string, q []entryItem) {
 	size := entriesSize(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -124,7 +124,7 @@ func TestAppendSpillsIntoChunks(t *testing.T) {
 	}
 }
 
-func inlineSize(es []hostqueue.Entry) int {
+func inlineSize(es []rawEntry) int {
 	n := 0
 	for _, e := range es {
 		n += 8 + len(e.ID) + len(e.URL)

@@ -12,16 +12,17 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
-// Entry is one queued URL.
+// Entry is one queued URL. How a store lays it out is the store's own
+// business (package dynamo, package sqlite).
 type Entry struct {
-	ID           string `dynamodbav:"i"`
-	URL          string `dynamodbav:"u"`
-	ETag         string `dynamodbav:"e,omitempty"`
-	LastModified string `dynamodbav:"m,omitempty"`
+	ID           string
+	URL          string
+	ETag         string
+	LastModified string
 	// Hops counts the redirects already followed to reach URL (a
 	// cross-host redirect target is queued with the hops so far), so a
 	// redirect loop ends however many hosts its chain crosses.
-	Hops int `dynamodbav:"h,omitempty"`
+	Hops int
 }
 
 // Host is the stored state of one queue key (a host, or a registrable domain
