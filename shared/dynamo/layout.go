@@ -3,6 +3,7 @@ package dynamo
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
@@ -177,6 +178,75 @@ func (h *hostItem) pending() int {
 		n -= h.FirstChunkTaken
 	}
 	return n
+}
+
+// successor is the item a write on top of h starts from: the next version,
+// under a nonce of its own.
+func (h *hostItem) successor() *hostItem {
+	next := *h
+	next.Version = h.Version + 1
+	next.Nonces = withNonce(h.Nonces, newNonce())
+	return &next
+}
+
+// activate puts a host with work into the due index at due, unless it is
+// there already, and keeps its state from expiring. It returns whether it
+// put the host there.
+func (h *hostItem) activate(due time.Time) bool {
+	if h.pending() == 0 {
+		return false
+	}
+	h.TTL = 0
+	if h.Due != 0 {
+		return false
+	}
+	h.Due = due.UnixMilli()
+	return true
+}
+
+// recordProgress applies a commit's politeness state and failed-attempt
+// counters (kept only for entries still queued).
+func (h *hostItem) recordProgress(c hostqueue.Commit, done map[string]bool) {
+	if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > h.LastFetch {
+		h.LastFetch = lf
+	}
+	h.PauseUntil = 0
+	if !c.PauseUntil.IsZero() {
+		h.PauseUntil = c.PauseUntil.UnixMilli()
+	}
+	h.Errors = c.Errors
+	h.FailingSince, h.LastError = 0, clip(c.LastError, maxLastError)
+	if !c.FailingSince.IsZero() {
+		h.FailingSince = c.FailingSince.UnixMilli()
+	}
+	h.Attempts = nil
+	for id, n := range c.Attempts {
+		if !done[id] && n > 0 {
+			if h.Attempts == nil {
+				h.Attempts = map[string]int{}
+			}
+			h.Attempts[id] = n
+		}
+	}
+}
+
+// release ends the holder's work on the host (Commit.Release): with work
+// left it is due again at NextDue (or, with Continue, stays due as it is);
+// drained, it leaves the due index and its state expires IdleTTL from now.
+func (h *hostItem) release(c hostqueue.Commit, now func() time.Time) {
+	if h.pending() > 0 {
+		// Continue leaves Due alone: the host is still due (it was when
+		// the holder took it), and an unchanged index key costs no index
+		// write.
+		if !c.Continue || h.Due == 0 {
+			h.Due = c.NextDue.UnixMilli()
+		}
+		h.TTL = 0
+		return
+	}
+	h.Due = 0
+	h.Attempts = nil
+	h.TTL = now().Add(c.IdleTTL).Unix()
 }
 
 // entrySize estimates an entry's stored size in bytes, the way DynamoDB

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/backoff"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
 
@@ -28,6 +29,12 @@ const nonceHistory = 4
 // ended in an error rather than a failed condition: the SDK has already
 // retried it, so a persistent fault ends the call soon.
 const maxErrorRetries = 2
+
+// retryWait spaces the attempts of one host write, so that contending
+// writers spread out instead of colliding again: full jitter under a cap
+// that doubles from 4 ms to 128 ms, a mean wait of 2^n ms before attempt
+// n+1, at most 64 ms.
+var retryWait = backoff.Policy{Base: 4 * time.Millisecond, Max: 128 * time.Millisecond}
 
 // settleTimeout bounds the read that learns a write's outcome (see
 // settling).
@@ -139,7 +146,7 @@ func (s *Store) attempts(pk, what string, strict bool) *attempts {
 func (a *attempts) next(ctx context.Context) (*hostItem, *hostWrite, error) {
 	var waitErr error
 	if a.n > 0 {
-		waitErr = backoff(ctx, a.n)
+		waitErr = retryWait.Wait(ctx, a.n)
 	}
 	a.n++
 	if waitErr != nil && len(a.inflight) == 0 {

@@ -62,6 +62,39 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 	return r, nil
 }
 
+// commitRobots returns a commit's robots.txt answers in the host item's
+// form. Small ones ride in the host item, applied at every attempt; large
+// ones get an item of their own, written once here rather than again on
+// every lost race, and only a mark (StoredApart) in the host item.
+func (s *Store) commitRobots(ctx context.Context, key string, answers map[string]hostqueue.Robots) (map[string]inlineRobots, error) {
+	out := make(map[string]inlineRobots, len(answers))
+	for origin, r := range answers {
+		if ir, ok := inline(r); ok {
+			out[origin] = ir
+			continue
+		}
+		if err := s.PutRobots(ctx, key, origin, r); err != nil {
+			return nil, err
+		}
+		out[origin] = inlineRobots{StoredApart: true, FetchedAt: r.FetchedAt.UnixMilli()}
+	}
+	return out, nil
+}
+
+// mergeRobots keeps a commit's answers in the host item, replacing their
+// origins' earlier ones, within the bounds of pruneRobots.
+func (h *hostItem) mergeRobots(answers map[string]inlineRobots) {
+	if len(answers) == 0 {
+		return
+	}
+	h.Robots = maps.Clone(h.Robots)
+	if h.Robots == nil {
+		h.Robots = map[string]inlineRobots{}
+	}
+	maps.Copy(h.Robots, answers)
+	pruneRobots(h.Robots)
+}
+
 // maxInlineRobots is the largest gzipped robots.txt kept in the host item:
 // small enough that the host item stays within one write unit.
 const maxInlineRobots = 200

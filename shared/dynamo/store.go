@@ -56,8 +56,6 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"maps"
-	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -117,76 +115,75 @@ func New(client Client, table string, now func() time.Time) *Store {
 
 // Append implements hostqueue.Appender.
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
-	pk := hostPK(req.Key)
-	reported := map[string]bool{}
-	at := s.attempts(pk, "append to "+req.Key, false)
-	defer at.sweep()
-	for {
-		cur, w, err := at.next(ctx)
-		if err != nil {
-			return hostqueue.AppendResult{}, err
-		}
-		if w != nil {
-			return s.finishAppend(w, at.inflight), nil
-		}
-		if at.n > 1 && s.OnRetry != nil {
-			s.OnRetry()
-		}
-		exists := cur != nil
-		if !exists {
-			cur = &hostItem{PK: pk, SK: hostSK, VirtualShard: hostqueue.VirtualShard(req.Key)}
-		}
-		next := *cur
-		next.Version = cur.Version + 1
-		next.Nonces = withNonce(cur.Nonces, newNonce())
-		incoming := req.Entries
-		fromPending, fromIncoming := hostqueue.Evict(cur.pending(), len(incoming), req.Limit)
-
-		var evicted []hostqueue.Entry
-		var dead []string // chunk sort keys emptied by eviction
-		if fromPending > 0 {
-			var popped []hostqueue.Entry
-			popped, dead, err = s.popHead(ctx, &next, fromPending, nil)
-			if err != nil {
-				return hostqueue.AppendResult{}, err
-			}
-			evicted = append(evicted, popped...)
-		}
-		evicted = append(evicted, incoming[:fromIncoming]...)
-		incoming = incoming[fromIncoming:]
-		if fresh := unreported(evicted, reported); len(fresh) > 0 && req.OnEvict != nil {
-			if err := req.OnEvict(ctx, fresh); err != nil {
-				return hostqueue.AppendResult{}, fmt.Errorf("report %d evicted urls of %s: %w", len(fresh), req.Key, err)
-			}
-			for _, e := range fresh {
-				reported[e.ID] = true
-			}
-		}
-
-		next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(incoming)...)
-		var spilled []string
-		if entriesSize(next.Tail) > inlineBudget {
-			if spilled, err = s.spill(ctx, &next); err != nil {
-				at.failed(err)
-				continue
-			}
-		}
-		activated := false
-		if next.pending() > 0 {
-			next.TTL = 0
-			if next.Due == 0 {
-				next.Due = req.Due.UnixMilli()
-				activated = true
-			}
-		}
-		w = &hostWrite{next: &next, prev: cur.Version, spilled: spilled, dead: dead,
-			appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}
-		if err := s.putHost(ctx, w.next, w.prev); err != nil {
-			at.answered(w, err)
-			continue
-		}
-		return s.finishAppend(w, at.inflight), nil
+	op := &appendOp{s: s, req: req, reported: map[string]bool{}}
+	w, others, err := s.writeHost(ctx, req.Key, "append to "+req.Key, false, op.write)
+	if err != nil {
+		return hostqueue.AppendResult{}, err
 	}
+	return s.finishAppend(w, others), nil
+}
+
+// appendOp is one Append: what its attempts share.
+type appendOp struct {
+	s   *Store
+	req hostqueue.AppendRequest
+	// reported are the IDs of the evicted entries OnEvict has taken, by
+	// this or an earlier attempt.
+	reported map[string]bool
+}
+
+// write builds an attempt's write on cur, the host item as read (nil:
+// none yet): evict to make room, report the evicted entries, queue the
+// incoming ones, spill the tail into chunks when it outgrows the item.
+func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error) {
+	req := op.req
+	if cur == nil {
+		cur = &hostItem{PK: hostPK(req.Key), SK: hostSK, VirtualShard: hostqueue.VirtualShard(req.Key)}
+	}
+	next := cur.successor()
+	incoming := req.Entries
+	fromPending, fromIncoming := hostqueue.Evict(cur.pending(), len(incoming), req.Limit)
+	var evicted []hostqueue.Entry
+	var dead []string // chunk sort keys emptied by eviction
+	if fromPending > 0 {
+		var err error
+		if evicted, dead, err = op.s.popHead(ctx, next, fromPending, nil); err != nil {
+			return nil, err
+		}
+	}
+	evicted = append(evicted, incoming[:fromIncoming]...)
+	incoming = incoming[fromIncoming:]
+	if err := op.report(ctx, evicted); err != nil {
+		return nil, err
+	}
+	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(incoming)...)
+	var spilled []string
+	if entriesSize(next.Tail) > inlineBudget {
+		var err error
+		if spilled, err = op.s.spill(ctx, next); err != nil {
+			return nil, &retryableError{err}
+		}
+	}
+	activated := next.activate(req.Due)
+	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead,
+		appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}, nil
+}
+
+// report hands OnEvict the evicted entries it has not taken yet. It runs
+// before the write that evicts them, so that they are reported first: a
+// failure writes nothing.
+func (op *appendOp) report(ctx context.Context, evicted []hostqueue.Entry) error {
+	fresh := unreported(evicted, op.reported)
+	if len(fresh) == 0 || op.req.OnEvict == nil {
+		return nil
+	}
+	if err := op.req.OnEvict(ctx, fresh); err != nil {
+		return fmt.Errorf("report %d evicted urls of %s: %w", len(fresh), op.req.Key, err)
+	}
+	for _, e := range fresh {
+		op.reported[e.ID] = true
+	}
+	return nil
 }
 
 // finishAppend completes an append whose write w landed: the chunks its
@@ -209,107 +206,57 @@ func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host
 	return s.toHost(ctx, key, it, want)
 }
 
-// Commit implements hostqueue.Queues.
+// Commit implements hostqueue.Queues. Its attempts are strict (see
+// attempts): a commit of ours that landed after all is not applied again
+// on top of itself, where a second Release would move a due time an
+// ingest has set meanwhile.
 func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
-	pk := hostPK(key)
-	done := make(map[string]bool, len(c.Done))
+	robots, err := s.commitRobots(ctx, key, c.Robots)
+	if err != nil {
+		return nil, err
+	}
+	op := &commitOp{s: s, key: key, c: c, done: make(map[string]bool, len(c.Done)), robots: robots}
 	for _, id := range c.Done {
-		done[id] = true
+		op.done[id] = true
 	}
-	// Small robots.txt answers ride in the host item (applied at every
-	// attempt below); large ones get an item of their own, written once
-	// here rather than again on every lost race.
-	small := map[string]inlineRobots{}
-	for origin, r := range c.Robots {
-		if ir, ok := inline(r); ok {
-			small[origin] = ir
-		} else if err := s.PutRobots(ctx, key, origin, r); err != nil {
-			return nil, err
-		} else {
-			small[origin] = inlineRobots{StoredApart: true, FetchedAt: r.FetchedAt.UnixMilli()}
-		}
+	w, others, err := s.writeHost(ctx, key, "commit "+key, true, op.write)
+	if err != nil {
+		return nil, err
 	}
-	at := s.attempts(pk, "commit "+key, true)
-	defer at.sweep()
-	for {
-		// A commit of ours that landed after all is not applied again on
-		// top of itself (a second Release would move a due time an ingest
-		// has set meanwhile).
-		cur, w, err := at.next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if w != nil {
-			return s.finishCommit(ctx, key, w, at.inflight, c.Want)
-		}
-		if at.n > 1 && s.OnRetry != nil {
-			s.OnRetry()
-		}
-		if cur == nil {
-			return nil, fmt.Errorf("commit %s: %w", key, hostqueue.ErrNotFound)
-		}
-		next := *cur
-		next.Version = cur.Version + 1
-		next.Nonces = withNonce(cur.Nonces, newNonce())
-		_, dead, err := s.popHead(ctx, &next, -1, done)
-		if err != nil {
-			return nil, err
-		}
-		if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > next.LastFetch {
-			next.LastFetch = lf
-		}
-		next.PauseUntil = 0
-		if !c.PauseUntil.IsZero() {
-			next.PauseUntil = c.PauseUntil.UnixMilli()
-		}
-		next.Errors = c.Errors
-		next.FailingSince, next.LastError = 0, clip(c.LastError, maxLastError)
-		if !c.FailingSince.IsZero() {
-			next.FailingSince = c.FailingSince.UnixMilli()
-		}
-		next.Attempts = nil
-		for id, n := range c.Attempts {
-			if !done[id] && n > 0 {
-				if next.Attempts == nil {
-					next.Attempts = map[string]int{}
-				}
-				next.Attempts[id] = n
-			}
-		}
-		if c.Release {
-			if next.pending() > 0 {
-				// Continue leaves Due alone: the host is still due (it
-				// was when the holder took it), and an unchanged index
-				// key costs no index write.
-				if !c.Continue || next.Due == 0 {
-					next.Due = c.NextDue.UnixMilli()
-				}
-				next.TTL = 0
-			} else {
-				next.Due = 0
-				next.Attempts = nil
-				next.TTL = s.now().Add(c.IdleTTL).Unix()
-			}
-		}
-		if len(small) > 0 {
-			next.Robots = maps.Clone(next.Robots)
-			if next.Robots == nil {
-				next.Robots = map[string]inlineRobots{}
-			}
-			maps.Copy(next.Robots, small)
-			pruneRobots(next.Robots)
-		}
-		collect := c.Release && next.pending() == 0 && next.SpilledSinceEmpty
-		if collect {
-			next.SpilledSinceEmpty = false
-		}
-		w = &hostWrite{next: &next, prev: cur.Version, dead: dead, collect: collect}
-		if err := s.putHost(ctx, w.next, w.prev); err != nil {
-			at.answered(w, err)
-			continue
-		}
-		return s.finishCommit(ctx, key, w, at.inflight, c.Want)
+	return s.finishCommit(ctx, key, w, others, c.Want)
+}
+
+// commitOp is one Commit: what its attempts share.
+type commitOp struct {
+	s      *Store
+	key    string
+	c      hostqueue.Commit
+	done   map[string]bool
+	robots map[string]inlineRobots // c.Robots in the host item's form
+}
+
+// write builds an attempt's write on cur, the host item as read: take the
+// done entries off the head, record the politeness state, release the
+// host if asked, keep the robots.txt answers.
+func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error) {
+	if cur == nil {
+		return nil, fmt.Errorf("commit %s: %w", op.key, hostqueue.ErrNotFound)
 	}
+	next := cur.successor()
+	_, dead, err := op.s.popHead(ctx, next, -1, op.done)
+	if err != nil {
+		return nil, err
+	}
+	next.recordProgress(op.c, op.done)
+	if op.c.Release {
+		next.release(op.c, op.s.now)
+	}
+	next.mergeRobots(op.robots)
+	collect := op.c.Release && next.pending() == 0 && next.SpilledSinceEmpty
+	if collect {
+		next.SpilledSinceEmpty = false
+	}
+	return &hostWrite{next: next, prev: cur.Version, dead: dead, collect: collect}, nil
 }
 
 // finishCommit completes a commit whose write w landed: the chunks it
@@ -322,6 +269,53 @@ func (s *Store) finishCommit(ctx context.Context, key string, w *hostWrite, othe
 	}
 	return s.toHost(ctx, key, w.next, want)
 }
+
+// writeHost is the retry loop of Append and Commit on the host item of
+// key. Each attempt reads the item (attempts.next: after the first, once
+// a back-off has passed, judging the call's earlier writes against what
+// it reads), has build make the write from it and writes it under the
+// version condition. It returns the write that landed, and the call's
+// other writes, whose chunks the caller drops once it has finished; or
+// the error that ended the call. An error of build ends the call too,
+// unless it is a *retryableError, which uses up one of the store's own
+// retries as a failed write does.
+func (s *Store) writeHost(ctx context.Context, key, what string, strict bool, build func(context.Context, *hostItem) (*hostWrite, error)) (*hostWrite, []*hostWrite, error) {
+	at := s.attempts(hostPK(key), what, strict)
+	defer at.sweep()
+	for {
+		cur, w, err := at.next(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if w != nil {
+			return w, at.inflight, nil // an earlier write of the call landed
+		}
+		if at.n > 1 && s.OnRetry != nil {
+			s.OnRetry()
+		}
+		w, err = build(ctx, cur)
+		var retry *retryableError
+		if errors.As(err, &retry) {
+			at.failed(retry.err)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := s.putHost(ctx, w.next, w.prev); err != nil {
+			at.answered(w, err)
+			continue
+		}
+		return w, at.inflight, nil
+	}
+}
+
+// retryableError is an attempt that failed before its host write (a chunk
+// write), which the next attempt may get past.
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string { return e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
 
 // orphanAge is how old an unreferenced chunk must be before it is deleted:
 // far longer than any append takes between writing a chunk and the host
@@ -869,19 +863,4 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// backoff waits a jittered, growing while before a retried write, so
-// contending writers spread out instead of colliding again.
-func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
-	d = d/2 + time.Duration(mrand.Int64N(int64(d)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
