@@ -244,6 +244,7 @@ func TestAmbiguousOutcomes(t *testing.T) {
 	parent := newEnv(t)
 	for i, sc := range outcomeScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel() // each on hosts of its own
 			e := parent.on(t)
 			ref := fmt.Sprintf("ref%d.example", i)
 			sc.setup(e, ref)

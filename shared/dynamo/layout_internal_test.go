@@ -2,7 +2,10 @@ package dynamo
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -69,5 +72,121 @@ func TestEntryConversion(t *testing.T) {
 	}
 	if toEntries(nil) != nil {
 		t.Error("toEntries(nil) is not nil")
+	}
+}
+
+// The host item's state changes, checked without a table: what a write
+// stores (Due, TTL, politeness) is decided here; the store tests on moto
+// check that it is written and read back.
+
+func TestActivate(t *testing.T) {
+	due := time.UnixMilli(1_760_000_000_000)
+	for _, tc := range []struct {
+		name      string
+		item      hostItem
+		activated bool
+		wantDue   int64
+		wantTTL   int64
+	}{
+		{"no work: left as it is", hostItem{TTL: 99}, false, 0, 99},
+		{"work, not due: into the index", hostItem{Tail: []entryItem{{ID: "a"}}, TTL: 99}, true, due.UnixMilli(), 0},
+		{"work, already due: its due time kept", hostItem{Tail: []entryItem{{ID: "a"}}, Due: 5, TTL: 99}, false, 5, 0},
+		{"work in chunks only", hostItem{Chunks: []chunkRef{{ID: "c", Count: 2}}, FirstChunkTaken: 1}, true, due.UnixMilli(), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.item
+			if got := h.activate(due); got != tc.activated || h.Due != tc.wantDue || h.TTL != tc.wantTTL {
+				t.Errorf("activate = %v, due %d ttl %d; want %v, %d, %d", got, h.Due, h.TTL, tc.activated, tc.wantDue, tc.wantTTL)
+			}
+		})
+	}
+}
+
+func TestRelease(t *testing.T) {
+	now := time.UnixMilli(1_760_000_000_000)
+	next := now.Add(time.Minute)
+	work := []entryItem{{ID: "a"}}
+	for _, tc := range []struct {
+		name     string
+		item     hostItem
+		c        hostqueue.Commit
+		wantDue  int64
+		wantTTL  int64
+		attempts bool // Attempts kept
+	}{
+		{"work left: due at NextDue", hostItem{Tail: work, Due: 5, TTL: 9, Attempts: map[string]int{"a": 1}},
+			hostqueue.Commit{NextDue: next}, next.UnixMilli(), 0, true},
+		{"work left, Continue: due as it was (no index write)", hostItem{Tail: work, Due: 5},
+			hostqueue.Commit{NextDue: next, Continue: true}, 5, 0, false},
+		{"work left, Continue, not due: due at NextDue", hostItem{Tail: work},
+			hostqueue.Commit{NextDue: next, Continue: true}, next.UnixMilli(), 0, false},
+		{"drained: out of the index, expiring", hostItem{Due: 5, Attempts: map[string]int{"a": 1}},
+			hostqueue.Commit{NextDue: next, IdleTTL: time.Hour}, 0, now.Add(time.Hour).Unix(), false},
+		{"drained, Continue: released all the same", hostItem{Due: 5},
+			hostqueue.Commit{NextDue: next, Continue: true, IdleTTL: time.Hour}, 0, now.Add(time.Hour).Unix(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.item
+			h.release(tc.c, func() time.Time { return now })
+			if h.Due != tc.wantDue || h.TTL != tc.wantTTL || (h.Attempts != nil) != tc.attempts {
+				t.Errorf("due %d ttl %d attempts %v; want %d, %d, kept %v", h.Due, h.TTL, h.Attempts, tc.wantDue, tc.wantTTL, tc.attempts)
+			}
+		})
+	}
+}
+
+func TestRecordProgress(t *testing.T) {
+	lf := time.UnixMilli(1_760_000_000_000)
+	h := hostItem{LastFetch: lf.UnixMilli(), PauseUntil: 7, Errors: 3, FailingSince: 8, LastError: "old", Attempts: map[string]int{"x": 2}}
+	long := strings.Repeat("é", maxLastError)
+	h.recordProgress(hostqueue.Commit{
+		LastFetch: lf.Add(-time.Second), Errors: 1, FailingSince: lf, LastError: long,
+		Attempts: map[string]int{"a": 2, "done": 4, "zero": 0},
+	}, map[string]bool{"done": true})
+	if h.LastFetch != lf.UnixMilli() {
+		t.Errorf("an older LastFetch moved it back to %d", h.LastFetch)
+	}
+	if h.PauseUntil != 0 || h.Errors != 1 || h.FailingSince != lf.UnixMilli() {
+		t.Errorf("pause %d errors %d failing since %d; want 0, 1, %d", h.PauseUntil, h.Errors, h.FailingSince, lf.UnixMilli())
+	}
+	if len(h.LastError) > maxLastError || !strings.HasPrefix(long, h.LastError) || !utf8.ValidString(h.LastError) {
+		t.Errorf("LastError is %d bytes, want a valid prefix of at most %d", len(h.LastError), maxLastError)
+	}
+	if len(h.Attempts) != 1 || h.Attempts["a"] != 2 {
+		t.Errorf("Attempts = %v, want only a: 2 (done and zero counters dropped, old ones replaced)", h.Attempts)
+	}
+	later := lf.Add(time.Hour)
+	h.recordProgress(hostqueue.Commit{LastFetch: later, PauseUntil: later}, nil)
+	if h.LastFetch != later.UnixMilli() || h.PauseUntil != later.UnixMilli() || h.FailingSince != 0 || h.LastError != "" || h.Attempts != nil {
+		t.Errorf("after a clean commit: %+v", h)
+	}
+}
+
+func TestSuccessor(t *testing.T) {
+	cur := &hostItem{Version: 4, Nonces: []string{"d", "c", "b", "a"}}
+	next := cur.successor()
+	if next.Version != 5 || len(next.Nonces) != nonceHistory || next.Nonces[1] != "d" || next.Nonces[0] == "d" {
+		t.Errorf("successor: version %d nonces %v", next.Version, next.Nonces)
+	}
+	if cur.Version != 4 || !slices.Equal(cur.Nonces, []string{"d", "c", "b", "a"}) {
+		t.Errorf("successor changed the item it was made from: %+v", cur)
+	}
+}
+
+func TestMergeRobots(t *testing.T) {
+	cur := hostItem{Robots: map[string]inlineRobots{"https://a.example": {Status: 404, FetchedAt: 1}}}
+	next := cur
+	next.mergeRobots(nil)
+	next.mergeRobots(map[string]inlineRobots{"https://a.example": {Status: 200, FetchedAt: 2}, "https://b.example": {StoredApart: true, FetchedAt: 2}})
+	if len(next.Robots) != 2 || next.Robots["https://a.example"].Status != 200 || !next.Robots["https://b.example"].StoredApart {
+		t.Errorf("merged = %v", next.Robots)
+	}
+	if len(cur.Robots) != 1 || cur.Robots["https://a.example"].Status != 404 {
+		t.Errorf("merging changed the item read: %v", cur.Robots)
+	}
+	var empty hostItem
+	empty.mergeRobots(map[string]inlineRobots{"https://a.example": {Status: 404}})
+	if len(empty.Robots) != 1 {
+		t.Errorf("merge into no answers = %v", empty.Robots)
 	}
 }
