@@ -254,12 +254,18 @@ func TestAppendConflictRetried(t *testing.T) {
 			}
 		}
 	}
-	res, err := e.wrapped(c).Append(ctx, hostqueue.AppendRequest{Key: key, Entries: entries("a", 0, 10, 100), Limit: 1000, Due: t0})
+	store := e.wrapped(c)
+	retries := 0
+	store.OnRetry = func() { retries++ }
+	res, err := store.Append(ctx, hostqueue.AppendRequest{Key: key, Entries: entries("a", 0, 10, 100), Limit: 1000, Due: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.conflicts.Load() != 1 || c.puts.Load() != 2 {
 		t.Errorf("%d host writes with %d conflicts, want 2 and 1: the race did not happen as staged", c.puts.Load(), c.conflicts.Load())
+	}
+	if retries != 1 {
+		t.Errorf("OnRetry called %d times, want once (the StoreRetries metric)", retries)
 	}
 	if res.Pending != 22 || res.Appended != 10 {
 		t.Errorf("result = %+v, want 10 appended, 22 pending", res)
