@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -31,10 +32,17 @@ const nonceHistory = 4
 const maxErrorRetries = 2
 
 // retryWait spaces the attempts of one host write, so that contending
-// writers spread out instead of colliding again: full jitter under a cap
-// that doubles from 4 ms to 128 ms, a mean wait of 2^n ms before attempt
-// n+1, at most 64 ms.
-var retryWait = backoff.Policy{Base: 4 * time.Millisecond, Max: 128 * time.Millisecond}
+// writers spread out instead of colliding again. Before attempt n+1 it
+// waits between half and one and a half times 2^n ms (at most 96 ms):
+// the store's waits from before it used package backoff, kept as they
+// were rather than the helper's default full jitter, whose waits from
+// zero would change how racing ingests and checks space out.
+var retryWait = backoff.Policy{
+	Base: 3 * time.Millisecond,
+	Max:  96 * time.Millisecond,
+	// From a third of the step's cap to all of it.
+	Jitter: func(c time.Duration) time.Duration { return c/3 + rand.N(2*c/3) },
+}
 
 // settleTimeout bounds the read that learns a write's outcome (see
 // settling).
