@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
 
@@ -141,7 +142,7 @@ func runAppendConsume(t *testing.T, limit int) {
 		}
 		if len(done) > 0 || h.Pending > 0 {
 			finished = false
-			if _, err := consumer.Commit(ctx, key, hostqueue.Commit{Done: done, LastFetch: t0}); err != nil {
+			if err := commitRetried(ctx, t, consumer, key, hostqueue.Commit{Done: done, LastFetch: t0}); err != nil {
 				cancel()
 				<-appendDone
 				t.Fatalf("Commit #%d: %v (host writes: appenders %d with %d conflicts, consumer %d with %d conflicts)", loads, err,
@@ -231,6 +232,20 @@ func runAppendConsume(t *testing.T, limit int) {
 	if limit >= 1<<20 && len(evicted) > 0 {
 		t.Errorf("%d evicted under a limit never reached", len(evicted))
 	}
+}
+
+// commitRetried commits c, and again after ErrOutcomeUnknown (a commit
+// raced by more writes than the host item remembers), as the check engine
+// retries a failed commit: the same Done IDs again are harmless.
+func commitRetried(ctx context.Context, t *testing.T, s *dynamo.Store, key string, c hostqueue.Commit) error {
+	var err error
+	for range 5 {
+		if _, err = s.Commit(ctx, key, c); !errors.Is(err, dynamo.ErrOutcomeUnknown) {
+			return err
+		}
+		t.Logf("commit %s again: %v", key, err)
+	}
+	return err
 }
 
 // TestAppendConflictRetried slips a second writer in between an append's
