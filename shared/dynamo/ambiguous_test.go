@@ -244,6 +244,7 @@ func TestAmbiguousOutcomes(t *testing.T) {
 	parent := newEnv(t)
 	for i, sc := range outcomeScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel() // each on hosts of its own
 			e := parent.on(t)
 			ref := fmt.Sprintf("ref%d.example", i)
 			sc.setup(e, ref)
@@ -405,13 +406,13 @@ func TestChunkIDCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Q []hostqueue.Entry `dynamodbav:"q"`
+		Q []rawEntry `dynamodbav:"q"`
 	}
 	if err := attributevalue.UnmarshalMap(out.Item, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ids(got.Q), ids(foreign)) {
-		t.Errorf("the other append's chunk %s now holds %v, want its own %v", c.sk, ids(got.Q), ids(foreign))
+	if !slices.Equal(rawIDs(got.Q), ids(foreign)) {
+		t.Errorf("the other append's chunk %s now holds %v, want its own %v", c.sk, rawIDs(got.Q), ids(foreign))
 	}
 }
 
@@ -431,7 +432,7 @@ func (c *collider) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt .
 		c.collided.Add(1)
 		c.sk = sk
 		item := maps.Clone(in.Item)
-		q, err := attributevalue.Marshal(c.foreign)
+		q, err := attributevalue.Marshal(rawEntries(c.foreign))
 		if err != nil {
 			return nil, err
 		}

@@ -35,27 +35,27 @@ func worstHostItem(limit int) *hostItem {
 	host := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
 	key := host + ":65535"
 	it := &hostItem{
-		PK: hostPK(key), SK: hostSK, VS: hostqueue.VirtualShards - 1,
-		Due: 9_999_999_999_999, V: 1 << 50, LF: 9_999_999_999_999, PU: 9_999_999_999_999, ER: 1 << 20,
-		FS: 9_999_999_999_999, LE: clip(strings.Repeat("é", maxLastError), maxLastError),
-		TTL: 9_999_999_999, HC: true, CO: 0,
-		AT: map[string]int{}, RB: map[string]inlineRobots{},
+		PK: hostPK(key), SK: hostSK, VirtualShard: hostqueue.VirtualShards - 1,
+		Due: 9_999_999_999_999, Version: 1 << 50, LastFetch: 9_999_999_999_999, PauseUntil: 9_999_999_999_999, Errors: 1 << 20,
+		FailingSince: 9_999_999_999_999, LastError: clip(strings.Repeat("é", maxLastError), maxLastError),
+		TTL: 9_999_999_999, SpilledSinceEmpty: true, FirstChunkTaken: 0,
+		Attempts: map[string]int{}, Robots: map[string]inlineRobots{},
 	}
 	for range nonceHistory {
-		it.N = append(it.N, newNonce())
+		it.Nonces = append(it.Nonces, newNonce())
 	}
 	for i := range limit {
-		it.C = append(it.C, chunkRef{ID: newChunkID(), N: 1})
+		it.Chunks = append(it.Chunks, chunkRef{ID: newChunkID(), Count: 1})
 		// Result ids are 24 hex digits (urlmsg.MakeID).
-		it.AT[fmt.Sprintf("%024x", i)] = params.MaxMaxAttempts
+		it.Attempts[fmt.Sprintf("%024x", i)] = params.MaxMaxAttempts
 	}
-	for entriesSize(it.Q) <= inlineBudget {
-		it.Q = append(it.Q, hostqueue.Entry{ID: fmt.Sprintf("%024x", len(it.Q)), URL: "https://" + host + "/"})
+	for entriesSize(it.Tail) <= inlineBudget {
+		it.Tail = append(it.Tail, entryItem{ID: fmt.Sprintf("%024x", len(it.Tail)), URL: "https://" + host + "/"})
 	}
 	body := make([]byte, maxInlineRobotsBytes/maxInlineOrigins)
 	for i := range maxInlineOrigins {
 		origin := fmt.Sprintf("https://%s:%05d", host[:len(host)-2]+fmt.Sprintf("%02d", i), 65535-i)
-		it.RB[origin] = inlineRobots{S: 503, B: body, T: 9_999_999_999_999, X: true}
+		it.Robots[origin] = inlineRobots{Status: 503, GzipBody: body, FetchedAt: 9_999_999_999_999, StoredApart: true}
 	}
 	return it
 }
@@ -93,7 +93,7 @@ func TestPersistLimitBoundFitsAnItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back == nil || len(back.C) != params.MaxPersistLimit || len(back.AT) != params.MaxPersistLimit || back.pending() != params.MaxPersistLimit+len(it.Q) {
+	if back == nil || len(back.Chunks) != params.MaxPersistLimit || len(back.Attempts) != params.MaxPersistLimit || back.pending() != params.MaxPersistLimit+len(it.Tail) {
 		t.Errorf("read back: %v", back != nil)
 	}
 }
@@ -112,7 +112,7 @@ func TestPruneRobots(t *testing.T) {
 	// from+1, ...
 	answers := func(rb map[string]inlineRobots, n, size int, from int64) map[string]inlineRobots {
 		for i := range n {
-			rb[fmt.Sprintf("https://s%d.example", int(from)+i)] = inlineRobots{S: 200, B: make([]byte, size), T: from + int64(i)}
+			rb[fmt.Sprintf("https://s%d.example", int(from)+i)] = inlineRobots{Status: 200, GzipBody: make([]byte, size), FetchedAt: from + int64(i)}
 		}
 		return rb
 	}
@@ -126,7 +126,7 @@ func TestPruneRobots(t *testing.T) {
 		{"bodies over the budget", answers(map[string]inlineRobots{}, 20, 300, 0), maxInlineRobotsBytes / 300},
 		{"marks for robots items count as origins", func() map[string]inlineRobots {
 			rb := answers(map[string]inlineRobots{}, maxInlineOrigins, 0, 0)
-			rb["https://big.example"] = inlineRobots{X: true, T: 5000}
+			rb["https://big.example"] = inlineRobots{StoredApart: true, FetchedAt: 5000}
 			return rb
 		}(), maxInlineOrigins},
 		{"no older answer slips in after a newer one did not fit",
@@ -138,7 +138,7 @@ func TestPruneRobots(t *testing.T) {
 			pruneRobots(tc.rb)
 			total := 0
 			for _, ir := range tc.rb {
-				total += len(ir.B)
+				total += len(ir.GzipBody)
 			}
 			if len(tc.rb) != tc.wantKept || total > maxInlineRobotsBytes {
 				t.Errorf("kept %d origins with %d body bytes, want %d within %d bytes", len(tc.rb), total, tc.wantKept, maxInlineRobotsBytes)
@@ -147,9 +147,9 @@ func TestPruneRobots(t *testing.T) {
 			var newestDropped int64 = -1
 			for o, ir := range before {
 				if _, ok := tc.rb[o]; ok {
-					oldestKept = min(oldestKept, ir.T)
+					oldestKept = min(oldestKept, ir.FetchedAt)
 				} else {
-					newestDropped = max(newestDropped, ir.T)
+					newestDropped = max(newestDropped, ir.FetchedAt)
 				}
 			}
 			if newestDropped >= oldestKept {
@@ -163,9 +163,9 @@ func TestPruneRobots(t *testing.T) {
 // at most maxCachedBytes of them.
 func TestChunkCacheBoundedInBytes(t *testing.T) {
 	s := New(nil, "t", time.Now)
-	big := make([]hostqueue.Entry, 0, 600)
+	big := make([]entryItem, 0, 600)
 	for i := range cap(big) {
-		big = append(big, hostqueue.Entry{ID: fmt.Sprintf("%024x", i), URL: "https://h.example/" + strings.Repeat("p", 60)})
+		big = append(big, entryItem{ID: fmt.Sprintf("%024x", i), URL: "https://h.example/" + strings.Repeat("p", 60)})
 	}
 	size := entriesSize(big)
 	for i := range 2 * maxCachedBytes / size {
@@ -189,12 +189,12 @@ func TestChunkCacheBoundedInBytes(t *testing.T) {
 // TestJudge: what the store concludes about a write from the item read
 // after its answer was lost.
 func TestJudge(t *testing.T) {
-	mine := &hostWrite{next: &hostItem{N: []string{"mine"}}, prev: 7, spilled: []string{chunkPrefix + "c-mine"}}
-	creating := &hostWrite{next: &hostItem{N: []string{"mine"}}, prev: 0}
+	mine := &hostWrite{next: &hostItem{Nonces: []string{"mine"}}, prev: 7, spilled: []string{chunkPrefix + "c-mine"}}
+	creating := &hostWrite{next: &hostItem{Nonces: []string{"mine"}}, prev: 0}
 	item := func(v int64, nonces []string, chunks ...string) *hostItem {
-		it := &hostItem{V: v, N: nonces}
+		it := &hostItem{Version: v, Nonces: nonces}
 		for _, c := range chunks {
-			it.C = append(it.C, chunkRef{ID: c, N: 1})
+			it.Chunks = append(it.Chunks, chunkRef{ID: c, Count: 1})
 		}
 		return it
 	}

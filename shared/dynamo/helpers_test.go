@@ -123,17 +123,42 @@ func (e *env) wantHead(key string, want []string) {
 
 // rawHost is the host item as stored.
 type rawHost struct {
-	Due int64             `dynamodbav:"due"`
-	TTL int64             `dynamodbav:"ttl"`
-	V   int64             `dynamodbav:"v"`
-	VS  int               `dynamodbav:"vs"`
-	Q   []hostqueue.Entry `dynamodbav:"q"`
+	Due int64      `dynamodbav:"due"`
+	TTL int64      `dynamodbav:"ttl"`
+	V   int64      `dynamodbav:"v"`
+	VS  int        `dynamodbav:"vs"`
+	Q   []rawEntry `dynamodbav:"q"`
 	C   []struct {
 		ID string `dynamodbav:"i"`
 		N  int    `dynamodbav:"n"`
 	} `dynamodbav:"c"`
 	CO    int `dynamodbav:"co"`
 	attrs map[string]types.AttributeValue
+}
+
+// rawEntry is a queued entry as stored (entryItem in layout.go).
+type rawEntry struct {
+	ID           string `dynamodbav:"i"`
+	URL          string `dynamodbav:"u"`
+	ETag         string `dynamodbav:"e,omitempty"`
+	LastModified string `dynamodbav:"m,omitempty"`
+	Hops         int    `dynamodbav:"h,omitempty"`
+}
+
+func rawEntries(es []hostqueue.Entry) []rawEntry {
+	out := make([]rawEntry, len(es))
+	for i, e := range es {
+		out[i] = rawEntry(e)
+	}
+	return out
+}
+
+func rawIDs(rs []rawEntry) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID
+	}
+	return out
 }
 
 func (e *env) rawHost(key string) *rawHost {

@@ -37,38 +37,38 @@ const (
 )
 
 type idemItem struct {
-	PK  string `dynamodbav:"pk"`
-	SK  string `dynamodbav:"sk"`
-	BH  string `dynamodbav:"bh"`
-	ST  string `dynamodbav:"st"`
-	TK  string `dynamodbav:"tk"`
-	LK  int64  `dynamodbav:"lk,omitempty"` // lock until, ms
-	EX  int64  `dynamodbav:"ex"`           // window end, ms
-	TTL int64  `dynamodbav:"ttl"`          // window end, s (the table's TTL)
-	SC  int    `dynamodbav:"sc,omitempty"`
-	// IDs joins the accepted ids with commas: one string costs less to
-	// store and write than a list (1000 ids, 25 KB).
-	IDs string `dynamodbav:"ids,omitempty"`
-	DN  int    `dynamodbav:"dn,omitempty"`
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	BodyHash  string `dynamodbav:"bh"`
+	State     string `dynamodbav:"st"`
+	Token     string `dynamodbav:"tk"`
+	LockUntil int64  `dynamodbav:"lk,omitempty"` // ms
+	Expires   int64  `dynamodbav:"ex"`           // the window's end, ms
+	TTL       int64  `dynamodbav:"ttl"`          // the window's end, s (the table's TTL)
+	Status    int    `dynamodbav:"sc,omitempty"`
+	// AcceptedIDs joins the accepted ids with commas: one string costs
+	// less to store and write than a list (1000 ids, 25 KB).
+	AcceptedIDs string `dynamodbav:"ids,omitempty"`
+	Denied      int    `dynamodbav:"dn,omitempty"`
 }
 
 func toIdemItem(key string, r hostqueue.IdempotencyRecord) idemItem {
-	it := idemItem{PK: idemPrefix + key, SK: idemSK, BH: r.BodyHash, ST: string(r.State), TK: r.Token,
-		EX: r.Expires.UnixMilli(), TTL: r.Expires.Unix(), SC: r.Status, IDs: strings.Join(r.Accepted, ","), DN: r.Denied}
+	it := idemItem{PK: idemPrefix + key, SK: idemSK, BodyHash: r.BodyHash, State: string(r.State), Token: r.Token,
+		Expires: r.Expires.UnixMilli(), TTL: r.Expires.Unix(), Status: r.Status, AcceptedIDs: strings.Join(r.Accepted, ","), Denied: r.Denied}
 	if !r.LockUntil.IsZero() {
-		it.LK = r.LockUntil.UnixMilli()
+		it.LockUntil = r.LockUntil.UnixMilli()
 	}
 	return it
 }
 
 func (it idemItem) record() hostqueue.IdempotencyRecord {
-	r := hostqueue.IdempotencyRecord{BodyHash: it.BH, State: hostqueue.IdempotencyState(it.ST), Token: it.TK,
-		Expires: time.UnixMilli(it.EX), Status: it.SC, Denied: it.DN}
-	if it.LK != 0 {
-		r.LockUntil = time.UnixMilli(it.LK)
+	r := hostqueue.IdempotencyRecord{BodyHash: it.BodyHash, State: hostqueue.IdempotencyState(it.State), Token: it.Token,
+		Expires: time.UnixMilli(it.Expires), Status: it.Status, Denied: it.Denied}
+	if it.LockUntil != 0 {
+		r.LockUntil = time.UnixMilli(it.LockUntil)
 	}
-	if it.IDs != "" {
-		r.Accepted = strings.Split(it.IDs, ",")
+	if it.AcceptedIDs != "" {
+		r.Accepted = strings.Split(it.AcceptedIDs, ",")
 	}
 	return r
 }

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
@@ -36,71 +37,128 @@ const (
 	maxChunkBytes = 64 << 10
 )
 
+// The item types below are the stored layout, and only this package sees
+// them: the domain's types (hostqueue.Entry, hostqueue.Robots) carry no
+// DynamoDB tags and are converted at the store's boundary. Field names say
+// what they hold; the attribute names stay short, because every write of
+// an item pays for its names as well as its values.
+
+// hostItem is a host's state: politeness, the queue's inline tail and the
+// ordered list of its chunks.
 type hostItem struct {
-	PK  string `dynamodbav:"pk"`
-	SK  string `dynamodbav:"sk"`
-	VS  int    `dynamodbav:"vs"`
-	Due int64  `dynamodbav:"due,omitempty"`
-	V   int64  `dynamodbav:"v"`
-	// N holds the nonces of the item's latest writes, newest first (at
-	// most nonceHistory): N[k] made version V-k. A writer whose answer was
-	// lost learns from it whether its write landed (see store.go).
-	N  []string `dynamodbav:"n,omitempty"`
-	LF int64    `dynamodbav:"lf,omitempty"`
-	PU int64    `dynamodbav:"pu,omitempty"`
-	ER int      `dynamodbav:"er,omitempty"`
-	// FS is when the host's current run of failures began (ms), LE the
-	// latest failure's text: the give-up bound is counted from FS.
-	FS  int64             `dynamodbav:"fs,omitempty"`
-	LE  string            `dynamodbav:"le,omitempty"`
-	Q   []hostqueue.Entry `dynamodbav:"q,omitempty"`
-	C   []chunkRef        `dynamodbav:"c,omitempty"`
-	CO  int               `dynamodbav:"co,omitempty"`
-	AT  map[string]int    `dynamodbav:"at,omitempty"`
-	TTL int64             `dynamodbav:"ttl,omitempty"`
-	// HC marks a host that has spilled chunks since its queue was last
-	// empty: only such a host can have orphan chunks to collect.
-	HC bool `dynamodbav:"hc,omitempty"`
-	// RB holds small robots.txt answers by origin (most are a bare 404),
-	// written with the commit instead of as a robots item of their own.
-	RB map[string]inlineRobots `dynamodbav:"rb,omitempty"`
+	PK           string `dynamodbav:"pk"`
+	SK           string `dynamodbav:"sk"`
+	VirtualShard int    `dynamodbav:"vs"`
+	// Due is when the host is next checked (ms); absent (zero) keeps the
+	// host out of the sparse due-index.
+	Due     int64 `dynamodbav:"due,omitempty"`
+	Version int64 `dynamodbav:"v"`
+	// Nonces holds the nonces of the item's latest writes, newest first
+	// (at most nonceHistory): Nonces[k] made version Version-k. A writer
+	// whose answer was lost learns from it whether its write landed (see
+	// store.go).
+	Nonces     []string `dynamodbav:"n,omitempty"`
+	LastFetch  int64    `dynamodbav:"lf,omitempty"` // ms
+	PauseUntil int64    `dynamodbav:"pu,omitempty"` // ms
+	Errors     int      `dynamodbav:"er,omitempty"`
+	// FailingSince is when the host's current run of failures began (ms),
+	// LastError the latest failure's text: the give-up bound is counted
+	// from FailingSince.
+	FailingSince int64  `dynamodbav:"fs,omitempty"`
+	LastError    string `dynamodbav:"le,omitempty"`
+	// Tail is the queue's inline tail, after every chunk's entries.
+	Tail []entryItem `dynamodbav:"q,omitempty"`
+	// Chunks lists the queue's chunk items, oldest first; FirstChunkTaken
+	// counts the entries of the first one already taken off the queue
+	// (chunks are never rewritten as the queue drains).
+	Chunks          []chunkRef     `dynamodbav:"c,omitempty"`
+	FirstChunkTaken int            `dynamodbav:"co,omitempty"`
+	Attempts        map[string]int `dynamodbav:"at,omitempty"`
+	// TTL is when DynamoDB may delete an idle host (Unix seconds).
+	TTL int64 `dynamodbav:"ttl,omitempty"`
+	// SpilledSinceEmpty marks a host that has spilled chunks since its
+	// queue was last empty: only such a host can have orphan chunks to
+	// collect.
+	SpilledSinceEmpty bool `dynamodbav:"hc,omitempty"`
+	// Robots holds small robots.txt answers by origin (most are a bare
+	// 404), written with the commit instead of as a robots item of their
+	// own.
+	Robots map[string]inlineRobots `dynamodbav:"rb,omitempty"`
 }
 
+// entryItem is a queued URL as stored, in a host item's tail or a chunk.
+// Its fields are hostqueue.Entry's, so the two convert into each other.
+type entryItem struct {
+	ID           string `dynamodbav:"i"`
+	URL          string `dynamodbav:"u"`
+	ETag         string `dynamodbav:"e,omitempty"`
+	LastModified string `dynamodbav:"m,omitempty"`
+	Hops         int    `dynamodbav:"h,omitempty"`
+}
+
+// toEntryItems is es in the stored form.
+func toEntryItems(es []hostqueue.Entry) []entryItem {
+	out := make([]entryItem, len(es))
+	for i, e := range es {
+		out[i] = entryItem(e)
+	}
+	return out
+}
+
+// toEntries is the domain's form of stored entries.
+func toEntries(its []entryItem) []hostqueue.Entry {
+	if its == nil {
+		return nil
+	}
+	out := make([]hostqueue.Entry, len(its))
+	for i, it := range its {
+		out[i] = hostqueue.Entry(it)
+	}
+	return out
+}
+
+// inlineRobots is a robots.txt answer in a host item (Robots).
 type inlineRobots struct {
-	S int    `dynamodbav:"s"`
-	B []byte `dynamodbav:"b,omitempty"` // gzip
-	T int64  `dynamodbav:"t"`
-	// X marks an answer too large to ride here, stored in a robots item of
-	// its own: without the mark a reader knows there is none to look up.
-	X bool `dynamodbav:"x,omitempty"`
+	Status   int    `dynamodbav:"s"`
+	GzipBody []byte `dynamodbav:"b,omitempty"`
+	// FetchedAt is when it was fetched (ms).
+	FetchedAt int64 `dynamodbav:"t"`
+	// StoredApart marks an answer too large to ride here, stored in a
+	// robots item of its own: without the mark a reader knows there is
+	// none to look up.
+	StoredApart bool `dynamodbav:"x,omitempty"`
 }
 
+// chunkRef names one of a host's chunks and how many entries it holds.
 type chunkRef struct {
-	ID string `dynamodbav:"i"`
-	N  int    `dynamodbav:"n"`
+	ID    string `dynamodbav:"i"`
+	Count int    `dynamodbav:"n"`
 }
 
+// chunkItem is an immutable run of queued entries.
 type chunkItem struct {
-	PK string            `dynamodbav:"pk"`
-	SK string            `dynamodbav:"sk"`
-	Q  []hostqueue.Entry `dynamodbav:"q"`
-	// T is when the chunk was written (ms): orphans are collected only
-	// once they are far older than any write in progress.
-	T int64 `dynamodbav:"t,omitempty"`
-	// N is the nonce of the host write the chunk was spilled for: a
+	PK      string      `dynamodbav:"pk"`
+	SK      string      `dynamodbav:"sk"`
+	Entries []entryItem `dynamodbav:"q"`
+	// WrittenAt is when the chunk was written (ms): orphans are collected
+	// only once they are far older than any write in progress.
+	WrittenAt int64 `dynamodbav:"t,omitempty"`
+	// Nonce is the nonce of the host write the chunk was spilled for: a
 	// writer that finds the chunk's key taken tells its own write, sent
 	// again after its answer was lost, from another append's chunk.
-	N string `dynamodbav:"n,omitempty"`
+	Nonce string `dynamodbav:"n,omitempty"`
 }
 
+// leaseItem is the lease on a virtual shard.
 type leaseItem struct {
 	PK    string `dynamodbav:"pk"`
 	SK    string `dynamodbav:"sk"`
 	Owner string `dynamodbav:"o"`
-	Until int64  `dynamodbav:"u"`
-	// N is the nonce of the write that made the lease: a run whose lease
-	// write answered with an error learns from it whether it holds it.
-	N string `dynamodbav:"n,omitempty"`
+	Until int64  `dynamodbav:"u"` // ms
+	// Nonce is the nonce of the write that made the lease: a run whose
+	// lease write answered with an error learns from it whether it holds
+	// it.
+	Nonce string `dynamodbav:"n,omitempty"`
 }
 
 func hostPK(key string) string { return hostPrefix + key }
@@ -112,19 +170,88 @@ func keyOfPK(pk string) (string, bool) {
 
 // pending counts the entries queued in a host item.
 func (h *hostItem) pending() int {
-	n := len(h.Q)
-	for _, c := range h.C {
-		n += c.N
+	n := len(h.Tail)
+	for _, c := range h.Chunks {
+		n += c.Count
 	}
-	if len(h.C) > 0 {
-		n -= h.CO
+	if len(h.Chunks) > 0 {
+		n -= h.FirstChunkTaken
 	}
 	return n
 }
 
+// successor is the item a write on top of h starts from: the next version,
+// under a nonce of its own.
+func (h *hostItem) successor() *hostItem {
+	next := *h
+	next.Version = h.Version + 1
+	next.Nonces = withNonce(h.Nonces, newNonce())
+	return &next
+}
+
+// activate puts a host with work into the due index at due, unless it is
+// there already, and keeps its state from expiring. It returns whether it
+// put the host there.
+func (h *hostItem) activate(due time.Time) bool {
+	if h.pending() == 0 {
+		return false
+	}
+	h.TTL = 0
+	if h.Due != 0 {
+		return false
+	}
+	h.Due = due.UnixMilli()
+	return true
+}
+
+// recordProgress applies a commit's politeness state and failed-attempt
+// counters (kept only for entries still queued).
+func (h *hostItem) recordProgress(c hostqueue.Commit, done map[string]bool) {
+	if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > h.LastFetch {
+		h.LastFetch = lf
+	}
+	h.PauseUntil = 0
+	if !c.PauseUntil.IsZero() {
+		h.PauseUntil = c.PauseUntil.UnixMilli()
+	}
+	h.Errors = c.Errors
+	h.FailingSince, h.LastError = 0, clip(c.LastError, maxLastError)
+	if !c.FailingSince.IsZero() {
+		h.FailingSince = c.FailingSince.UnixMilli()
+	}
+	h.Attempts = nil
+	for id, n := range c.Attempts {
+		if !done[id] && n > 0 {
+			if h.Attempts == nil {
+				h.Attempts = map[string]int{}
+			}
+			h.Attempts[id] = n
+		}
+	}
+}
+
+// release ends the holder's work on the host (Commit.Release): with work
+// left it is due again at NextDue (or, with Continue, stays due as it is);
+// drained, it leaves the due index and its state expires IdleTTL from now.
+func (h *hostItem) release(c hostqueue.Commit, now func() time.Time) {
+	if h.pending() > 0 {
+		// Continue leaves Due alone: the host is still due (it was when
+		// the holder took it), and an unchanged index key costs no index
+		// write.
+		if !c.Continue || h.Due == 0 {
+			h.Due = c.NextDue.UnixMilli()
+		}
+		h.TTL = 0
+		return
+	}
+	h.Due = 0
+	h.Attempts = nil
+	h.TTL = now().Add(c.IdleTTL).Unix()
+}
+
 // entrySize estimates an entry's stored size in bytes, the way DynamoDB
 // counts it (names plus values plus a little per-map overhead).
-func entrySize(e hostqueue.Entry) int {
+func entrySize(e entryItem) int {
 	n := 8 + len(e.ID) + len(e.URL)
 	if e.ETag != "" {
 		n += 1 + len(e.ETag)
@@ -135,7 +262,7 @@ func entrySize(e hostqueue.Entry) int {
 	return n
 }
 
-func entriesSize(es []hostqueue.Entry) int {
+func entriesSize(es []entryItem) int {
 	n := 0
 	for _, e := range es {
 		n += entrySize(e)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/backoff"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
 
@@ -29,6 +31,19 @@ const nonceHistory = 4
 // retried it, so a persistent fault ends the call soon.
 const maxErrorRetries = 2
 
+// retryWait spaces the attempts of one host write, so that contending
+// writers spread out instead of colliding again. Before attempt n+1 it
+// waits between half and one and a half times 2^n ms (at most 96 ms):
+// the store's waits from before it used package backoff, kept as they
+// were rather than the helper's default full jitter, whose waits from
+// zero would change how racing ingests and checks space out.
+var retryWait = backoff.Policy{
+	Base: 3 * time.Millisecond,
+	Max:  96 * time.Millisecond,
+	// From a third of the step's cap to all of it.
+	Jitter: func(c time.Duration) time.Duration { return c/3 + rand.N(2*c/3) },
+}
+
 // settleTimeout bounds the read that learns a write's outcome (see
 // settling).
 const settleTimeout = 5 * time.Second
@@ -36,7 +51,7 @@ const settleTimeout = 5 * time.Second
 // hostWrite is one conditional write of a host item, kept until its
 // outcome is known.
 type hostWrite struct {
-	next *hostItem // the item as written; next.N[0] is the write's nonce
+	next *hostItem // the item as written; next.Nonces[0] is the write's nonce
 	prev int64     // the version it is conditioned on; 0: no item yet
 	// spilled are the chunks written for it, referenced only if it lands;
 	// dead those it stops referencing, nobody's once it lands.
@@ -47,7 +62,7 @@ type hostWrite struct {
 	collect  bool
 }
 
-func (w *hostWrite) nonce() string { return w.next.N[0] }
+func (w *hostWrite) nonce() string { return w.next.Nonces[0] }
 
 // verdict is what the store knows about a write after reading the item.
 type verdict int
@@ -75,21 +90,21 @@ func judge(cur *hostItem, w *hostWrite) verdict {
 		}
 		return lost
 	}
-	if cur.V <= w.prev {
+	if cur.Version <= w.prev {
 		return pending
 	}
 	// Versions only grow while an item lives: the write that made
 	// version prev+1 is the back-th before the latest.
-	back := cur.V - w.prev - 1
-	if back < int64(len(cur.N)) {
-		if cur.N[back] == w.nonce() {
+	back := cur.Version - w.prev - 1
+	if back < int64(len(cur.Nonces)) {
+		if cur.Nonces[back] == w.nonce() {
 			return landed
 		}
 		return lost
 	}
 	// Too far back to tell by nonce; a chunk only this write wrote is
 	// referenced only if it landed (later writers carry references over).
-	for _, c := range cur.C {
+	for _, c := range cur.Chunks {
 		if slices.Contains(w.spilled, chunkPrefix+c.ID) {
 			return landed
 		}
@@ -139,7 +154,7 @@ func (s *Store) attempts(pk, what string, strict bool) *attempts {
 func (a *attempts) next(ctx context.Context) (*hostItem, *hostWrite, error) {
 	var waitErr error
 	if a.n > 0 {
-		waitErr = backoff(ctx, a.n)
+		waitErr = retryWait.Wait(ctx, a.n)
 	}
 	a.n++
 	if waitErr != nil && len(a.inflight) == 0 {

@@ -40,7 +40,7 @@ type robotsItem struct {
 // which TTL removes it (it is refetched long before, after RobotsTTL).
 const robotsKeep = 7 * 24 * time.Hour
 
-// Robots implements hostqueue.Store.
+// Robots implements hostqueue.RobotsCache.
 func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robots, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: itemKey(hostPK(key), robotsPrefix+origin), ConsistentRead: aws.Bool(false),
@@ -62,6 +62,39 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 	return r, nil
 }
 
+// commitRobots returns a commit's robots.txt answers in the host item's
+// form. Small ones ride in the host item, applied at every attempt; large
+// ones get an item of their own, written once here rather than again on
+// every lost race, and only a mark (StoredApart) in the host item.
+func (s *Store) commitRobots(ctx context.Context, key string, answers map[string]hostqueue.Robots) (map[string]inlineRobots, error) {
+	out := make(map[string]inlineRobots, len(answers))
+	for origin, r := range answers {
+		if ir, ok := inline(r); ok {
+			out[origin] = ir
+			continue
+		}
+		if err := s.PutRobots(ctx, key, origin, r); err != nil {
+			return nil, err
+		}
+		out[origin] = inlineRobots{StoredApart: true, FetchedAt: r.FetchedAt.UnixMilli()}
+	}
+	return out, nil
+}
+
+// mergeRobots keeps a commit's answers in the host item, replacing their
+// origins' earlier ones, within the bounds of pruneRobots.
+func (h *hostItem) mergeRobots(answers map[string]inlineRobots) {
+	if len(answers) == 0 {
+		return
+	}
+	h.Robots = maps.Clone(h.Robots)
+	if h.Robots == nil {
+		h.Robots = map[string]inlineRobots{}
+	}
+	maps.Copy(h.Robots, answers)
+	pruneRobots(h.Robots)
+}
+
 // maxInlineRobots is the largest gzipped robots.txt kept in the host item:
 // small enough that the host item stays within one write unit.
 const maxInlineRobots = 200
@@ -72,13 +105,13 @@ func inline(r hostqueue.Robots) (inlineRobots, bool) {
 	if len(z) > maxInlineRobots {
 		return inlineRobots{}, false
 	}
-	return inlineRobots{S: r.Status, B: z, T: r.FetchedAt.UnixMilli()}, true
+	return inlineRobots{Status: r.Status, GzipBody: z, FetchedAt: r.FetchedAt.UnixMilli()}, true
 }
 
 func (ir inlineRobots) robots() (hostqueue.Robots, error) {
-	r := hostqueue.Robots{Status: ir.S, FetchedAt: time.UnixMilli(ir.T)}
+	r := hostqueue.Robots{Status: ir.Status, FetchedAt: time.UnixMilli(ir.FetchedAt)}
 	var err error
-	r.Body, err = gunzip(ir.B)
+	r.Body, err = gunzip(ir.GzipBody)
 	return r, err
 }
 
@@ -104,7 +137,7 @@ func gunzip(z []byte) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-// PutRobots implements hostqueue.Store.
+// PutRobots implements hostqueue.RobotsCache.
 func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
 	body := r.Body
 	z := gzipped(body)
@@ -139,28 +172,29 @@ const (
 
 // pruneRobots keeps the most recently fetched answers within the bounds
 // above and drops the rest. A dropped origin's robots.txt is fetched again
-// when its next URL comes up. When it was a mark (X) for a robots item of
-// its own, that item is left in place: nothing looks it up any more, its
-// TTL removes it (robotsKeep after its fetch), and a refetch overwrites it.
+// when its next URL comes up. When it was a mark (StoredApart) for a
+// robots item of its own, that item is left in place: nothing looks it up
+// any more, its TTL removes it (robotsKeep after its fetch), and a
+// refetch overwrites it.
 func pruneRobots(rb map[string]inlineRobots) {
 	total := 0
 	for _, ir := range rb {
-		total += len(ir.B)
+		total += len(ir.GzipBody)
 	}
 	if len(rb) <= maxInlineOrigins && total <= maxInlineRobotsBytes {
 		return
 	}
 	newestFirst := slices.SortedFunc(maps.Keys(rb), func(a, b string) int {
-		if c := cmp.Compare(rb[b].T, rb[a].T); c != 0 {
+		if c := cmp.Compare(rb[b].FetchedAt, rb[a].FetchedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a, b)
 	})
 	kept, size := 0, 0
 	for _, origin := range newestFirst {
-		if kept < maxInlineOrigins && size+len(rb[origin].B) <= maxInlineRobotsBytes {
+		if kept < maxInlineOrigins && size+len(rb[origin].GzipBody) <= maxInlineRobotsBytes {
 			kept++
-			size += len(rb[origin].B)
+			size += len(rb[origin].GzipBody)
 			continue
 		}
 		// Once one does not fit, every older one goes too: what is kept

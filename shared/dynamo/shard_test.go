@@ -31,6 +31,36 @@ func keysInShard(tag string, vs, n int) []string {
 	return out
 }
 
+// putDueHosts writes host items due at due for keys of virtual shard vs
+// directly, in batches: the layout's host item with version 1 and one
+// queued entry.
+func (e *env) putDueHosts(keys []string, vs int, due time.Time) {
+	e.t.Helper()
+	var reqs []types.WriteRequest
+	for _, k := range keys {
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			"pk":  &types.AttributeValueMemberS{Value: "h#" + k},
+			"sk":  &types.AttributeValueMemberS{Value: "h"},
+			"vs":  &types.AttributeValueMemberN{Value: fmt.Sprint(vs)},
+			"due": &types.AttributeValueMemberN{Value: fmt.Sprint(due.UnixMilli())},
+			"v":   &types.AttributeValueMemberN{Value: "1"},
+			"q": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+				"i": &types.AttributeValueMemberS{Value: "d-" + k},
+				"u": &types.AttributeValueMemberS{Value: "https://" + k + "/"},
+			}}}},
+		}}})
+	}
+	for len(reqs) > 0 {
+		batch := reqs[:min(25, len(reqs))]
+		reqs = reqs[len(batch):]
+		out, err := e.db.BatchWriteItem(e.t.Context(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{e.table: batch}})
+		if err != nil {
+			e.t.Fatalf("write %d host items: %v", len(batch), err)
+		}
+		reqs = append(reqs, out.UnprocessedItems[e.table]...)
+	}
+}
+
 func (e *env) appendDue(key string, due time.Time) {
 	e.t.Helper()
 	if _, err := e.store.Append(e.t.Context(), hostqueue.AppendRequest{Key: key, Entries: entries("d", 0, 1, 50), Limit: 10, Due: due}); err != nil {
@@ -106,31 +136,26 @@ func sameSet(a, b []string) bool {
 }
 
 // TestDueHostsPaginates puts more due hosts in one shard than one Query
-// page of DueHosts (1000 items) returns.
+// page of DueHosts (1000 items) returns. Most host items are written
+// straight into the table, 25 to a request, as the store would write a
+// host with one queued URL (DueHosts reads only the index's keys); the
+// last few through Append.
 func TestDueHostsPaginates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
-	const vs, n = 5, 1150
+	const vs, n, appended = 5, 1150, 50
 	keys := keysInShard("page", vs, n)
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for k := range work {
-				if _, err := e.store.Append(ctx, hostqueue.AppendRequest{Key: k, Entries: entries("p", 0, 1, 50), Limit: 10, Due: t0}); err != nil {
-					t.Errorf("append to %s: %v", k, err)
-				}
-			}
-		})
+	e.putDueHosts(keys[:n-appended], vs, t0)
+	for _, k := range keys[n-appended:] {
+		e.appendDue(k, t0)
 	}
-	for _, k := range keys {
-		work <- k
-	}
-	close(work)
-	wg.Wait()
 
-	for _, limit := range []int{n + 100, n, 1001, 999} {
+	// More than there are: every page, until the last says it is the
+	// last. One past a page: a second page, cut at the limit. (Each moto
+	// page of 1000 costs it a second; a limit within one page is the
+	// contract's case, storetest's DueHosts.)
+	for _, limit := range []int{n + 100, 1001} {
 		got, err := e.store.DueHosts(ctx, vs, t0, limit)
 		if err != nil {
 			t.Fatalf("DueHosts(limit %d): %v", limit, err)

@@ -14,9 +14,9 @@
 // Hence:
 //
 //   - Every host-item write carries a random 64-bit nonce, and the item
-//     keeps the nonces of its last nonceHistory writes, newest first (n):
-//     the write that made version v+1 is known while the item is below
-//     v+1+nonceHistory.
+//     keeps the nonces of its last nonceHistory writes, newest first
+//     (Nonces): the write that made version v+1 is known while the item is
+//     below v+1+nonceHistory.
 //   - On the happy path nothing more happens. After any other answer to a
 //     host write (an error, or a failed condition, which may be the SDK's
 //     retry of our own applied write), the store reads the item, strongly
@@ -56,8 +56,6 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"maps"
-	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -115,78 +113,77 @@ func New(client Client, table string, now func() time.Time) *Store {
 	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}}
 }
 
-// Append implements hostqueue.Store.
+// Append implements hostqueue.Appender.
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
-	pk := hostPK(req.Key)
-	reported := map[string]bool{}
-	at := s.attempts(pk, "append to "+req.Key, false)
-	defer at.sweep()
-	for {
-		cur, w, err := at.next(ctx)
-		if err != nil {
-			return hostqueue.AppendResult{}, err
-		}
-		if w != nil {
-			return s.finishAppend(w, at.inflight), nil
-		}
-		if at.n > 1 && s.OnRetry != nil {
-			s.OnRetry()
-		}
-		exists := cur != nil
-		if !exists {
-			cur = &hostItem{PK: pk, SK: hostSK, VS: hostqueue.VirtualShard(req.Key)}
-		}
-		next := *cur
-		next.V = cur.V + 1
-		next.N = withNonce(cur.N, newNonce())
-		incoming := req.Entries
-		fromPending, fromIncoming := hostqueue.Evict(cur.pending(), len(incoming), req.Limit)
-
-		var evicted []hostqueue.Entry
-		var dead []string // chunk sort keys emptied by eviction
-		if fromPending > 0 {
-			var popped []hostqueue.Entry
-			popped, dead, err = s.popHead(ctx, &next, fromPending, nil)
-			if err != nil {
-				return hostqueue.AppendResult{}, err
-			}
-			evicted = append(evicted, popped...)
-		}
-		evicted = append(evicted, incoming[:fromIncoming]...)
-		incoming = incoming[fromIncoming:]
-		if fresh := unreported(evicted, reported); len(fresh) > 0 && req.OnEvict != nil {
-			if err := req.OnEvict(ctx, fresh); err != nil {
-				return hostqueue.AppendResult{}, fmt.Errorf("report %d evicted urls of %s: %w", len(fresh), req.Key, err)
-			}
-			for _, e := range fresh {
-				reported[e.ID] = true
-			}
-		}
-
-		next.Q = append(append([]hostqueue.Entry(nil), next.Q...), incoming...)
-		var spilled []string
-		if entriesSize(next.Q) > inlineBudget {
-			if spilled, err = s.spill(ctx, &next); err != nil {
-				at.failed(err)
-				continue
-			}
-		}
-		activated := false
-		if next.pending() > 0 {
-			next.TTL = 0
-			if next.Due == 0 {
-				next.Due = req.Due.UnixMilli()
-				activated = true
-			}
-		}
-		w = &hostWrite{next: &next, prev: cur.V, spilled: spilled, dead: dead,
-			appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}
-		if err := s.putHost(ctx, w.next, w.prev); err != nil {
-			at.answered(w, err)
-			continue
-		}
-		return s.finishAppend(w, at.inflight), nil
+	op := &appendOp{s: s, req: req, reported: map[string]bool{}}
+	w, others, err := s.writeHost(ctx, req.Key, "append to "+req.Key, false, op.write)
+	if err != nil {
+		return hostqueue.AppendResult{}, err
 	}
+	return s.finishAppend(w, others), nil
+}
+
+// appendOp is one Append: what its attempts share.
+type appendOp struct {
+	s   *Store
+	req hostqueue.AppendRequest
+	// reported are the IDs of the evicted entries OnEvict has taken, by
+	// this or an earlier attempt.
+	reported map[string]bool
+}
+
+// write builds an attempt's write on cur, the host item as read (nil:
+// none yet): evict to make room, report the evicted entries, queue the
+// incoming ones, spill the tail into chunks when it outgrows the item.
+func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error) {
+	req := op.req
+	if cur == nil {
+		cur = &hostItem{PK: hostPK(req.Key), SK: hostSK, VirtualShard: hostqueue.VirtualShard(req.Key)}
+	}
+	next := cur.successor()
+	incoming := req.Entries
+	fromPending, fromIncoming := hostqueue.Evict(cur.pending(), len(incoming), req.Limit)
+	var evicted []hostqueue.Entry
+	var dead []string // chunk sort keys emptied by eviction
+	if fromPending > 0 {
+		var err error
+		if evicted, dead, err = op.s.popHead(ctx, next, fromPending, nil); err != nil {
+			return nil, err
+		}
+	}
+	evicted = append(evicted, incoming[:fromIncoming]...)
+	incoming = incoming[fromIncoming:]
+	if err := op.report(ctx, evicted); err != nil {
+		return nil, err
+	}
+	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(incoming)...)
+	var spilled []string
+	if entriesSize(next.Tail) > inlineBudget {
+		var err error
+		if spilled, err = op.s.spill(ctx, next); err != nil {
+			return nil, &retryableError{err}
+		}
+	}
+	activated := next.activate(req.Due)
+	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead,
+		appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}, nil
+}
+
+// report hands OnEvict the evicted entries it has not taken yet. It runs
+// before the write that evicts them, so that they are reported first: a
+// failure writes nothing.
+func (op *appendOp) report(ctx context.Context, evicted []hostqueue.Entry) error {
+	fresh := unreported(evicted, op.reported)
+	if len(fresh) == 0 || op.req.OnEvict == nil {
+		return nil
+	}
+	if err := op.req.OnEvict(ctx, fresh); err != nil {
+		return fmt.Errorf("report %d evicted urls of %s: %w", len(fresh), op.req.Key, err)
+	}
+	for _, e := range fresh {
+		op.reported[e.ID] = true
+	}
+	return nil
 }
 
 // finishAppend completes an append whose write w landed: the chunks its
@@ -197,7 +194,7 @@ func (s *Store) finishAppend(w *hostWrite, others []*hostWrite) hostqueue.Append
 	return w.appended
 }
 
-// Load implements hostqueue.Store.
+// Load implements hostqueue.Queues.
 func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
 	it, err := s.getHost(ctx, hostPK(key))
 	if err != nil {
@@ -209,107 +206,57 @@ func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host
 	return s.toHost(ctx, key, it, want)
 }
 
-// Commit implements hostqueue.Store.
+// Commit implements hostqueue.Queues. Its attempts are strict (see
+// attempts): a commit of ours that landed after all is not applied again
+// on top of itself, where a second Release would move a due time an
+// ingest has set meanwhile.
 func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
-	pk := hostPK(key)
-	done := make(map[string]bool, len(c.Done))
+	robots, err := s.commitRobots(ctx, key, c.Robots)
+	if err != nil {
+		return nil, err
+	}
+	op := &commitOp{s: s, key: key, c: c, done: make(map[string]bool, len(c.Done)), robots: robots}
 	for _, id := range c.Done {
-		done[id] = true
+		op.done[id] = true
 	}
-	// Small robots.txt answers ride in the host item (applied at every
-	// attempt below); large ones get an item of their own, written once
-	// here rather than again on every lost race.
-	small := map[string]inlineRobots{}
-	for origin, r := range c.Robots {
-		if ir, ok := inline(r); ok {
-			small[origin] = ir
-		} else if err := s.PutRobots(ctx, key, origin, r); err != nil {
-			return nil, err
-		} else {
-			small[origin] = inlineRobots{X: true, T: r.FetchedAt.UnixMilli()}
-		}
+	w, others, err := s.writeHost(ctx, key, "commit "+key, true, op.write)
+	if err != nil {
+		return nil, err
 	}
-	at := s.attempts(pk, "commit "+key, true)
-	defer at.sweep()
-	for {
-		// A commit of ours that landed after all is not applied again on
-		// top of itself (a second Release would move a due time an ingest
-		// has set meanwhile).
-		cur, w, err := at.next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if w != nil {
-			return s.finishCommit(ctx, key, w, at.inflight, c.Want)
-		}
-		if at.n > 1 && s.OnRetry != nil {
-			s.OnRetry()
-		}
-		if cur == nil {
-			return nil, fmt.Errorf("commit %s: %w", key, hostqueue.ErrNotFound)
-		}
-		next := *cur
-		next.V = cur.V + 1
-		next.N = withNonce(cur.N, newNonce())
-		_, dead, err := s.popHead(ctx, &next, -1, done)
-		if err != nil {
-			return nil, err
-		}
-		if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > next.LF {
-			next.LF = lf
-		}
-		next.PU = 0
-		if !c.PauseUntil.IsZero() {
-			next.PU = c.PauseUntil.UnixMilli()
-		}
-		next.ER = c.Errors
-		next.FS, next.LE = 0, clip(c.LastError, maxLastError)
-		if !c.FailingSince.IsZero() {
-			next.FS = c.FailingSince.UnixMilli()
-		}
-		next.AT = nil
-		for id, n := range c.Attempts {
-			if !done[id] && n > 0 {
-				if next.AT == nil {
-					next.AT = map[string]int{}
-				}
-				next.AT[id] = n
-			}
-		}
-		if c.Release {
-			if next.pending() > 0 {
-				// Continue leaves Due alone: the host is still due (it
-				// was when the holder took it), and an unchanged index
-				// key costs no index write.
-				if !c.Continue || next.Due == 0 {
-					next.Due = c.NextDue.UnixMilli()
-				}
-				next.TTL = 0
-			} else {
-				next.Due = 0
-				next.AT = nil
-				next.TTL = s.now().Add(c.IdleTTL).Unix()
-			}
-		}
-		if len(small) > 0 {
-			next.RB = maps.Clone(next.RB)
-			if next.RB == nil {
-				next.RB = map[string]inlineRobots{}
-			}
-			maps.Copy(next.RB, small)
-			pruneRobots(next.RB)
-		}
-		collect := c.Release && next.pending() == 0 && next.HC
-		if collect {
-			next.HC = false
-		}
-		w = &hostWrite{next: &next, prev: cur.V, dead: dead, collect: collect}
-		if err := s.putHost(ctx, w.next, w.prev); err != nil {
-			at.answered(w, err)
-			continue
-		}
-		return s.finishCommit(ctx, key, w, at.inflight, c.Want)
+	return s.finishCommit(ctx, key, w, others, c.Want)
+}
+
+// commitOp is one Commit: what its attempts share.
+type commitOp struct {
+	s      *Store
+	key    string
+	c      hostqueue.Commit
+	done   map[string]bool
+	robots map[string]inlineRobots // c.Robots in the host item's form
+}
+
+// write builds an attempt's write on cur, the host item as read: take the
+// done entries off the head, record the politeness state, release the
+// host if asked, keep the robots.txt answers.
+func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error) {
+	if cur == nil {
+		return nil, fmt.Errorf("commit %s: %w", op.key, hostqueue.ErrNotFound)
 	}
+	next := cur.successor()
+	_, dead, err := op.s.popHead(ctx, next, -1, op.done)
+	if err != nil {
+		return nil, err
+	}
+	next.recordProgress(op.c, op.done)
+	if op.c.Release {
+		next.release(op.c, op.s.now)
+	}
+	next.mergeRobots(op.robots)
+	collect := op.c.Release && next.pending() == 0 && next.SpilledSinceEmpty
+	if collect {
+		next.SpilledSinceEmpty = false
+	}
+	return &hostWrite{next: next, prev: cur.Version, dead: dead, collect: collect}, nil
 }
 
 // finishCommit completes a commit whose write w landed: the chunks it
@@ -322,6 +269,53 @@ func (s *Store) finishCommit(ctx context.Context, key string, w *hostWrite, othe
 	}
 	return s.toHost(ctx, key, w.next, want)
 }
+
+// writeHost is the retry loop of Append and Commit on the host item of
+// key. Each attempt reads the item (attempts.next: after the first, once
+// a back-off has passed, judging the call's earlier writes against what
+// it reads), has build make the write from it and writes it under the
+// version condition. It returns the write that landed, and the call's
+// other writes, whose chunks the caller drops once it has finished; or
+// the error that ended the call. An error of build ends the call too,
+// unless it is a *retryableError, which uses up one of the store's own
+// retries as a failed write does.
+func (s *Store) writeHost(ctx context.Context, key, what string, strict bool, build func(context.Context, *hostItem) (*hostWrite, error)) (*hostWrite, []*hostWrite, error) {
+	at := s.attempts(hostPK(key), what, strict)
+	defer at.sweep()
+	for {
+		cur, w, err := at.next(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if w != nil {
+			return w, at.inflight, nil // an earlier write of the call landed
+		}
+		if at.n > 1 && s.OnRetry != nil {
+			s.OnRetry()
+		}
+		w, err = build(ctx, cur)
+		var retry *retryableError
+		if errors.As(err, &retry) {
+			at.failed(retry.err)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := s.putHost(ctx, w.next, w.prev); err != nil {
+			at.answered(w, err)
+			continue
+		}
+		return w, at.inflight, nil
+	}
+}
+
+// retryableError is an attempt that failed before its host write (a chunk
+// write), which the next attempt may get past.
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string { return e.err.Error() }
+func (e *retryableError) Unwrap() error { return e.err }
 
 // orphanAge is how old an unreferenced chunk must be before it is deleted:
 // far longer than any append takes between writing a chunk and the host
@@ -353,14 +347,14 @@ func (s *Store) collectOrphans(pk string) {
 	var old []string
 	for _, it := range out.Items {
 		var c chunkItem
-		if attributevalue.UnmarshalMap(it, &c) == nil && c.T < cutoff {
+		if attributevalue.UnmarshalMap(it, &c) == nil && c.WrittenAt < cutoff {
 			old = append(old, c.SK)
 		}
 	}
 	_ = s.deleteChunks(ctx, pk, old)
 }
 
-// DueHosts implements hostqueue.Store.
+// DueHosts implements hostqueue.Queues.
 func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
 	var keys []string
 	var start map[string]types.AttributeValue
@@ -395,7 +389,7 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	}
 }
 
-// AcquireShard implements hostqueue.Store.
+// AcquireShard implements hostqueue.Leases.
 //
 // A run waiting for a shard another run holds asks again and again (a
 // scheduled run while a woken one finishes, a successor at the minute): a
@@ -413,7 +407,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		}
 	}
 	nonce := newNonce()
-	item, err := attributevalue.MarshalMap(leaseItem{PK: shardPK(vshard), SK: leaseSK, Owner: owner, Until: until.UnixMilli(), N: nonce})
+	item, err := attributevalue.MarshalMap(leaseItem{PK: shardPK(vshard), SK: leaseSK, Owner: owner, Until: until.UnixMilli(), Nonce: nonce})
 	if err != nil {
 		return false, fmt.Errorf("encode lease of shard %d: %w", vshard, err)
 	}
@@ -443,7 +437,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		if rerr != nil {
 			return false, fmt.Errorf("lease shard %d: %w: %w; reading it back: %w", vshard, ErrOutcomeUnknown, err, rerr)
 		}
-		if cur == nil || cur.N != nonce {
+		if cur == nil || cur.Nonce != nonce {
 			return false, fmt.Errorf("lease shard %d: %w", vshard, err)
 		}
 	}
@@ -477,7 +471,7 @@ func (s *Store) readLease(ctx context.Context, vshard int) (*leaseItem, error) {
 	return &cur, nil
 }
 
-// ReleaseShard implements hostqueue.Store.
+// ReleaseShard implements hostqueue.Leases.
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
@@ -504,16 +498,16 @@ func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) erro
 // or, with n < 0, as long as the head entry's ID is in done. It returns the
 // removed entries and the sort keys of chunks that became empty.
 func (s *Store) popHead(ctx context.Context, next *hostItem, n int, done map[string]bool) ([]hostqueue.Entry, []string, error) {
-	var popped []hostqueue.Entry
+	var popped []entryItem
 	var dead []string
-	take := func(e hostqueue.Entry) bool {
+	take := func(e entryItem) bool {
 		if n >= 0 {
 			return len(popped) < n
 		}
 		return done[e.ID]
 	}
-	chunks := append([]chunkRef(nil), next.C...)
-	co := next.CO
+	chunks := append([]chunkRef(nil), next.Chunks...)
+	co := next.FirstChunkTaken
 	for len(chunks) > 0 {
 		entries, err := s.chunk(ctx, next.PK, chunks[0].ID)
 		if err != nil {
@@ -536,7 +530,7 @@ func (s *Store) popHead(ctx context.Context, next *hostItem, n int, done map[str
 		dead = append(dead, chunkPrefix+chunks[0].ID)
 		chunks, co = chunks[1:], 0
 	}
-	q := next.Q
+	q := next.Tail
 	if len(chunks) == 0 {
 		i := 0
 		for i < len(q) && take(q[i]) {
@@ -545,36 +539,36 @@ func (s *Store) popHead(ctx context.Context, next *hostItem, n int, done map[str
 		}
 		q = q[i:]
 	}
-	next.C, next.CO, next.Q = chunks, co, q
-	if len(next.C) == 0 {
-		next.C, next.CO = nil, 0
+	next.Chunks, next.FirstChunkTaken, next.Tail = chunks, co, q
+	if len(next.Chunks) == 0 {
+		next.Chunks, next.FirstChunkTaken = nil, 0
 	}
-	return popped, dead, nil
+	return toEntries(popped), dead, nil
 }
 
 // spill moves the inline tail into new chunks, written before the host item
 // references them, under the nonce of the host write to come.
 func (s *Store) spill(ctx context.Context, next *hostItem) ([]string, error) {
 	var written []string
-	q := next.Q
+	q := next.Tail
 	for len(q) > 0 {
 		n, size := 0, 0
 		for n < len(q) && (n == 0 || size+entrySize(q[n]) <= maxChunkBytes) {
 			size += entrySize(q[n])
 			n++
 		}
-		id, err := s.putChunk(ctx, next.PK, q[:n], next.N[0])
+		id, err := s.putChunk(ctx, next.PK, q[:n], next.Nonces[0])
 		if err != nil {
 			// Nothing references them: the host item is written after.
 			s.deleteChunksQuietly(next.PK, written)
 			return nil, fmt.Errorf("write chunk of %d urls for %s: %w", n, next.PK, err)
 		}
 		written = append(written, chunkPrefix+id)
-		next.C = append(append([]chunkRef(nil), next.C...), chunkRef{ID: id, N: n})
+		next.Chunks = append(append([]chunkRef(nil), next.Chunks...), chunkRef{ID: id, Count: n})
 		q = q[n:]
 	}
-	next.Q = nil
-	next.HC = true
+	next.Tail = nil
+	next.SpilledSinceEmpty = true
 	return written, nil
 }
 
@@ -588,10 +582,10 @@ const maxChunkIDDraws = 3
 // request before its answer was lost (the SDK's retry then fails the
 // condition), so the item is read to tell that from another append's
 // chunk, which must never be overwritten.
-func (s *Store) putChunk(ctx context.Context, pk string, q []hostqueue.Entry, nonce string) (string, error) {
+func (s *Store) putChunk(ctx context.Context, pk string, q []entryItem, nonce string) (string, error) {
 	for draw := 1; ; draw++ {
 		id := newChunkID()
-		item, err := attributevalue.MarshalMap(chunkItem{PK: pk, SK: chunkPrefix + id, Q: q, T: s.now().UnixMilli(), N: nonce})
+		item, err := attributevalue.MarshalMap(chunkItem{PK: pk, SK: chunkPrefix + id, Entries: q, WrittenAt: s.now().UnixMilli(), Nonce: nonce})
 		if err != nil {
 			return "", fmt.Errorf("encode chunk: %w", err)
 		}
@@ -643,26 +637,26 @@ func (s *Store) chunkOwner(ctx context.Context, pk, id string) (bool, string, er
 func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) (*hostqueue.Host, error) {
 	h := &hostqueue.Host{
 		Key:          key,
-		VirtualShard: it.VS,
+		VirtualShard: it.VirtualShard,
 		Pending:      it.pending(),
-		Errors:       it.ER,
-		LastError:    it.LE,
-		Attempts:     it.AT,
+		Errors:       it.Errors,
+		LastError:    it.LastError,
+		Attempts:     it.Attempts,
 	}
-	if it.FS != 0 {
-		h.FailingSince = time.UnixMilli(it.FS)
+	if it.FailingSince != 0 {
+		h.FailingSince = time.UnixMilli(it.FailingSince)
 	}
 	if it.Due != 0 {
 		h.Due = time.UnixMilli(it.Due)
 	}
-	if it.LF != 0 {
-		h.LastFetch = time.UnixMilli(it.LF)
+	if it.LastFetch != 0 {
+		h.LastFetch = time.UnixMilli(it.LastFetch)
 	}
-	if it.PU != 0 {
-		h.PauseUntil = time.UnixMilli(it.PU)
+	if it.PauseUntil != 0 {
+		h.PauseUntil = time.UnixMilli(it.PauseUntil)
 	}
-	for origin, ir := range it.RB {
-		if ir.X {
+	for origin, ir := range it.Robots {
+		if ir.StoredApart {
 			if h.RobotsItems == nil {
 				h.RobotsItems = map[string]bool{}
 			}
@@ -676,8 +670,8 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 			h.Robots[origin] = r
 		}
 	}
-	co := it.CO
-	for _, c := range it.C {
+	co := it.FirstChunkTaken
+	for _, c := range it.Chunks {
 		if len(h.Head) >= want {
 			break
 		}
@@ -686,12 +680,12 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 			return nil, err
 		}
 		if co < len(entries) {
-			h.Head = append(h.Head, entries[co:min(len(entries), co+want-len(h.Head))]...)
+			h.Head = append(h.Head, toEntries(entries[co:min(len(entries), co+want-len(h.Head))])...)
 		}
 		co = 0
 	}
 	if len(h.Head) < want {
-		h.Head = append(h.Head, it.Q[:min(len(it.Q), want-len(h.Head))]...)
+		h.Head = append(h.Head, toEntries(it.Tail[:min(len(it.Tail), want-len(h.Head))])...)
 	}
 	return h, nil
 }
@@ -738,7 +732,7 @@ func (s *Store) putHost(ctx context.Context, it *hostItem, prev int64) error {
 
 // chunk returns a chunk's entries (nil when it does not exist). Chunks never
 // change once written, so they are cached.
-func (s *Store) chunk(ctx context.Context, pk, id string) ([]hostqueue.Entry, error) {
+func (s *Store) chunk(ctx context.Context, pk, id string) ([]entryItem, error) {
 	ck := pk + "\x00" + id
 	s.mu.Lock()
 	c, ok := s.chunks[ck]
@@ -761,8 +755,8 @@ func (s *Store) chunk(ctx context.Context, pk, id string) ([]hostqueue.Entry, er
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
 		return nil, fmt.Errorf("decode chunk %s of %s: %w", id, pk, err)
 	}
-	s.cacheChunk(pk, id, it.Q)
-	return it.Q, nil
+	s.cacheChunk(pk, id, it.Entries)
+	return it.Entries, nil
 }
 
 // The chunk cache is bounded in items and in bytes (a chunk holds up to
@@ -775,11 +769,11 @@ const (
 )
 
 type cachedChunk struct {
-	q    []hostqueue.Entry
+	q    []entryItem
 	size int // estimated, as entriesSize counts
 }
 
-func (s *Store) cacheChunk(pk, id string, q []hostqueue.Entry) {
+func (s *Store) cacheChunk(pk, id string, q []entryItem) {
 	size := entriesSize(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -869,19 +863,4 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// backoff waits a jittered, growing while before a retried write, so
-// contending writers spread out instead of colliding again.
-func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
-	d = d/2 + time.Duration(mrand.Int64N(int64(d)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -124,7 +124,7 @@ func TestAppendSpillsIntoChunks(t *testing.T) {
 	}
 }
 
-func inlineSize(es []hostqueue.Entry) int {
+func inlineSize(es []rawEntry) int {
 	n := 0
 	for _, e := range es {
 		n += 8 + len(e.ID) + len(e.URL)
@@ -449,74 +449,5 @@ func (e *env) wantDue(vs int, now time.Time, key string, want bool) {
 	}
 	if got := slices.Contains(keys, key); got != want {
 		e.t.Errorf("DueHosts(shard %d, %v) = %v: listed %s = %v, want %v", vs, now, keys, key, got, want)
-	}
-}
-
-// TestCommitContinue: a holder that releases with Continue keeps a host
-// that got new URLs meanwhile, due as before (its index entry untouched),
-// and releases it only once the queue is empty.
-func TestCommitContinue(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	ctx := t.Context()
-	const key = "continue.example"
-	vs := hostqueue.VirtualShard(key)
-	e.append(key, entries("a", 0, 2, 50), 100)
-	due := e.rawHost(key).Due
-	// An ingest appends while the holder works the first two.
-	e.append(key, entries("b", 0, 1, 50), 100)
-	next := t0.Add(10 * time.Second)
-	h, err := e.store.Commit(ctx, key, hostqueue.Commit{
-		Done: idRange("a", 0, 2), Release: true, Continue: true, NextDue: next, Want: 10, IdleTTL: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(h.Head); !slices.Equal(got, []string{"b-00000"}) || h.Pending != 1 {
-		t.Errorf("continued with head %v pending %d, want the new b-00000", got, h.Pending)
-	}
-	if raw := e.rawHost(key); raw.Due != due || raw.TTL != 0 {
-		t.Errorf("continued: due %d ttl %d, want the unchanged due %d (no index write) and no ttl", raw.Due, raw.TTL, due)
-	}
-	e.wantDue(vs, t0, key, true)
-
-	// Without Continue the same situation reschedules at NextDue.
-	e.append(key, entries("c", 0, 1, 50), 100)
-	h, err = e.store.Commit(ctx, key, hostqueue.Commit{Done: []string{"b-00000"}, Release: true, NextDue: next, Want: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !h.Due.Equal(next) {
-		t.Errorf("released with work, no Continue: Due = %v, want NextDue %v", h.Due, next)
-	}
-
-	// An empty queue is released with or without Continue.
-	h, err = e.store.Commit(ctx, key, hostqueue.Commit{Done: []string{"c-00000"}, Release: true, Continue: true, NextDue: next, IdleTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Pending != 0 || !h.Due.IsZero() {
-		t.Errorf("continue on an empty queue: pending %d due %v, want released", h.Pending, h.Due)
-	}
-	e.wantDue(vs, t0.Add(365*24*time.Hour), key, false)
-}
-
-// TestAppendActivated: an append reports when it put the host into the due
-// index (ingest wakes the check shard then), and only then.
-func TestAppendActivated(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	const key = "activated.example"
-	if r := e.append(key, entries("a", 0, 1, 50), 100); !r.Activated {
-		t.Errorf("first append to a new host: %+v, want Activated", r)
-	}
-	if r := e.append(key, entries("a", 1, 1, 50), 100); r.Activated {
-		t.Errorf("append to a host already due: %+v, want not Activated", r)
-	}
-	if _, err := e.store.Commit(t.Context(), key, hostqueue.Commit{Done: idRange("a", 0, 2), Release: true, IdleTTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.append(key, entries("a", 2, 1, 50), 100); !r.Activated {
-		t.Errorf("append to a released host: %+v, want Activated again", r)
 	}
 }

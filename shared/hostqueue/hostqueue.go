@@ -12,16 +12,17 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
-// Entry is one queued URL.
+// Entry is one queued URL. How a store lays it out is the store's own
+// business (package dynamo, package sqlite).
 type Entry struct {
-	ID           string `dynamodbav:"i"`
-	URL          string `dynamodbav:"u"`
-	ETag         string `dynamodbav:"e,omitempty"`
-	LastModified string `dynamodbav:"m,omitempty"`
+	ID           string
+	URL          string
+	ETag         string
+	LastModified string
 	// Hops counts the redirects already followed to reach URL (a
 	// cross-host redirect target is queued with the hops so far), so a
 	// redirect loop ends however many hosts its chain crosses.
-	Hops int `dynamodbav:"h,omitempty"`
+	Hops int
 }
 
 // Host is the stored state of one queue key (a host, or a registrable domain
@@ -133,12 +134,21 @@ type Commit struct {
 	Robots map[string]Robots
 }
 
-// Store keeps host queues. Implementations must make Append and Commit safe
-// against each other and against concurrent callers on the same key (no
-// entry lost, none duplicated by the store itself).
-type Store interface {
+// Appender adds URLs to host queues: all that ingest needs of a store.
+// Implementations must make Append safe against concurrent Appends and
+// Commits on the same key (no entry lost, none duplicated by the store
+// itself).
+type Appender interface {
 	// Append adds entries to a host's queue, creating the host if needed.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
+}
+
+// Queues keeps host queues: ingest appends to them, the holder of a
+// shard's lease finds its due hosts, loads them and commits its progress.
+// Implementations must make Append and Commit safe against each other and
+// against concurrent callers on the same key.
+type Queues interface {
+	Appender
 	// Load returns a host's state with up to want head entries; ErrNotFound
 	// when the host has no state.
 	Load(ctx context.Context, key string, want int) (*Host, error)
@@ -146,17 +156,35 @@ type Store interface {
 	Commit(ctx context.Context, key string, c Commit) (*Host, error)
 	// DueHosts lists the keys in a virtual shard due at or before now.
 	DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error)
+}
+
+// Leases hands out the virtual shards: at most one live owner each.
+type Leases interface {
 	// AcquireShard takes or renews the lease on a virtual shard until the
 	// given time; it returns false when another owner holds a live lease.
 	AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error)
 	// ReleaseShard gives the lease back early so the next invocation starts
 	// at once.
 	ReleaseShard(ctx context.Context, vshard int, owner string) error
+}
+
+// RobotsCache keeps the robots.txt answers too large for a host's own
+// state (Host.RobotsItems names them; Commit stores them).
+type RobotsCache interface {
 	// Robots returns the stored robots.txt of origin (scheme://host[:port])
 	// kept under queue key; nil when none is stored.
 	Robots(ctx context.Context, key, origin string) (*Robots, error)
 	// PutRobots stores a robots.txt of origin under queue key.
 	PutRobots(ctx context.Context, key, origin string, r Robots) error
+}
+
+// Store is everything the check engine needs of a store: the queues, the
+// shard leases and the robots.txt cache, kept together because a commit
+// writes the host's queue and its robots.txt answers in one step.
+type Store interface {
+	Queues
+	Leases
+	RobotsCache
 }
 
 // Publisher sends results to the output queue. Publish returns only when

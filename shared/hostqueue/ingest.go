@@ -19,7 +19,8 @@ import (
 // Ingester appends accepted URLs to their hosts' queues. It groups a batch by
 // queue key so each host is written once per batch.
 type Ingester struct {
-	Store     Store
+	// Store is where the URLs are queued; the ingester only appends.
+	Store     Appender
 	Publisher Publisher
 	Now       func() time.Time
 	// Guard judges URLs whose host is an IP address before they are

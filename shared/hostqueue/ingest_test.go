@@ -20,11 +20,9 @@ import (
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
-// fakeStore is a hostqueue.Store whose Append each test sets. The other
-// methods are not used by the Ingester: the embedded nil Store makes any
-// call to them panic, failing the test.
+// fakeStore is a hostqueue.Appender whose Append each test sets: all the
+// Ingester may call.
 type fakeStore struct {
-	hostqueue.Store
 	t      *testing.T
 	append func(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error)
 
@@ -32,7 +30,7 @@ type fakeStore struct {
 	calls []hostqueue.AppendRequest
 }
 
-var _ hostqueue.Store = (*fakeStore)(nil)
+var _ hostqueue.Appender = (*fakeStore)(nil)
 
 func (s *fakeStore) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
 	s.mu.Lock()

@@ -26,12 +26,14 @@ const robotsKeep = 7 * 24 * time.Hour
 // inlineRobots is a robots.txt answer in the host row's robots column
 // (JSON, by origin).
 type inlineRobots struct {
-	S int    `json:"s"`
-	B []byte `json:"b,omitempty"`
-	T int64  `json:"t"`
-	// X marks an answer too large for the row, stored in the robots
-	// table: without the mark a reader knows there is none to look up.
-	X bool `json:"x,omitempty"`
+	Status int    `json:"s"`
+	Body   []byte `json:"b,omitempty"`
+	// FetchedAt is when it was fetched (Unix ms).
+	FetchedAt int64 `json:"t"`
+	// StoredApart marks an answer too large for the row, stored in the
+	// robots table: without the mark a reader knows there is none to look
+	// up.
+	StoredApart bool `json:"x,omitempty"`
 }
 
 // storeRobots records the answers of a commit: small ones in the host row,
@@ -43,18 +45,18 @@ func (s *Store) storeRobots(ctx context.Context, tx *txn, key string, h *hostRow
 			h.robots = map[string]inlineRobots{}
 		}
 		if len(r.Body) <= maxInlineRobots {
-			h.robots[origin] = inlineRobots{S: r.Status, B: r.Body, T: r.FetchedAt.UnixMilli()}
+			h.robots[origin] = inlineRobots{Status: r.Status, Body: r.Body, FetchedAt: r.FetchedAt.UnixMilli()}
 			continue
 		}
 		if err := putRobots(ctx, tx, key, origin, r); err != nil {
 			return err
 		}
-		h.robots[origin] = inlineRobots{X: true, T: r.FetchedAt.UnixMilli()}
+		h.robots[origin] = inlineRobots{StoredApart: true, FetchedAt: r.FetchedAt.UnixMilli()}
 	}
 	return nil
 }
 
-// Robots implements hostqueue.Store.
+// Robots implements hostqueue.RobotsCache.
 func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robots, error) {
 	var out *hostqueue.Robots
 	err := s.read(ctx, func(tx *txn) error {
@@ -77,7 +79,7 @@ func (s *Store) Robots(ctx context.Context, key, origin string) (*hostqueue.Robo
 	return out, nil
 }
 
-// PutRobots implements hostqueue.Store.
+// PutRobots implements hostqueue.RobotsCache.
 func (s *Store) PutRobots(ctx context.Context, key, origin string, r hostqueue.Robots) error {
 	return s.write(ctx, func(tx *txn) error {
 		return putRobots(ctx, tx, key, origin, r)

@@ -142,7 +142,7 @@ func (s *Store) Close() error {
 // entries to evict that must be reported before the eviction is written.
 var errReportFirst = errors.New("evicted entries to report first")
 
-// Append implements hostqueue.Store. Entries to evict are reported outside
+// Append implements hostqueue.Appender. Entries to evict are reported outside
 // the transaction (OnEvict may be slow, or use the store), then the append
 // runs again: if the queue changed meanwhile, only entries not reported yet
 // are reported before it is written.
@@ -245,7 +245,7 @@ func (s *Store) hostForAppend(ctx context.Context, tx *txn, key string) (*hostRo
 	return &hostRow{id: id, vs: vs}, nil
 }
 
-// Load implements hostqueue.Store.
+// Load implements hostqueue.Queues.
 func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
 	var out *hostqueue.Host
 	err := s.read(ctx, func(tx *txn) error {
@@ -265,7 +265,7 @@ func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host
 	return out, nil
 }
 
-// Commit implements hostqueue.Store.
+// Commit implements hostqueue.Queues.
 func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
 	done := make(map[string]bool, len(c.Done))
 	for _, id := range c.Done {
@@ -383,7 +383,7 @@ func popDone(ctx context.Context, tx *txn, host int64, done map[string]bool) (in
 	return removed, nil
 }
 
-// DueHosts implements hostqueue.Store.
+// DueHosts implements hostqueue.Queues.
 func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -410,7 +410,7 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	return keys, nil
 }
 
-// AcquireShard implements hostqueue.Store: one upsert that takes the lease
+// AcquireShard implements hostqueue.Leases: one upsert that takes the lease
 // when it is free, expired (until before now) or already the owner's.
 func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error) {
 	var took bool
@@ -429,7 +429,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 	return took, nil
 }
 
-// ReleaseShard implements hostqueue.Store; a lease another owner holds is
+// ReleaseShard implements hostqueue.Leases; a lease another owner holds is
 // left alone.
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
 	err := s.write(ctx, func(tx *txn) error {
@@ -661,7 +661,7 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		out.Due = time.UnixMilli(h.due.Int64)
 	}
 	for origin, ir := range h.robots {
-		if ir.X {
+		if ir.StoredApart {
 			if out.RobotsItems == nil {
 				out.RobotsItems = map[string]bool{}
 			}
@@ -671,7 +671,7 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		if out.Robots == nil {
 			out.Robots = map[string]hostqueue.Robots{}
 		}
-		out.Robots[origin] = hostqueue.Robots{Status: ir.S, Body: ir.B, FetchedAt: time.UnixMilli(ir.T)}
+		out.Robots[origin] = hostqueue.Robots{Status: ir.Status, Body: ir.Body, FetchedAt: time.UnixMilli(ir.FetchedAt)}
 	}
 	if want > 0 && h.pending > 0 {
 		head, _, err := headEntries(ctx, tx, h.id, want)

@@ -16,11 +16,9 @@ import (
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
-// slowStore is a host-queue store whose appends take a while (or, block,
-// until their context ends), recording the hosts it wrote. Ingest calls
-// nothing else on it (the nil Store panics if it does).
+// slowStore is a hostqueue.Appender whose appends take a while (or, block,
+// until their context ends), recording the hosts it wrote.
 type slowStore struct {
-	hostqueue.Store
 	take  time.Duration
 	block bool
 

@@ -20,10 +20,8 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
-// memStore is a hostqueue.Store that records appends; the Ingester uses no
-// other method (the embedded nil Store panics if it did).
+// memStore is a hostqueue.Appender that records appends.
 type memStore struct {
-	hostqueue.Store
 	mu     sync.Mutex
 	queued map[string]string // id -> url
 }

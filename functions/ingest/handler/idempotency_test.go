@@ -41,7 +41,7 @@ type idemEnv struct {
 
 // queueAndKeys is a store of both host queues and idempotency records.
 type queueAndKeys interface {
-	hostqueue.Store
+	hostqueue.Queues
 	hostqueue.IdempotencyStore
 }
 

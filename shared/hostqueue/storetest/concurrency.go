@@ -65,7 +65,7 @@ func race(t *testing.T, e *env, key string, perAppender, limit int, pause time.D
 			if len(h.Head) == 0 {
 				break
 			}
-			if _, err := e.peer.Commit(ctx, key, hostqueue.Commit{Done: ids(h.Head), LastFetch: T0}); err != nil {
+			if err := commitRetried(ctx, t, e.peer, key, hostqueue.Commit{Done: ids(h.Head), LastFetch: T0}); err != nil {
 				t.Fatalf("consumer commit: %v", err)
 			}
 			consumed = append(consumed, ids(h.Head)...)
@@ -82,6 +82,26 @@ func race(t *testing.T, e *env, key string, perAppender, limit int, pause time.D
 		t.Error(err)
 	}
 	return consumed, added
+}
+
+// commitRetried commits c, and commits it again after an error, a few
+// times, as the check engine does (shared/check, worker.commit). A store
+// may answer a commit it could not tell the outcome of with an error (on
+// DynamoDB, ErrOutcomeUnknown when more writes raced it than a host item
+// remembers); committing the same Done IDs again is harmless, since IDs
+// no longer queued are ignored.
+func commitRetried(ctx context.Context, t *testing.T, s hostqueue.Queues, key string, c hostqueue.Commit) error {
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			t.Logf("commit %s, attempt %d: the last one failed: %v", key, attempt+1, err)
+			time.Sleep(time.Duration(10<<attempt) * time.Millisecond)
+		}
+		if _, err = s.Commit(ctx, key, c); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // testConcurrency: with no limit to evict by, every appended entry is

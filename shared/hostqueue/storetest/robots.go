@@ -32,7 +32,7 @@ func sameRobots(a, b hostqueue.Robots) bool {
 func testRobots(t *testing.T, _ Harness, e *env) {
 	const key = "robots.example"
 	const origin = "https://robots.example"
-	get := func(s hostqueue.Store, key, origin string) *hostqueue.Robots {
+	get := func(s hostqueue.RobotsCache, key, origin string) *hostqueue.Robots {
 		t.Helper()
 		r, err := s.Robots(e.ctx(), key, origin)
 		if err != nil {
@@ -40,26 +40,26 @@ func testRobots(t *testing.T, _ Harness, e *env) {
 		}
 		return r
 	}
-	if r := get(e.store, key, origin); r != nil {
+	if r := get(e.robots, key, origin); r != nil {
 		t.Errorf("Robots before any was stored = %+v, want nil", r)
 	}
 
 	// Stored apart, by queue key and origin.
 	first := largeRobots(1, T0)
-	if err := e.store.PutRobots(e.ctx(), key, origin, first); err != nil {
+	if err := e.robots.PutRobots(e.ctx(), key, origin, first); err != nil {
 		t.Fatal(err)
 	}
-	if r := get(e.peer, key, origin); r == nil || !sameRobots(*r, first) {
+	if r := get(e.peerRobots, key, origin); r == nil || !sameRobots(*r, first) {
 		t.Errorf("Robots after PutRobots = %v, want the stored answer", r)
 	}
-	if r := get(e.peer, "other.example", origin); r != nil {
+	if r := get(e.peerRobots, "other.example", origin); r != nil {
 		t.Errorf("Robots under another key = %+v, want nil", r)
 	}
 	second := hostqueue.Robots{Status: 200, Body: []byte("User-agent: *\nDisallow: /b\n"), FetchedAt: T0.Add(time.Hour)}
-	if err := e.store.PutRobots(e.ctx(), key, origin, second); err != nil {
+	if err := e.robots.PutRobots(e.ctx(), key, origin, second); err != nil {
 		t.Fatal(err)
 	}
-	if r := get(e.peer, key, origin); r == nil || !sameRobots(*r, second) {
+	if r := get(e.peerRobots, key, origin); r == nil || !sameRobots(*r, second) {
 		t.Errorf("Robots after a second PutRobots = %v, want the second answer", r)
 	}
 
@@ -88,7 +88,7 @@ func testRobots(t *testing.T, _ Harness, e *env) {
 		if len(h.RobotsItems) != 1 || !h.RobotsItems["https://state.example:8443"] {
 			t.Errorf("%s: RobotsItems = %v, want only the large answer's origin", what, h.RobotsItems)
 		}
-		if r := get(e.peer, host, "https://state.example:8443"); r == nil || !sameRobots(*r, large) {
+		if r := get(e.peerRobots, host, "https://state.example:8443"); r == nil || !sameRobots(*r, large) {
 			t.Errorf("%s: the large answer is not stored apart", what)
 		}
 	}

@@ -3,9 +3,12 @@
 // file and in memory in package sqlite) so that they cannot drift: the
 // engine runs on either and must not be able to tell them apart.
 //
-// It checks observable behaviour only, through the Store interface. Where
-// a store cannot show a case, a capability flag of the Harness says so and
-// the case is skipped with the reason.
+// The cases are grouped by the concern they check, one group per
+// interface Store is made of (Queues, Leases, RobotsCache), and each case
+// sees the stores only through its concern's interfaces. It checks
+// observable behaviour only. Where a store cannot show a case, a
+// capability flag of the Harness says so and the case is skipped with the
+// reason.
 package storetest
 
 import (
@@ -68,12 +71,16 @@ func (c *Clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// env is one case: its store, its peer and its clock.
+// env is one case: its clock and the fixture's store and peer, each seen
+// through the interface of one concern. A case uses those of its group
+// (the robots.txt cases the queues' too: a commit stores answers).
 type env struct {
 	t     *testing.T
 	clock *Clock
-	store hostqueue.Store
-	peer  hostqueue.Store
+
+	store, peer        hostqueue.Queues
+	leases, peerLeases hostqueue.Leases
+	robots, peerRobots hostqueue.RobotsCache
 }
 
 type testCase struct {
@@ -81,9 +88,9 @@ type testCase struct {
 	run  func(t *testing.T, h Harness, e *env)
 }
 
-// Run runs the whole contract against the stores h makes.
-func Run(t *testing.T, h Harness) {
-	cases := []testCase{
+// The contract, by concern.
+var (
+	queueCases = []testCase{
 		{"AppendLoadOrder", testAppendLoadOrder},
 		{"LoadAndCommitUnknownHost", testUnknownHost},
 		{"Activated", testActivated},
@@ -94,26 +101,58 @@ func Run(t *testing.T, h Harness) {
 		{"ReleaseAndContinue", testReleaseContinue},
 		{"PolitenessFields", testPolitenessFields},
 		{"Attempts", testAttempts},
-		{"Robots", testRobots},
 		{"DueHosts", testDueHosts},
-		{"Leases", testLeases},
 		{"IdleTTL", testIdleTTL},
 		{"ConcurrentAppendersAndConsumer", testConcurrency},
 		{"ConcurrentEviction", testConcurrentEviction},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+	leaseCases = []testCase{
+		{"AcquireRenewRelease", testLeases},
+	}
+	robotsCases = []testCase{
+		{"Robots", testRobots},
+	}
+)
+
+// Run runs the whole contract against the stores h makes: one subtest
+// per concern (Queues, Leases, RobotsCache), one per case within it.
+func Run(t *testing.T, h Harness) {
+	for _, g := range []struct {
+		concern string
+		cases   []testCase
+	}{
+		{"Queues", queueCases},
+		{"Leases", leaseCases},
+		{"RobotsCache", robotsCases},
+	} {
+		t.Run(g.concern, func(t *testing.T) {
 			if h.Parallel {
 				t.Parallel()
 			}
-			clock := &Clock{t: T0}
-			f := h.New(t, clock.Now)
-			e := &env{t: t, clock: clock, store: f.Store, peer: f.Peer}
-			if e.peer == nil {
-				e.peer = f.Store
+			for _, c := range g.cases {
+				t.Run(c.name, func(t *testing.T) {
+					if h.Parallel {
+						t.Parallel()
+					}
+					c.run(t, h, h.env(t))
+				})
 			}
-			c.run(t, h, e)
 		})
+	}
+}
+
+// env makes a case's store, on a clock of its own at T0.
+func (h Harness) env(t *testing.T) *env {
+	clock := &Clock{t: T0}
+	f := h.New(t, clock.Now)
+	peer := f.Peer
+	if peer == nil {
+		peer = f.Store
+	}
+	return &env{t: t, clock: clock,
+		store: f.Store, peer: peer,
+		leases: f.Store, peerLeases: peer,
+		robots: f.Store, peerRobots: peer,
 	}
 }
 

@@ -1,0 +1,192 @@
+package dynamo
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
+
+// TestLayoutAttributeNames pins the stored attribute names: the item types'
+// fields may be renamed, their names in the table may not (the items
+// already stored, and the due-index on vs and due, read them).
+func TestLayoutAttributeNames(t *testing.T) {
+	entry := entryItem{ID: "i", URL: "u", ETag: "e", LastModified: "m", Hops: 1}
+	for _, tc := range []struct {
+		name string
+		item any
+		want []string
+	}{
+		{"host", hostItem{PK: "p", SK: "s", VirtualShard: 1, Due: 1, Version: 1, Nonces: []string{"n"},
+			LastFetch: 1, PauseUntil: 1, Errors: 1, FailingSince: 1, LastError: "e", Tail: []entryItem{entry},
+			Chunks: []chunkRef{{ID: "c", Count: 1}}, FirstChunkTaken: 1, Attempts: map[string]int{"i": 1}, TTL: 1,
+			SpilledSinceEmpty: true, Robots: map[string]inlineRobots{"o": {Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}}},
+			[]string{"at", "c", "co", "due", "er", "fs", "hc", "le", "lf", "n", "pk", "pu", "q", "rb", "sk", "ttl", "v", "vs"}},
+		{"entry", entry, []string{"e", "h", "i", "m", "u"}},
+		{"inline robots", inlineRobots{Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}, []string{"b", "s", "t", "x"}},
+		{"chunk ref", chunkRef{ID: "c", Count: 1}, []string{"i", "n"}},
+		{"chunk", chunkItem{PK: "p", SK: "s", Entries: []entryItem{entry}, WrittenAt: 1, Nonce: "n"}, []string{"n", "pk", "q", "sk", "t"}},
+		{"lease", leaseItem{PK: "p", SK: "s", Owner: "o", Until: 1, Nonce: "n"}, []string{"n", "o", "pk", "sk", "u"}},
+		{"robots", robotsItem{PK: "p", SK: "s", Status: 200, Body: []byte{1}, At: 1, TTL: 1}, []string{"b", "pk", "s", "sk", "t", "ttl"}},
+		{"idempotency", idemItem{PK: "p", SK: "s", BodyHash: "b", State: "s", Token: "t", LockUntil: 1, Expires: 1, TTL: 1,
+			Status: 200, AcceptedIDs: "a", Denied: 1}, []string{"bh", "dn", "ex", "ids", "lk", "pk", "sc", "sk", "st", "tk", "ttl"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			av, err := attributevalue.MarshalMap(tc.item)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for name := range av {
+				got = append(got, name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("attributes %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// Entries in the host item keep their own short names too.
+	av, err := attributevalue.MarshalMap(hostItem{Tail: toEntryItems([]hostqueue.Entry{{ID: "a", URL: "b"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := av["q"].(*types.AttributeValueMemberL).Value[0].(*types.AttributeValueMemberM).Value
+	if len(q) != 2 || q["i"] == nil || q["u"] == nil {
+		t.Errorf("an entry with only an ID and a URL is stored as %v, want i and u", q)
+	}
+}
+
+// TestEntryConversion: an entry survives the trip to the stored form and
+// back, every field included.
+func TestEntryConversion(t *testing.T) {
+	es := []hostqueue.Entry{{ID: "a", URL: "https://a.example/", ETag: `"x"`, LastModified: "Tue, 01 Jan 2030 00:00:00 GMT", Hops: 3}, {ID: "b", URL: "https://b.example/"}}
+	if got := toEntries(toEntryItems(es)); !slices.Equal(got, es) {
+		t.Errorf("round trip = %+v, want %+v", got, es)
+	}
+	if toEntries(nil) != nil {
+		t.Error("toEntries(nil) is not nil")
+	}
+}
+
+// The host item's state changes, checked without a table: what a write
+// stores (Due, TTL, politeness) is decided here; the store tests on moto
+// check that it is written and read back.
+
+func TestActivate(t *testing.T) {
+	due := time.UnixMilli(1_760_000_000_000)
+	for _, tc := range []struct {
+		name      string
+		item      hostItem
+		activated bool
+		wantDue   int64
+		wantTTL   int64
+	}{
+		{"no work: left as it is", hostItem{TTL: 99}, false, 0, 99},
+		{"work, not due: into the index", hostItem{Tail: []entryItem{{ID: "a"}}, TTL: 99}, true, due.UnixMilli(), 0},
+		{"work, already due: its due time kept", hostItem{Tail: []entryItem{{ID: "a"}}, Due: 5, TTL: 99}, false, 5, 0},
+		{"work in chunks only", hostItem{Chunks: []chunkRef{{ID: "c", Count: 2}}, FirstChunkTaken: 1}, true, due.UnixMilli(), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.item
+			if got := h.activate(due); got != tc.activated || h.Due != tc.wantDue || h.TTL != tc.wantTTL {
+				t.Errorf("activate = %v, due %d ttl %d; want %v, %d, %d", got, h.Due, h.TTL, tc.activated, tc.wantDue, tc.wantTTL)
+			}
+		})
+	}
+}
+
+func TestRelease(t *testing.T) {
+	now := time.UnixMilli(1_760_000_000_000)
+	next := now.Add(time.Minute)
+	work := []entryItem{{ID: "a"}}
+	for _, tc := range []struct {
+		name     string
+		item     hostItem
+		c        hostqueue.Commit
+		wantDue  int64
+		wantTTL  int64
+		attempts bool // Attempts kept
+	}{
+		{"work left: due at NextDue", hostItem{Tail: work, Due: 5, TTL: 9, Attempts: map[string]int{"a": 1}},
+			hostqueue.Commit{NextDue: next}, next.UnixMilli(), 0, true},
+		{"work left, Continue: due as it was (no index write)", hostItem{Tail: work, Due: 5},
+			hostqueue.Commit{NextDue: next, Continue: true}, 5, 0, false},
+		{"work left, Continue, not due: due at NextDue", hostItem{Tail: work},
+			hostqueue.Commit{NextDue: next, Continue: true}, next.UnixMilli(), 0, false},
+		{"drained: out of the index, expiring", hostItem{Due: 5, Attempts: map[string]int{"a": 1}},
+			hostqueue.Commit{NextDue: next, IdleTTL: time.Hour}, 0, now.Add(time.Hour).Unix(), false},
+		{"drained, Continue: released all the same", hostItem{Due: 5},
+			hostqueue.Commit{NextDue: next, Continue: true, IdleTTL: time.Hour}, 0, now.Add(time.Hour).Unix(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.item
+			h.release(tc.c, func() time.Time { return now })
+			if h.Due != tc.wantDue || h.TTL != tc.wantTTL || (h.Attempts != nil) != tc.attempts {
+				t.Errorf("due %d ttl %d attempts %v; want %d, %d, kept %v", h.Due, h.TTL, h.Attempts, tc.wantDue, tc.wantTTL, tc.attempts)
+			}
+		})
+	}
+}
+
+func TestRecordProgress(t *testing.T) {
+	lf := time.UnixMilli(1_760_000_000_000)
+	h := hostItem{LastFetch: lf.UnixMilli(), PauseUntil: 7, Errors: 3, FailingSince: 8, LastError: "old", Attempts: map[string]int{"x": 2}}
+	long := strings.Repeat("é", maxLastError)
+	h.recordProgress(hostqueue.Commit{
+		LastFetch: lf.Add(-time.Second), Errors: 1, FailingSince: lf, LastError: long,
+		Attempts: map[string]int{"a": 2, "done": 4, "zero": 0},
+	}, map[string]bool{"done": true})
+	if h.LastFetch != lf.UnixMilli() {
+		t.Errorf("an older LastFetch moved it back to %d", h.LastFetch)
+	}
+	if h.PauseUntil != 0 || h.Errors != 1 || h.FailingSince != lf.UnixMilli() {
+		t.Errorf("pause %d errors %d failing since %d; want 0, 1, %d", h.PauseUntil, h.Errors, h.FailingSince, lf.UnixMilli())
+	}
+	if len(h.LastError) > maxLastError || !strings.HasPrefix(long, h.LastError) || !utf8.ValidString(h.LastError) {
+		t.Errorf("LastError is %d bytes, want a valid prefix of at most %d", len(h.LastError), maxLastError)
+	}
+	if len(h.Attempts) != 1 || h.Attempts["a"] != 2 {
+		t.Errorf("Attempts = %v, want only a: 2 (done and zero counters dropped, old ones replaced)", h.Attempts)
+	}
+	later := lf.Add(time.Hour)
+	h.recordProgress(hostqueue.Commit{LastFetch: later, PauseUntil: later}, nil)
+	if h.LastFetch != later.UnixMilli() || h.PauseUntil != later.UnixMilli() || h.FailingSince != 0 || h.LastError != "" || h.Attempts != nil {
+		t.Errorf("after a clean commit: %+v", h)
+	}
+}
+
+func TestSuccessor(t *testing.T) {
+	cur := &hostItem{Version: 4, Nonces: []string{"d", "c", "b", "a"}}
+	next := cur.successor()
+	if next.Version != 5 || len(next.Nonces) != nonceHistory || next.Nonces[1] != "d" || next.Nonces[0] == "d" {
+		t.Errorf("successor: version %d nonces %v", next.Version, next.Nonces)
+	}
+	if cur.Version != 4 || !slices.Equal(cur.Nonces, []string{"d", "c", "b", "a"}) {
+		t.Errorf("successor changed the item it was made from: %+v", cur)
+	}
+}
+
+func TestMergeRobots(t *testing.T) {
+	cur := hostItem{Robots: map[string]inlineRobots{"https://a.example": {Status: 404, FetchedAt: 1}}}
+	next := cur
+	next.mergeRobots(nil)
+	next.mergeRobots(map[string]inlineRobots{"https://a.example": {Status: 200, FetchedAt: 2}, "https://b.example": {StoredApart: true, FetchedAt: 2}})
+	if len(next.Robots) != 2 || next.Robots["https://a.example"].Status != 200 || !next.Robots["https://b.example"].StoredApart {
+		t.Errorf("merged = %v", next.Robots)
+	}
+	if len(cur.Robots) != 1 || cur.Robots["https://a.example"].Status != 404 {
+		t.Errorf("merging changed the item read: %v", cur.Robots)
+	}
+	var empty hostItem
+	empty.mergeRobots(map[string]inlineRobots{"https://a.example": {Status: 404}})
+	if len(empty.Robots) != 1 {
+		t.Errorf("merge into no answers = %v", empty.Robots)
+	}
+}
