@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/backoff"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
@@ -347,6 +348,10 @@ func (w *worker) grown(ctx context.Context, n int) bool {
 	return err == nil && h.Pending > n
 }
 
+// commitRetry spaces out a worker's commit attempts: five in all, over a
+// few seconds, well inside commit's own 20 s bound.
+var commitRetry = backoff.Policy{Base: 200 * time.Millisecond, Max: 2 * time.Second, Attempts: 5}
+
 // commit stores progress, retrying for a while: the results are already
 // out, so a lost commit means duplicates, and a lost last-fetch time means
 // the run must keep its leases to stay polite.
@@ -354,19 +359,18 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 	// The commit must land even when the run's context is ending.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if attempt > 0 {
-			if w.e.Clock.Sleep(ctx, time.Duration(100<<attempt)*time.Millisecond) != nil {
-				break
-			}
-		}
-		var h *hostqueue.Host
-		if h, err = w.e.Store.Commit(ctx, w.key, c); err == nil {
-			return h, nil
-		}
+	policy := commitRetry
+	policy.Sleep = w.e.Clock.Sleep
+	var h *hostqueue.Host
+	err := policy.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		h, err = w.e.Store.Commit(ctx, w.key, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	return h, nil
 }
 
 // nextDue is when the host should be checked again after this run.
