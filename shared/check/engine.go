@@ -377,12 +377,26 @@ func (r *run) wanted() bool {
 	return r.starved.Load() || r.e.slots.starved.Load() > 0
 }
 
-// CrashFunc is asked at the points where a real invocation can die: after
-// a fetch ("fetched", mid-batch), "before-publish", and "after-publish"
-// (results sent, state not yet updated). True makes the whole run stop at
-// once, as if the process were killed: nothing more is published or
-// committed and leases are not released.
-type CrashFunc func(point, key string) bool
+// CrashPoint names a place where a real invocation can die; fault
+// injection (WithCrash) is asked at each.
+type CrashPoint string
+
+// The crash points, in the order a round passes them.
+const (
+	// CrashFetched is after a fetch, mid-batch: results not yet published.
+	CrashFetched CrashPoint = "fetched"
+	// CrashBeforePublish is before results are handed to the publisher.
+	CrashBeforePublish CrashPoint = "before-publish"
+	// CrashAfterPublish is after results were sent and before the host's
+	// state records them.
+	CrashAfterPublish CrashPoint = "after-publish"
+)
+
+// CrashFunc is asked at every CrashPoint with the entry id (CrashFetched)
+// or the host's queue key. True makes the whole run stop at once, as if the
+// process were killed: nothing more is published or committed and leases
+// are not released.
+type CrashFunc func(point CrashPoint, key string) bool
 
 type crashKey struct{}
 
@@ -393,7 +407,7 @@ func WithCrash(ctx context.Context, crash CrashFunc) context.Context {
 }
 
 // crash asks the fault injector whether the run dies at this point.
-func (r *run) crash(point, key string) bool {
+func (r *run) crash(point CrashPoint, key string) bool {
 	if r.crashed.Load() {
 		return true
 	}

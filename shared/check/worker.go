@@ -129,7 +129,7 @@ func (w *worker) work(ctx context.Context) error {
 				break
 			}
 			res, o := w.process(ctx, ent)
-			if w.crash("fetched", ent.ID) {
+			if w.crash(CrashFetched, ent.ID) {
 				return ErrCrashed
 			}
 			if o == outDone {
@@ -177,7 +177,7 @@ func (w *worker) work(ctx context.Context) error {
 			// are committed with the first batch of the given-up URLs.
 			return w.giveUp(ctx, nil, done)
 		}
-		if w.crash("after-publish", w.key) {
+		if w.crash(CrashAfterPublish, w.key) {
 			return ErrCrashed
 		}
 		w.remember(w.key, w.lastFetch)
@@ -255,7 +255,7 @@ func (w *worker) commitInBackground(ctx context.Context, rd *handed, ended []str
 		var out roundResult
 		defer func() { b.result <- out }()
 		c.Done, out.refused = rd.wait()
-		if w.crash("after-publish", w.key) {
+		if w.crash(CrashAfterPublish, w.key) {
 			out.err = ErrCrashed
 			return
 		}
