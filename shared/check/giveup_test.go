@@ -3,11 +3,8 @@ package check_test
 import (
 	"context"
 	"fmt"
-	"io"
-	stdlog "log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -77,6 +74,9 @@ func loopbackIP() string { return fmt.Sprintf("127.0.1.%d", 2+nextIP.Add(1)%250)
 // refused at once.
 func deadHost(t *testing.T) string {
 	t.Helper()
+	if networkOf(t) != nil {
+		return loopbackIP() + ":9" // the in-memory network's ports start above 40000
+	}
 	ln, err := net.Listen("tcp", loopbackIP()+":0")
 	if err != nil {
 		t.Fatal(err)
@@ -90,13 +90,20 @@ func deadHost(t *testing.T) string {
 // never answers.
 func hangingHost(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", loopbackIP()+":0")
-	if err != nil {
-		t.Fatal(err)
+	var ln net.Listener
+	if n := networkOf(t); n != nil {
+		ln = n.Listen(loopbackIP())
+	} else {
+		var err error
+		if ln, err = net.Listen("tcp", loopbackIP()+":0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var mu sync.Mutex
 	var conns []net.Conn
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -109,6 +116,7 @@ func hangingHost(t *testing.T) string {
 	}()
 	t.Cleanup(func() {
 		ln.Close()
+		<-done
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
@@ -327,17 +335,7 @@ func status500(w http.ResponseWriter, _ *http.Request) { status(500)(w) }
 // which the fetcher does not trust: every handshake fails.
 func newTLSSite(t *testing.T, h http.HandlerFunc) *site {
 	t.Helper()
-	ln, err := net.Listen("tcp", loopbackIP()+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0) // the failed handshakes
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return &site{srv: srv, host: ln.Addr().String()}
+	return startSite(t, h, true)
 }
 
 // TestGiveUpResetByUsableAnswer checks that a usable answer ends the

@@ -213,48 +213,50 @@ func TestRetryAfter(t *testing.T) {
 // honoured by a new engine in the next invocation.
 func TestRetryAfterAcrossRuns(t *testing.T) {
 	t.Parallel()
-	p := testParams()
-	e := newEnv(t, p)
-	f := newFlaky(map[string][]func(http.ResponseWriter){
-		"/r": {status(429, "Retry-After", "2")},
-	}, nil)
-	s := newSite(t, withRobots(404, "", f.serve))
-	ids := e.seed(s.url("/r"))
-	e.runUntilSeen(s.seen(2), 10*time.Second) // stop during the pause
-	if got := s.paths(); len(got) != 2 || got[1] != "/r" {
-		t.Fatalf("first run requested %v, want robots.txt and /r", got)
-	}
-	answered := s.requests()[1].End
-	h := e.load(s.host)
-	if h == nil || h.Pending != 1 {
-		t.Fatalf("stored host %+v, want /r still pending", h)
-	}
-	if d := h.PauseUntil.Sub(answered); d < 2*time.Second-slack || d > 3*time.Second {
-		t.Errorf("stored PauseUntil is %v after the 429, want about 2s", d)
-	}
-	if h.Due.Before(h.PauseUntil) {
-		t.Errorf("host due at %v, before its pause ends at %v", h.Due, h.PauseUntil)
-	}
-	if h.Attempts[ids[s.url("/r")]] != 1 {
-		t.Errorf("stored attempts %v, want 1 for /r", h.Attempts)
-	}
-	if len(e.pub.all()) != 0 {
-		t.Fatalf("results before the retry:%s", describe(e.pub.all()))
-	}
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		e := newEnv(t, p)
+		f := newFlaky(map[string][]func(http.ResponseWriter){
+			"/r": {status(429, "Retry-After", "2")},
+		}, nil)
+		s := newSite(t, withRobots(404, "", f.serve))
+		ids := e.seed(s.url("/r"))
+		e.runUntilSeen(s.seen(2), 10*time.Second) // stop during the pause
+		if got := s.paths(); len(got) != 2 || got[1] != "/r" {
+			t.Fatalf("first run requested %v, want robots.txt and /r", got)
+		}
+		answered := s.requests()[1].End
+		h := e.load(s.host)
+		if h == nil || h.Pending != 1 {
+			t.Fatalf("stored host %+v, want /r still pending", h)
+		}
+		if d := h.PauseUntil.Sub(answered); d < 2*time.Second-slack || d > 3*time.Second {
+			t.Errorf("stored PauseUntil is %v after the 429, want about 2s", d)
+		}
+		if h.Due.Before(h.PauseUntil) {
+			t.Errorf("host due at %v, before its pause ends at %v", h.Due, h.PauseUntil)
+		}
+		if h.Attempts[ids[s.url("/r")]] != 1 {
+			t.Errorf("stored attempts %v, want 1 for /r", h.Attempts)
+		}
+		if len(e.pub.all()) != 0 {
+			t.Fatalf("results before the retry:%s", describe(e.pub.all()))
+		}
 
-	// Due at once: only the stored PauseUntil holds the new engine back.
-	e.dueNow(s.host)
-	e.runUntil(1, 10*time.Second)
-	reqs := s.requests()
-	if len(reqs) != 3 {
-		t.Fatalf("requests %v, want one retry of /r", s.paths())
-	}
-	if g := reqs[2].Start.Sub(answered); g < 2*time.Second-slack {
-		t.Errorf("the next invocation retried %v after the 429, want >= 2s", g)
-	}
-	if res := e.pub.one(t, s.url("/r")); res.Status != result.StatusFetched || res.Attempts != 2 {
-		t.Errorf("/r: %s attempts=%d, want fetched on attempt 2", res.Status, res.Attempts)
-	}
+		// Due at once: only the stored PauseUntil holds the new engine back.
+		e.dueNow(s.host)
+		e.runUntil(1, 10*time.Second)
+		reqs := s.requests()
+		if len(reqs) != 3 {
+			t.Fatalf("requests %v, want one retry of /r", s.paths())
+		}
+		if g := reqs[2].Start.Sub(answered); g < 2*time.Second-slack {
+			t.Errorf("the next invocation retried %v after the 429, want >= 2s", g)
+		}
+		if res := e.pub.one(t, s.url("/r")); res.Status != result.StatusFetched || res.Attempts != 2 {
+			t.Errorf("/r: %s attempts=%d, want fetched on attempt 2", res.Status, res.Attempts)
+		}
+	})
 }
 
 // TestBackoff checks transient failures without Retry-After: the host backs
@@ -276,40 +278,42 @@ func TestBackoff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := testParams()
-			p.MaxAttempts = 3
-			e := newEnv(t, p)
-			f := newFlaky(nil, map[string]func(http.ResponseWriter){"/always": tc.answer})
-			s := newSite(t, withRobots(404, "", f.serve))
-			e.seed(s.url("/always"), s.url("/after"))
-			// The give-up is a failure too: /after waits 8 x delay.
-			e.runUntil(2, 10*time.Second)
+			virtual(t, func(t *testing.T) {
+				p := testParams()
+				p.MaxAttempts = 3
+				e := newEnv(t, p)
+				f := newFlaky(nil, map[string]func(http.ResponseWriter){"/always": tc.answer})
+				s := newSite(t, withRobots(404, "", f.serve))
+				e.seed(s.url("/always"), s.url("/after"))
+				// The give-up is a failure too: /after waits 8 x delay.
+				e.runUntil(2, 10*time.Second)
 
-			var tries []demosite.Request
-			for _, r := range s.requests() {
-				if r.Path == "/always" {
-					tries = append(tries, r)
+				var tries []demosite.Request
+				for _, r := range s.requests() {
+					if r.Path == "/always" {
+						tries = append(tries, r)
+					}
 				}
-			}
-			if len(tries) != p.MaxAttempts {
-				t.Fatalf("/always requested %d times, want MaxAttempts %d; requests %v", len(tries), p.MaxAttempts, s.paths())
-			}
-			g := gaps(tries)
-			// errors counts this failure too: 2 x delay after the first,
-			// 4 x after the second.
-			if g[0] < 2*p.FetchDelay-slack || g[1] < 4*p.FetchDelay-slack || g[1] <= g[0] {
-				t.Errorf("gaps between attempts %v, want >= %v then >= %v, growing", g, 2*p.FetchDelay, 4*p.FetchDelay)
-			}
-			res := e.pub.one(t, s.url("/always"))
-			if res.Status != result.StatusFetchError || res.Attempts != p.MaxAttempts || !strings.Contains(res.Error, tc.wantErr) {
-				t.Errorf("/always: %s attempts=%d err=%q, want fetch_error after %d attempts naming %q", res.Status, res.Attempts, res.Error, p.MaxAttempts, tc.wantErr)
-			}
-			if res := e.pub.one(t, s.url("/after")); res.Status != result.StatusFetched {
-				t.Errorf("/after: %s %q, want fetched after the failing url gave up", res.Status, res.Error)
-			}
-			if h := e.load(s.host); h == nil || h.Pending != 0 || len(h.Attempts) != 0 || h.Errors != 0 {
-				t.Errorf("stored host %+v, want empty queue, no attempts, errors reset by the success", h)
-			}
+				if len(tries) != p.MaxAttempts {
+					t.Fatalf("/always requested %d times, want MaxAttempts %d; requests %v", len(tries), p.MaxAttempts, s.paths())
+				}
+				g := gaps(tries)
+				// errors counts this failure too: 2 x delay after the first,
+				// 4 x after the second.
+				if g[0] < 2*p.FetchDelay-slack || g[1] < 4*p.FetchDelay-slack || g[1] <= g[0] {
+					t.Errorf("gaps between attempts %v, want >= %v then >= %v, growing", g, 2*p.FetchDelay, 4*p.FetchDelay)
+				}
+				res := e.pub.one(t, s.url("/always"))
+				if res.Status != result.StatusFetchError || res.Attempts != p.MaxAttempts || !strings.Contains(res.Error, tc.wantErr) {
+					t.Errorf("/always: %s attempts=%d err=%q, want fetch_error after %d attempts naming %q", res.Status, res.Attempts, res.Error, p.MaxAttempts, tc.wantErr)
+				}
+				if res := e.pub.one(t, s.url("/after")); res.Status != result.StatusFetched {
+					t.Errorf("/after: %s %q, want fetched after the failing url gave up", res.Status, res.Error)
+				}
+				if h := e.load(s.host); h == nil || h.Pending != 0 || len(h.Attempts) != 0 || h.Errors != 0 {
+					t.Errorf("stored host %+v, want empty queue, no attempts, errors reset by the success", h)
+				}
+			})
 		})
 	}
 }

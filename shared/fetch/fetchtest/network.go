@@ -118,15 +118,14 @@ func (c conn) RemoteAddr() net.Addr { return c.remote }
 // NewServer starts an HTTP server for h on a new address of ip. Close it
 // (t.Cleanup) before the test's bubble ends: its goroutines must end too.
 func (n *Network) NewServer(ip string, h http.Handler) *httptest.Server {
-	s := &httptest.Server{Listener: n.Listen(ip), Config: &http.Server{Handler: h}}
+	s := n.NewUnstartedServer(ip, h)
 	s.Start()
 	return s
 }
 
-// NewTLSServer is NewServer over TLS, with httptest's self-signed
-// certificate (the fetcher rejects it, as it would a real one).
-func (n *Network) NewTLSServer(ip string, h http.Handler) *httptest.Server {
-	s := &httptest.Server{Listener: n.Listen(ip), Config: &http.Server{Handler: h}}
-	s.StartTLS()
-	return s
+// NewUnstartedServer is NewServer not yet started: set it up, then call
+// Start or StartTLS (httptest's self-signed certificate, which a fetcher
+// rejects as it would a real one).
+func (n *Network) NewUnstartedServer(ip string, h http.Handler) *httptest.Server {
+	return &httptest.Server{Listener: n.Listen(ip), Config: &http.Server{Handler: h}}
 }
