@@ -21,8 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	stdlog "log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -166,16 +166,16 @@ func describe(rs []result.Result) string {
 // env is one test's deployment: its own table, a store on it, a recorder,
 // and a fetcher that may reach loopback.
 type env struct {
-	t     *testing.T
+	t *testing.T
 	// st and ddb are the real world's stack and client; nil in virtual.
 	st    *stack.Stack
 	ddb   *dynamodb.Client
 	store hostqueue.Store
 	// net is the in-memory network of a test in virtual; nil in the real
 	// world.
-	net   *fetchtest.Network
-	pub   *recorder
-	log   *slog.Logger
+	net *fetchtest.Network
+	pub *recorder
+	log *slog.Logger
 
 	// wrap, when set, wraps each engine's fetcher (a test's stand-in for
 	// DNS: see TestDomainQueueSharesDelay).
