@@ -559,3 +559,18 @@ func page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = fmt.Fprintf(w, "page %s\n", r.URL.Path)
 }
+
+// inBothWorlds runs f twice, as subtests "virtual" and "real": the
+// politeness tests that keep the engine honest against the real emulator,
+// network and clock, and are exact on the virtual one.
+func inBothWorlds(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	t.Run("virtual", func(t *testing.T) {
+		t.Parallel()
+		virtual(t, f)
+	})
+	t.Run("real", func(t *testing.T) {
+		t.Parallel()
+		f(t)
+	})
+}
