@@ -99,6 +99,7 @@ func phases(reqs []demosite.Request) map[string]time.Duration {
 // log, within 10%); paths robots.txt disallows before 500 KiB are never
 // requested; no host sees two requests closer than the delay.
 func TestHostileSite(t *testing.T) {
+	t.Parallel()
 	const healthyHosts, pages = 4, 20
 
 	// The healthy hosts alone: the pace to match.
