@@ -12,7 +12,6 @@ import (
 // TestSmoke runs every part of the benchmark at tiny sizes (the -smoke
 // mode), so `make test` keeps `make bench` working.
 func TestSmoke(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts moto and the lambda emulator")
 	}

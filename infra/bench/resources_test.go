@@ -15,7 +15,6 @@ import (
 // children of their own with the template's memory and Lambda's descriptor
 // limit, and meet the targets.
 func TestResourcesSmoke(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts moto and two function processes")
 	}
