@@ -86,9 +86,12 @@ validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-l
 	$(SAM) validate --lint --region $(REGION) --template-file template.yaml
 	$(CFN_LINT) template.yaml
 
+# Test packages run four at a time: most of their time is spent waiting
+# (host delays, moto, the emulator), not computing, so the default of one
+# per core leaves a 2-core machine idle.
 test: tools ## go vet, go test (against moto and the RIE), a short fuzz, then validate.
 	go vet ./...
-	$(TOOL_ENV) go test -count=1 -timeout 15m ./...
+	$(TOOL_ENV) go test -count=1 -p 4 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory validate
 
