@@ -181,9 +181,8 @@ func (p *Publisher) send(batch []*job, seq uint64) {
 	var lastErr error
 	for attempt := 0; attempt < maxSendAttempts && len(left) > 0; attempt++ {
 		if attempt > 0 {
-			if err := sendRetry.Wait(ctx, attempt); err != nil {
-				lastErr = errors.Join(lastErr, fmt.Errorf("send %d results: %w", len(left), err))
-				break
+			if sendRetry.Wait(ctx, attempt) != nil {
+				break // the batch's time is up: lastErr says why
 			}
 			if p.onRetry != nil {
 				p.onRetry(len(left))
