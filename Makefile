@@ -44,7 +44,7 @@ GO_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -t
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test fuzz run bench sim sam-build deploy clean distclean
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test go-test fuzz run bench sim sam-build deploy clean distclean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -88,12 +88,16 @@ validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-l
 
 # Test packages run four at a time: most of their time is spent waiting
 # (host delays, moto, the emulator), not computing, so the default of one
-# per core leaves a 2-core machine idle.
-test: tools ## go vet, go test (against moto and the RIE), a short fuzz, then validate.
+# per core leaves a 2-core machine idle. For the same reason the template
+# lint (make validate: a minute of Python) runs beside them; the fuzz, which
+# keeps every core busy, runs after.
+test: tools ## go vet, go test (against moto and the RIE) beside validate, then a short fuzz.
 	go vet ./...
-	$(TOOL_ENV) go test -count=1 -p 4 -timeout 15m ./...
+	$(MAKE) --no-print-directory -j2 --output-sync=line go-test validate
 	$(MAKE) --no-print-directory fuzz
-	$(MAKE) --no-print-directory validate
+
+go-test:
+	$(TOOL_ENV) go test -count=1 -p 4 -timeout 15m ./...
 
 FUZZTIME ?= 10s
 fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (seed corpus in testdata/).
