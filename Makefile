@@ -52,7 +52,7 @@ GO_BUILD := GOWORK=off GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lamb
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test tidy vulncheck fuzz run bench sim sam-build deploy clean distclean
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run bench sim sam-build deploy clean distclean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -109,13 +109,21 @@ validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-l
 # stack, the benchmark and their dependencies), joined by go.work. In
 # workspace mode ./... matches only the module of the current directory,
 # so both trees are named.
-test: tools ## go mod tidy check, go vet, go test of both modules (against moto and the RIE), a short fuzz, vulncheck, then validate.
+#
+# Test packages run four at a time: most of their time is spent waiting
+# (host delays, moto, the emulator), not computing, so the default of one
+# per core leaves a 2-core machine idle. For the same reason the template
+# lint (make validate: a minute of Python) runs beside them; the fuzz and
+# vulncheck, which keep every core busy, run after.
+test: tools ## go mod tidy check, go vet, go test of both modules (against moto and the RIE) beside validate, a short fuzz, vulncheck.
 	$(MAKE) --no-print-directory tidy
 	go vet ./... ./infra/...
-	$(TOOL_ENV) go test -count=1 -timeout 15m ./... ./infra/...
+	$(MAKE) --no-print-directory -j2 --output-sync=line go-test validate
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory vulncheck
-	$(MAKE) --no-print-directory validate
+
+go-test:
+	$(TOOL_ENV) go test -count=1 -p 4 -timeout 15m ./... ./infra/...
 
 tidy: ## Fail if `go mod tidy` would change go.mod or go.sum of either module.
 	GOWORK=off go mod tidy -diff

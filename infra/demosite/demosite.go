@@ -36,6 +36,10 @@ type Options struct {
 	// Handler, when set, serves every path except /robots.txt instead of the
 	// default pages (tests use it for special routes).
 	Handler http.Handler
+	// Listen, when set, opens each host's listener on ip instead of a
+	// loopback socket: tests on a virtual clock pass an in-memory
+	// network's (fetchtest.Network.Listen).
+	Listen func(ip string) (net.Listener, error)
 }
 
 // Request is one request as the server saw it.
@@ -72,7 +76,11 @@ func Start(opts Options) (*Site, error) {
 		// Last octets stay in 2..251 so no host is a .0, .1 or .255.
 		n := opts.FirstIP - 2 + i
 		ip := fmt.Sprintf("127.0.%d.%d", n/250, n%250+2)
-		ln, err := net.Listen("tcp", ip+":0")
+		listen := opts.Listen
+		if listen == nil {
+			listen = func(ip string) (net.Listener, error) { return net.Listen("tcp", ip+":0") }
+		}
+		ln, err := listen(ip)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("demo site: listen on %s: %w", ip, err)

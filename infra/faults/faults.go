@@ -163,14 +163,14 @@ func (in *Injector) CheckCrash(ctx context.Context) context.Context {
 		return ctx
 	}
 	points := []struct {
-		point string
+		point check.CrashPoint
 		kind  Kind
-	}{{"fetched", CheckCrashMidBatch}, {"before-publish", CheckCrashBeforePublish}, {"after-publish", CheckCrashAfterPublish}}
+	}{{check.CrashFetched, CheckCrashMidBatch}, {check.CrashBeforePublish, CheckCrashBeforePublish}, {check.CrashAfterPublish, CheckCrashAfterPublish}}
 	chosen := points[in.Pick("check-invocation", len(points))]
 	after := 1 + in.Pick("check-invocation-after", 20)
 	var mu sync.Mutex
 	seen := 0
-	return check.WithCrash(ctx, func(point, _ string) bool {
+	return check.WithCrash(ctx, func(point check.CrashPoint, _ string) bool {
 		if point != chosen.point {
 			return false
 		}

@@ -19,12 +19,13 @@ import (
 )
 
 // TestGuaranteesUnderFaults runs the reference design's integration test:
-// a skewed, shuffled workload over many hosts, once clean and once with
-// injected faults, and checks the promises: every URL comes out with its
+// a skewed, shuffled workload over many hosts with injected faults (the
+// clean run is TestManyHostsPolite's), and checks the promises: every URL comes out with its
 // page, duplicates are counted (and rare at a low fault rate), the server
 // never sees two requests to one host closer than the delay, and no host is
 // left stuck (every URL finishes within the time bound).
 func TestGuaranteesUnderFaults(t *testing.T) {
+	t.Parallel()
 	const delay = 150 * time.Millisecond
 	cases := []struct {
 		name string
@@ -37,7 +38,6 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 		// more make their queues spill into chunk items.
 		many int
 	}{
-		{name: "clean", maxDupShare: 0},
 		{name: "rate 0.05", inj: faults.New(7, 0.05), maxDupShare: 0.05,
 			wantKinds: []faults.Kind{faults.DynamoThrottle, faults.DynamoServerError, faults.DynamoConflict,
 				faults.DynamoLostResponse, faults.DynamoLostResponseToCaller}},
@@ -51,17 +51,21 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 		// sends its URLs again (ingest) or refetches them (check), so
 		// duplicates are allowed.
 		{name: "lost responses 0.3", inj: faults.New(11, 0.3).Only(faults.DynamoLostResponse, faults.DynamoLostResponseToCaller), maxDupShare: 2,
-			wantKinds: []faults.Kind{faults.DynamoLostResponse, faults.DynamoLostResponseToCaller}, many: 60},
+			wantKinds: []faults.Kind{faults.DynamoLostResponse, faults.DynamoLostResponseToCaller}, many: 30},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			site, err := demosite.Start(demosite.Options{Hosts: 55})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer site.Close()
 			p := start(t, local.Options{AllowPrivate: true, Faults: tc.inj,
-				Params: map[string]string{"FetchDelay": delay.String(), "CheckHostPeriod": "2s"}})
+				// Short requests keep the leases killed invocations leave
+				// behind short: a lease covers the longest request a worker
+				// may start (timeout, largest crawl delay, commit).
+				Params: map[string]string{"FetchDelay": delay.String(), "CheckHostPeriod": "2s", "FetchTimeout": "1s", "MaxCrawlDelay": "500ms"}})
 			many := tc.many
 			if many == 0 {
 				many = 12

@@ -98,6 +98,9 @@ func phases(reqs []demosite.Request) map[string]time.Duration {
 // pages at the pace they had alone (per-host fetch phases from the site's
 // log, within 10%); paths robots.txt disallows before 500 KiB are never
 // requested; no host sees two requests closer than the delay.
+//
+// It runs alone, before the package's other tests (which run side by side):
+// its pace and give-up bounds are measured on the wall clock.
 func TestHostileSite(t *testing.T) {
 	const healthyHosts, pages = 4, 20
 

@@ -79,6 +79,10 @@ type Options struct {
 	// IngestBatchSize overrides the template's event source mapping batch
 	// size (fault runs use small batches for more ingest invocations).
 	IngestBatchSize int
+	// IngestBatchingWindow, when above zero, replaces the mapping's
+	// MaximumBatchingWindowInSeconds (5s in the template): tests that are
+	// not about batching gather a batch for less long.
+	IngestBatchingWindow time.Duration
 	// ScheduleEvery, when set, starts each shard's scheduled invocations
 	// that far apart, as EventBridge's rate(1 minute) does (idle shards
 	// then rely on the wake queue). Zero runs them back to back, with a
@@ -423,6 +427,9 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 	const retryDelay = 1
 	batchSize := max(p.esm.BatchSize, 1)
 	window := time.Duration(p.esm.MaximumBatchingWindowInSeconds) * time.Second
+	if p.opts.IngestBatchingWindow > 0 {
+		window = p.opts.IngestBatchingWindow
+	}
 	var msgs []sqstypes.Message
 	var first time.Time
 	payload, largest := 0, 0

@@ -15,13 +15,14 @@ import (
 // wakes the shards through the wake queue instead of leaving the URLs to
 // the next minute.
 func TestWakeStartsIdleShards(t *testing.T) {
+	t.Parallel()
 	site, err := demosite.Start(demosite.Options{Hosts: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer site.Close()
 	p := start(t, local.Options{
-		AllowPrivate: true, ScheduleEvery: time.Minute, CheckRun: 55 * time.Second,
+		AllowPrivate: true, ScheduleEvery: time.Minute, CheckRun: 55 * time.Second, IngestBatchingWindow: 5 * time.Second,
 		Params: map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s"},
 	})
 	if p.Stack.WakeEventSource.QueueURL == "" {

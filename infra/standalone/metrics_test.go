@@ -18,6 +18,7 @@ import (
 // the run actually produced: results by status, requests, URLs accepted
 // and rejected, robots denials.
 func TestPipelineMetrics(t *testing.T) {
+	t.Parallel()
 	site := startSite(t, demosite.Options{Hosts: 4, Robots: "User-agent: *\nDisallow: /private\n"})
 	var want []string
 	for _, h := range site.Hosts() {

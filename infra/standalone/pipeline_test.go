@@ -18,6 +18,7 @@ import (
 // obeyed, no two requests to a host come closer than FetchDelay, bad lines
 // are refused and reported, and the run ends by itself.
 func TestPipeline(t *testing.T) {
+	t.Parallel()
 	const delay = 150 * time.Millisecond
 	site := startSite(t, demosite.Options{Hosts: 6, Robots: "User-agent: *\nDisallow: /private\n"})
 	var lines []string
@@ -155,6 +156,7 @@ func TestOpenRefusesBadParameters(t *testing.T) {
 // fetched as usual, and the run then ends by itself. The give-up reads a
 // host's whole queue at once.
 func TestDeadHostEnds(t *testing.T) {
+	t.Parallel()
 	site := startSite(t, demosite.Options{Hosts: 1})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

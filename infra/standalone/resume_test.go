@@ -37,6 +37,7 @@ func (s *slowReader) Read(p []byte) (int, error) {
 // again), robots.txt once per host, and the delay held across restarts
 // (the last fetch is stored).
 func TestResume(t *testing.T) {
+	t.Parallel()
 	const (
 		hosts, pages = 20, 25
 		delay        = 100 * time.Millisecond
@@ -175,6 +176,7 @@ func TestInputChanged(t *testing.T) {
 // with short check runs so that shard leases pass between them: the
 // leases are the store's, so no host is ever worked by both at once.
 func TestTwoProcessesOneState(t *testing.T) {
+	t.Parallel()
 	const delay = 200 * time.Millisecond
 	site := startSite(t, demosite.Options{Hosts: 3})
 	urls := site.URLs(8)

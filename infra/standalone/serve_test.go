@@ -22,6 +22,7 @@ import (
 // behind the proxy-event adapter) and writes their results as they come,
 // until the context ends.
 func TestServe(t *testing.T) {
+	t.Parallel()
 	site := startSite(t, demosite.Options{Hosts: 2})
 	h0, h1 := site.Hosts()[0], site.Hosts()[1]
 	outPath := filepath.Join(t.TempDir(), "out.jsonl")

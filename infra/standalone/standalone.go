@@ -231,7 +231,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
 			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
 			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
-		}, time.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
+		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 		engine := &check.Engine{
 			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
 			Fetcher: func(params.Params) check.Fetcher { return fetcher },

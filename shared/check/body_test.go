@@ -189,17 +189,19 @@ func TestResponses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := testParams()
-			p.FetchTimeout = 300 * time.Millisecond
-			p.MaxAttempts = 2
-			e := newEnv(t, p)
-			s := newSite(t, withRobots(404, "", tc.handler))
-			e.seedEntries(tc.entry, s.url("/x"))
-			e.runUntil(1, 10*time.Second)
-			if n := s.count("/x"); n != tc.tries {
-				t.Errorf("/x requested %d times, want %d; requests %v", n, tc.tries, s.paths())
-			}
-			tc.check(t, e.pub.one(t, s.url("/x")), s)
+			virtual(t, func(t *testing.T) {
+				p := testParams()
+				p.FetchTimeout = 300 * time.Millisecond
+				p.MaxAttempts = 2
+				e := newEnv(t, p)
+				s := newSite(t, withRobots(404, "", tc.handler))
+				e.seedEntries(tc.entry, s.url("/x"))
+				e.runUntil(1, 10*time.Second)
+				if n := s.count("/x"); n != tc.tries {
+					t.Errorf("/x requested %d times, want %d; requests %v", n, tc.tries, s.paths())
+				}
+				tc.check(t, e.pub.one(t, s.url("/x")), s)
+			})
 		})
 	}
 }
@@ -209,17 +211,19 @@ func TestResponses(t *testing.T) {
 // server, robots.txt included.
 func TestAddressGuardDenies(t *testing.T) {
 	t.Parallel()
-	p := testParams()
-	e := newEnv(t, p)
-	guarded := fetch.New(fetch.Options{UserAgent: p.UserAgent, Timeout: p.FetchTimeout, AllowedPorts: []int{1, 65535}}, time.Now)
-	e.wrap = func(check.Fetcher) check.Fetcher { return guarded }
-	s := newSite(t, page)
-	e.seed(s.url("/x"))
-	e.runUntil(1, 10*time.Second)
-	if got := s.paths(); len(got) != 0 {
-		t.Errorf("guarded fetcher reached the server: %v", got)
-	}
-	if res := e.pub.one(t, s.url("/x")); res.Status != result.StatusDenied || res.Error == "" {
-		t.Errorf("%s %q, want denied by the address guard", res.Status, res.Error)
-	}
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		e := newEnv(t, p)
+		guarded := fetch.New(fetch.Options{UserAgent: p.UserAgent, Timeout: p.FetchTimeout, AllowedPorts: []int{1, 65535}}, time.Now)
+		e.wrap = func(check.Fetcher) check.Fetcher { return guarded }
+		s := newSite(t, page)
+		e.seed(s.url("/x"))
+		e.runUntil(1, 10*time.Second)
+		if got := s.paths(); len(got) != 0 {
+			t.Errorf("guarded fetcher reached the server: %v", got)
+		}
+		if res := e.pub.one(t, s.url("/x")); res.Status != result.StatusDenied || res.Error == "" {
+			t.Errorf("%s %q, want denied by the address guard", res.Status, res.Error)
+		}
+	})
 }

@@ -77,50 +77,52 @@ func (e *env) runShards(eng *check.Engine, shards []int, shardCount, want int, m
 // budget's workers, and still fetches every URL.
 func TestBudgetSharedByShards(t *testing.T) {
 	t.Parallel()
-	p := testParams() // MaxConcurrentHosts 16 per run
-	e := newEnv(t, p)
-	var flight inFlight
-	slow := flight.wrap(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
+	virtual(t, func(t *testing.T) {
+		p := testParams() // MaxConcurrentHosts 16 per run
+		e := newEnv(t, p)
+		var flight inFlight
+		slow := flight.wrap(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+			page(w, r)
+		})
+		// Four hosts in each of the two shards.
+		perShard := map[int][]string{}
+		var urls []string
+		for len(perShard[0]) < 4 || len(perShard[1]) < 4 {
+			s := newSite(t, slow)
+			shard := hostqueue.VirtualShard(s.host) % 2
+			if len(perShard[shard]) == 4 {
+				continue
+			}
+			perShard[shard] = append(perShard[shard], s.host)
+			urls = append(urls, s.url("/a"), s.url("/b"))
 		}
-		time.Sleep(300 * time.Millisecond)
-		page(w, r)
-	})
-	// Four hosts in each of the two shards.
-	perShard := map[int][]string{}
-	var urls []string
-	for len(perShard[0]) < 4 || len(perShard[1]) < 4 {
-		s := newSite(t, slow)
-		shard := hostqueue.VirtualShard(s.host) % 2
-		if len(perShard[shard]) == 4 {
-			continue
+		e.seed(urls...)
+		eng := e.engine()
+		eng.Budget = check.Budget{Conns: 6} // 3 workers
+		if got := eng.Budget.Workers(p.MaxBodyBytes); got != 3 {
+			t.Fatalf("Budget{Conns: 6}.Workers = %d, want 3", got)
 		}
-		perShard[shard] = append(perShard[shard], s.host)
-		urls = append(urls, s.url("/a"), s.url("/b"))
-	}
-	e.seed(urls...)
-	eng := e.engine()
-	eng.Budget = check.Budget{Conns: 6} // 3 workers
-	if got := eng.Budget.Workers(p.MaxBodyBytes); got != 3 {
-		t.Fatalf("Budget{Conns: 6}.Workers = %d, want 3", got)
-	}
-	sums := e.runShards(eng, []int{0, 1}, 2, len(urls), 30*time.Second)
+		sums := e.runShards(eng, []int{0, 1}, 2, len(urls), 30*time.Second)
 
-	checkFetched(t, e.pub, urls...)
-	if got := flight.peak.Load(); got > 3 {
-		t.Errorf("the sites served %d requests at once, want at most the budget's 3 workers", got)
-	}
-	now, peak := eng.Workers()
-	if peak != 3 || now != 0 {
-		t.Errorf("engine workers: peak %d, %d left; want the budget's 3 reached and none left", peak, now)
-	}
-	for i, s := range sums {
-		if s.Hosts == 0 {
-			t.Errorf("shard %d worked no host: %+v", i, s)
+		checkFetched(t, e.pub, urls...)
+		if got := flight.peak.Load(); got > 3 {
+			t.Errorf("the sites served %d requests at once, want at most the budget's 3 workers", got)
 		}
-	}
+		now, peak := eng.Workers()
+		if peak != 3 || now != 0 {
+			t.Errorf("engine workers: peak %d, %d left; want the budget's 3 reached and none left", peak, now)
+		}
+		for i, s := range sums {
+			if s.Hosts == 0 {
+				t.Errorf("shard %d worked no host: %+v", i, s)
+			}
+		}
+	})
 }
 
 // localFailer makes chosen calls of its fetcher fail as the process running
@@ -146,32 +148,34 @@ func (l localFailer) Fetch(ctx context.Context, req fetch.Request) (*fetch.Respo
 // counts the errors as its own.
 func TestOutOfDescriptorsIsNotTheHosts(t *testing.T) {
 	t.Parallel()
-	p := testParams()
-	p.MaxAttempts = 1 // one counted failure would end the URL
-	e := newEnv(t, p)
-	s := newSite(t, withRobots(404, "", page))
-	var calls atomic.Int32
-	// Calls 1 (robots.txt) and 3 (the page, after robots.txt worked)
-	// fail; robots.txt is then known to the engine and not asked again.
-	e.wrap = func(f check.Fetcher) check.Fetcher {
-		return localFailer{f: f, calls: &calls, fail: map[int32]bool{1: true, 3: true}}
-	}
-	e.seed(s.url("/p"))
-	sum := e.runUntil(1, 20*time.Second)
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.MaxAttempts = 1 // one counted failure would end the URL
+		e := newEnv(t, p)
+		s := newSite(t, withRobots(404, "", page))
+		var calls atomic.Int32
+		// Calls 1 (robots.txt) and 3 (the page, after robots.txt worked)
+		// fail; robots.txt is then known to the engine and not asked again.
+		e.wrap = func(f check.Fetcher) check.Fetcher {
+			return localFailer{f: f, calls: &calls, fail: map[int32]bool{1: true, 3: true}}
+		}
+		e.seed(s.url("/p"))
+		sum := e.runUntil(1, 20*time.Second)
 
-	r := e.pub.one(t, s.url("/p"))
-	if r.Status != result.StatusFetched || r.Attempts != 1 {
-		t.Errorf("result %s attempts %d (%q), want fetched at the first counted attempt", r.Status, r.Attempts, r.Error)
-	}
-	if sum.LocalErrors != 2 {
-		t.Errorf("summary counts %d local errors, want 2: %+v", sum.LocalErrors, sum)
-	}
-	if got := strings.Join(s.paths(), " "); got != "/robots.txt /p" {
-		t.Errorf("the host saw %q, want robots.txt and the page once each", got)
-	}
-	if h := e.load(s.host); h == nil || h.Errors != 0 || !h.FailingSince.IsZero() || h.LastError != "" {
-		t.Errorf("host state %+v, want no error, failure run or back-off recorded", h)
-	}
+		r := e.pub.one(t, s.url("/p"))
+		if r.Status != result.StatusFetched || r.Attempts != 1 {
+			t.Errorf("result %s attempts %d (%q), want fetched at the first counted attempt", r.Status, r.Attempts, r.Error)
+		}
+		if sum.LocalErrors != 2 {
+			t.Errorf("summary counts %d local errors, want 2: %+v", sum.LocalErrors, sum)
+		}
+		if got := strings.Join(s.paths(), " "); got != "/robots.txt /p" {
+			t.Errorf("the host saw %q, want robots.txt and the page once each", got)
+		}
+		if h := e.load(s.host); h == nil || h.Errors != 0 || !h.FailingSince.IsZero() || h.LastError != "" {
+			t.Errorf("host state %+v, want no error, failure run or back-off recorded", h)
+		}
+	})
 }
 
 // TestFailingHostYieldsWhenStarved: a failing host in back-off gives its
@@ -179,36 +183,38 @@ func TestOutOfDescriptorsIsNotTheHosts(t *testing.T) {
 // holding it for its whole session; its pause is kept in its stored state.
 func TestFailingHostYieldsWhenStarved(t *testing.T) {
 	t.Parallel()
-	p := testParams()
-	p.MaxConcurrentHosts = 1
-	p.FetchDelay = 600 * time.Millisecond // back-off after one failure: 1.2s
-	e := newEnv(t, p)
-	failing := newSite(t, withRobots(http.StatusServiceUnavailable, "", page))
-	healthy := newSite(t, withRobots(http.StatusNotFound, "", page))
-	e.seed(failing.url("/a"))
-	// The healthy host falls due once the failing one holds the only slot.
-	var seededAt atomic.Int64
-	go func() {
-		for len(failing.requests()) == 0 && t.Context().Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
-		_, err := e.store.Append(t.Context(), hostqueue.AppendRequest{Key: healthy.host, Limit: 10, Due: time.Now(),
-			Entries: []hostqueue.Entry{{ID: "b", URL: healthy.url("/b")}}})
-		if err != nil {
-			t.Errorf("seed the healthy host: %v", err)
-		}
-		seededAt.Store(time.Now().UnixNano())
-	}()
-	e.runUntil(1, 10*time.Second)
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.MaxConcurrentHosts = 1
+		p.FetchDelay = 600 * time.Millisecond // back-off after one failure: 1.2s
+		e := newEnv(t, p)
+		failing := newSite(t, withRobots(http.StatusServiceUnavailable, "", page))
+		healthy := newSite(t, withRobots(http.StatusNotFound, "", page))
+		e.seed(failing.url("/a"))
+		// The healthy host falls due once the failing one holds the only slot.
+		var seededAt atomic.Int64
+		go func() {
+			for len(failing.requests()) == 0 && t.Context().Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			_, err := e.store.Append(t.Context(), hostqueue.AppendRequest{Key: healthy.host, Limit: 10, Due: time.Now(),
+				Entries: []hostqueue.Entry{{ID: "b", URL: healthy.url("/b")}}})
+			if err != nil {
+				t.Errorf("seed the healthy host: %v", err)
+			}
+			seededAt.Store(time.Now().UnixNano())
+		}()
+		e.runUntil(1, 10*time.Second)
 
-	checkFetched(t, e.pub, healthy.url("/b"))
-	// Held, the slot would come free only when the next probe no longer
-	// fits in the run (back-offs of 1.2 s, 2.4 s, 4.8 s: about 8.5 s).
-	if reqs := healthy.requests(); len(reqs) == 0 || reqs[0].Start.Sub(time.Unix(0, seededAt.Load())) > 2*time.Second {
-		t.Errorf("the healthy host waited %v for a slot, want the failing host to give it up in its back-off", reqs[0].Start.Sub(time.Unix(0, seededAt.Load())))
-	}
-	h := e.load(failing.host)
-	if h == nil || h.Errors == 0 || h.FailingSince.IsZero() || !h.PauseUntil.After(h.LastFetch) || h.Pending != 1 {
-		t.Errorf("failing host state %+v, want its failure run, pause and URL kept", h)
-	}
+		checkFetched(t, e.pub, healthy.url("/b"))
+		// Held, the slot would come free only when the next probe no longer
+		// fits in the run (back-offs of 1.2 s, 2.4 s, 4.8 s: about 8.5 s).
+		if reqs := healthy.requests(); len(reqs) == 0 || reqs[0].Start.Sub(time.Unix(0, seededAt.Load())) > 2*time.Second {
+			t.Errorf("the healthy host waited %v for a slot, want the failing host to give it up in its back-off", reqs[0].Start.Sub(time.Unix(0, seededAt.Load())))
+		}
+		h := e.load(failing.host)
+		if h == nil || h.Errors == 0 || h.FailingSince.IsZero() || !h.PauseUntil.After(h.LastFetch) || h.Pending != 1 {
+			t.Errorf("failing host state %+v, want its failure run, pause and URL kept", h)
+		}
+	})
 }

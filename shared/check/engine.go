@@ -176,13 +176,23 @@ type Summary struct {
 }
 
 type run struct {
-	e       *Engine
-	req     RunRequest
-	mu      sync.Mutex
-	active  map[string]bool
-	held    map[int]time.Time // lease expiry by virtual shard; zero: not held
-	crashed atomic.Bool
-	crashFn CrashFunc
+	e   *Engine
+	req RunRequest
+	// owned are the virtual shards of the run's shard; leased those it
+	// has held at some point (the Summary's).
+	owned, leased []int
+	start         time.Time
+	// lastRenew is when the leases were last renewed in full (or the
+	// LeaseWait ran out); zero asks for a renewal at the next turn.
+	lastRenew time.Time
+	// rechecked is set once the run let its leases go when idle and then
+	// took them again because a host fell due meanwhile.
+	rechecked bool
+	mu        sync.Mutex
+	active    map[string]bool
+	held      map[int]time.Time // lease expiry by virtual shard; zero: not held
+	crashed   atomic.Bool
+	crashFn   CrashFunc
 	// lastFetch remembers, per host, when this run's last response ended,
 	// in case the store could not record it.
 	lastFetch map[string]time.Time
@@ -207,6 +217,19 @@ type run struct {
 	wg      sync.WaitGroup
 }
 
+// turnEnd is what one turn of a run's loop decided.
+type turnEnd int
+
+const (
+	// turnNext: wait a tick, then take the next turn.
+	turnNext turnEnd = iota
+	// turnAgain: take the next turn at once (the run let its leases go
+	// when idle and found a host due meanwhile).
+	turnAgain
+	// turnOver: the run is over.
+	turnOver
+)
+
 // Run performs one invocation of a shard's check. It returns when Until has
 // passed and every host worker has committed.
 func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
@@ -225,101 +248,150 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 			return Summary{Shard: req.Shard}, fmt.Errorf("shard %d: not fetching with built-in parameters: %w", req.Shard, err)
 		}
 	}
-	r := &run{e: e, req: req, active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{}, lastFetch: map[string]time.Time{}, pending: map[string]int{}}
+	r := &run{
+		e: e, req: req, owned: hostqueue.OwnedShards(req.Shard, req.ShardCount), start: e.Clock.Now(),
+		active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{},
+		lastFetch: map[string]time.Time{}, pending: map[string]int{},
+	}
 	r.crashFn, _ = ctx.Value(crashKey{}).(CrashFunc)
-	owned := hostqueue.OwnedShards(req.Shard, req.ShardCount)
-	start := e.Clock.Now()
-	var lastRenew time.Time
-	var leased []int
-	rechecked := false
 	for {
 		now := e.Clock.Now()
 		if !now.Before(req.Until) || ctx.Err() != nil || r.crashed.Load() {
 			break
 		}
 		p := e.Params(ctx)
-		ttl := e.leaseTTL(p)
-		if now.Sub(lastRenew) >= ttl/4 || r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
-			r.renew(ctx, owned, now, ttl)
-			if r.heldCount() == len(owned) || now.Sub(start) >= req.LeaseWait {
-				lastRenew = now
-			}
-		}
-		// A wake-up that finds the shard held, or races another run for it
-		// and gets only part, hands back what it got: the other run works
-		// the shard.
-		if req.Wake && len(leased) == 0 && r.heldCount() < len(owned) {
-			r.release(ctx)
+		end := r.turn(ctx, now, p)
+		if end == turnOver {
 			break
 		}
-		// The shards' due hosts are looked up side by side: on a loaded
-		// table one query after another would hold back the first
-		// requests of a run.
-		var starved, budget atomic.Bool
-		var dispatched sync.WaitGroup
-		for _, v := range owned {
-			if r.holding(v) {
-				leased = appendOnce(leased, v)
-				dispatched.Go(func() {
-					s, b := r.dispatch(ctx, v, p, now)
-					if s {
-						starved.Store(true)
-					}
-					if b {
-						budget.Store(true)
-					}
-				})
-			}
-		}
-		dispatched.Wait()
-		r.starved.Store(starved.Load())
-		r.setBudgetStarved(budget.Load())
-		// A wake-up, or a run that let its shard go when idle and found
-		// another run holding it on coming back, leaves the work to that
-		// run instead of waiting for it.
-		if (req.Wake || rechecked) && r.heldCount() == 0 {
-			break
-		}
-		// Idle costs nothing: once every shard is leased, no worker is busy
-		// and no host falls due before the run would end, stop now; an
-		// ingest that gives the shard new work wakes it (or the next
-		// scheduled invocation comes).
-		if (r.heldCount() == len(owned) || req.Wake || rechecked) && r.activeCount() == 0 && !r.dueBefore(ctx, owned, req.Until) {
-			// A host activated just before the leases go back woke the
-			// shard while this run still held them, and that wake-up gave
-			// way: look once more after letting go, and carry on if so.
-			// (A run that could not store a last fetch keeps its leases
-			// until they expire: see below.)
-			if r.unrecorded.Load() {
-				break
-			}
-			r.release(ctx)
-			if rechecked || !r.dueBefore(ctx, owned, req.Until) {
-				break
-			}
-			rechecked, lastRenew = true, time.Time{}
+		if end == turnAgain {
 			continue
 		}
-		tick := min(req.Tick, p.CheckHostPeriod/2)
-		if r.heldCount() < len(owned) && now.Sub(start) < req.LeaseWait {
-			tick = min(tick, 250*time.Millisecond)
-		}
-		if err := e.Clock.Sleep(ctx, min(tick, req.Until.Sub(now))); err != nil {
+		if err := e.Clock.Sleep(ctx, r.tick(now, p)); err != nil {
 			break
 		}
 	}
+	return r.finish(ctx)
+}
+
+// turn is one look at the run's shards: keep the leases, start workers for
+// their due hosts, and end the run when it has nothing left to do.
+func (r *run) turn(ctx context.Context, now time.Time, p params.Params) turnEnd {
+	r.keepLeases(ctx, now, r.e.leaseTTL(p))
+	// A wake-up that finds the shard held, or races another run for it and
+	// gets only part, hands back what it got: the other run works the
+	// shard.
+	if r.req.Wake && len(r.leased) == 0 && r.heldCount() < len(r.owned) {
+		r.release(ctx)
+		return turnOver
+	}
+	r.dispatchAll(ctx, p, now)
+	// A wake-up, or a run that let its shard go when idle and found another
+	// run holding it on coming back, leaves the work to that run instead
+	// of waiting for it.
+	if (r.req.Wake || r.rechecked) && r.heldCount() == 0 {
+		return turnOver
+	}
+	if r.idle(ctx) {
+		return r.letGo(ctx)
+	}
+	return turnNext
+}
+
+// keepLeases renews the leases every quarter of their TTL, and retries
+// those it lacks at every turn while the LeaseWait lasts.
+func (r *run) keepLeases(ctx context.Context, now time.Time, ttl time.Duration) {
+	waiting := r.heldCount() < len(r.owned) && now.Sub(r.start) < r.req.LeaseWait
+	if now.Sub(r.lastRenew) < ttl/4 && !waiting {
+		return
+	}
+	r.renew(ctx, r.owned, now, ttl)
+	if r.heldCount() == len(r.owned) || now.Sub(r.start) >= r.req.LeaseWait {
+		r.lastRenew = now
+	}
+}
+
+// dispatchAll starts workers for the due hosts of every held shard, and
+// records whether some had to wait for a worker slot.
+func (r *run) dispatchAll(ctx context.Context, p params.Params, now time.Time) {
+	// The shards' due hosts are looked up side by side: on a loaded table
+	// one query after another would hold back the first requests of a run.
+	var starved, budget atomic.Bool
+	var dispatched sync.WaitGroup
+	for _, v := range r.owned {
+		if !r.holding(v) {
+			continue
+		}
+		r.leased = appendOnce(r.leased, v)
+		dispatched.Go(func() {
+			s, b := r.dispatch(ctx, v, p, now)
+			if s {
+				starved.Store(true)
+			}
+			if b {
+				budget.Store(true)
+			}
+		})
+	}
+	dispatched.Wait()
+	r.starved.Store(starved.Load())
+	r.setBudgetStarved(budget.Load())
+}
+
+// idle reports whether the run has nothing to do before its end: once
+// every shard is leased (or for a wake-up, or after a recheck), no worker
+// is busy and no host falls due before Until. Idle costs nothing: an
+// ingest that gives the shard new work wakes it (or the next scheduled
+// invocation comes).
+func (r *run) idle(ctx context.Context) bool {
+	return (r.heldCount() == len(r.owned) || r.req.Wake || r.rechecked) &&
+		r.activeCount() == 0 && !r.dueBefore(ctx, r.owned, r.req.Until)
+}
+
+// letGo ends an idle run: it hands its leases back and looks once more. A
+// host activated just before the leases go back woke the shard while this
+// run still held them, and that wake-up gave way: the run then takes the
+// shard again at once (turnAgain). A run that could not store a last fetch
+// keeps its leases until they expire (see finish).
+func (r *run) letGo(ctx context.Context) turnEnd {
+	if r.unrecorded.Load() {
+		return turnOver
+	}
+	r.release(ctx)
+	if r.rechecked || !r.dueBefore(ctx, r.owned, r.req.Until) {
+		return turnOver
+	}
+	r.rechecked, r.lastRenew = true, time.Time{}
+	return turnAgain
+}
+
+// tick is the wait before the next turn: shorter while leases are still
+// being waited for, never past Until.
+func (r *run) tick(now time.Time, p params.Params) time.Duration {
+	tick := min(r.req.Tick, p.CheckHostPeriod/2)
+	if r.heldCount() < len(r.owned) && now.Sub(r.start) < r.req.LeaseWait {
+		tick = min(tick, 250*time.Millisecond)
+	}
+	return min(tick, r.req.Until.Sub(now))
+}
+
+// finish waits for the run's workers and hands its leases back, unless a
+// host's last fetch could not be stored (the leases then run out, so
+// nobody comes back to that host before its delay) or a crash was
+// injected (a dead process releases nothing).
+func (r *run) finish(ctx context.Context) (Summary, error) {
 	r.setBudgetStarved(false)
 	r.wg.Wait()
 	r.samplePending()
 	if r.crashed.Load() {
-		return r.summary(owned, leased), ErrCrashed
+		return r.summary(), ErrCrashed
 	}
 	if r.unrecorded.Load() {
-		e.Log.WarnContext(ctx, "keeping shard leases until they expire: a host's last fetch could not be stored", "shard", req.Shard)
-		return r.summary(owned, leased), nil
+		r.e.Log.WarnContext(ctx, "keeping shard leases until they expire: a host's last fetch could not be stored", "shard", r.req.Shard)
+		return r.summary(), nil
 	}
 	r.release(ctx)
-	return r.summary(owned, leased), nil
+	return r.summary(), nil
 }
 
 // release hands back every lease the run holds, so the next run starts at
@@ -347,11 +419,11 @@ func (r *run) release(ctx context.Context) {
 // ErrCrashed is returned by Run when an injected crash stopped it.
 var ErrCrashed = errors.New("check run crashed (injected fault)")
 
-func (r *run) summary(owned, leased []int) Summary {
+func (r *run) summary() Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Summary{
-		Shard: r.req.Shard, VirtualShards: owned, Leased: leased, Hosts: r.hosts,
+		Shard: r.req.Shard, VirtualShards: r.owned, Leased: r.leased, Hosts: r.hosts,
 		Requests: r.reqs.Load(), Results: r.results, Errors: r.errs.Load(), LocalErrors: r.local.Load(),
 	}
 }
@@ -377,12 +449,26 @@ func (r *run) wanted() bool {
 	return r.starved.Load() || r.e.slots.starved.Load() > 0
 }
 
-// CrashFunc is asked at the points where a real invocation can die: after
-// a fetch ("fetched", mid-batch), "before-publish", and "after-publish"
-// (results sent, state not yet updated). True makes the whole run stop at
-// once, as if the process were killed: nothing more is published or
-// committed and leases are not released.
-type CrashFunc func(point, key string) bool
+// CrashPoint names a place where a real invocation can die; fault
+// injection (WithCrash) is asked at each.
+type CrashPoint string
+
+// The crash points, in the order a round passes them.
+const (
+	// CrashFetched is after a fetch, mid-batch: results not yet published.
+	CrashFetched CrashPoint = "fetched"
+	// CrashBeforePublish is before results are handed to the publisher.
+	CrashBeforePublish CrashPoint = "before-publish"
+	// CrashAfterPublish is after results were sent and before the host's
+	// state records them.
+	CrashAfterPublish CrashPoint = "after-publish"
+)
+
+// CrashFunc is asked at every CrashPoint with the entry id (CrashFetched)
+// or the host's queue key. True makes the whole run stop at once, as if the
+// process were killed: nothing more is published or committed and leases
+// are not released.
+type CrashFunc func(point CrashPoint, key string) bool
 
 type crashKey struct{}
 
@@ -393,7 +479,7 @@ func WithCrash(ctx context.Context, crash CrashFunc) context.Context {
 }
 
 // crash asks the fault injector whether the run dies at this point.
-func (r *run) crash(point, key string) bool {
+func (r *run) crash(point CrashPoint, key string) bool {
 	if r.crashed.Load() {
 		return true
 	}

@@ -168,7 +168,7 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 			ids = append(ids, ent.ID)
 		}
 		queue = queue[n:]
-		if w.crash("before-publish", w.key) {
+		if w.crash(CrashBeforePublish, w.key) {
 			return ErrCrashed
 		}
 		if err := w.e.Publisher.Publish(ctx, rs); err != nil {
@@ -178,7 +178,7 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 			return err
 		}
 		w.count(rs)
-		if w.crash("after-publish", w.key) {
+		if w.crash(CrashAfterPublish, w.key) {
 			return ErrCrashed
 		}
 		var c hostqueue.Commit

@@ -3,11 +3,8 @@ package check_test
 import (
 	"context"
 	"fmt"
-	"io"
-	stdlog "log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -77,6 +74,9 @@ func loopbackIP() string { return fmt.Sprintf("127.0.1.%d", 2+nextIP.Add(1)%250)
 // refused at once.
 func deadHost(t *testing.T) string {
 	t.Helper()
+	if networkOf(t) != nil {
+		return loopbackIP() + ":9" // the in-memory network's ports start above 40000
+	}
 	ln, err := net.Listen("tcp", loopbackIP()+":0")
 	if err != nil {
 		t.Fatal(err)
@@ -90,13 +90,20 @@ func deadHost(t *testing.T) string {
 // never answers.
 func hangingHost(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", loopbackIP()+":0")
-	if err != nil {
-		t.Fatal(err)
+	var ln net.Listener
+	if n := networkOf(t); n != nil {
+		ln = n.Listen(loopbackIP())
+	} else {
+		var err error
+		if ln, err = net.Listen("tcp", loopbackIP()+":0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var mu sync.Mutex
 	var conns []net.Conn
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -109,6 +116,7 @@ func hangingHost(t *testing.T) string {
 	}()
 	t.Cleanup(func() {
 		ln.Close()
+		<-done
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
@@ -246,77 +254,79 @@ func TestGiveUpPerCause(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := giveUpParams()
-			p.RespectRobots = tc.robots
-			e := newEnv(t, p)
-			var log probeLog
-			log.wrap(e)
-			host := tc.host(t)
-			scheme := tc.scheme
-			if scheme == "" {
-				scheme = "http"
-			}
-			var urls []string
-			for i := range 5 {
-				urls = append(urls, fmt.Sprintf("%s://%s/p%d", scheme, host, i))
-			}
-			e.seed(urls...)
-			e.runUntil(len(urls), p.GiveUpAfter+10*time.Second)
+			virtual(t, func(t *testing.T) {
+				p := giveUpParams()
+				p.RespectRobots = tc.robots
+				e := newEnv(t, p)
+				var log probeLog
+				log.wrap(e)
+				host := tc.host(t)
+				scheme := tc.scheme
+				if scheme == "" {
+					scheme = "http"
+				}
+				var urls []string
+				for i := range 5 {
+					urls = append(urls, fmt.Sprintf("%s://%s/p%d", scheme, host, i))
+				}
+				e.seed(urls...)
+				e.runUntil(len(urls), p.GiveUpAfter+10*time.Second)
 
-			probes := log.all()
-			if len(probes) == 0 {
-				t.Fatalf("no request made; results:%s", describe(e.pub.all()))
-			}
-			failures := probes
-			if tc.robotsAnswers {
-				failures = probes[1:]
-			}
-			first := failures[0].end
-			attempts := 0
-			for _, u := range urls {
-				res := e.pub.one(t, u)
-				attempts += res.Attempts
-				if res.Status != tc.wantStatus {
-					t.Errorf("%s: %s %q, want %s", u, res.Status, res.Error, tc.wantStatus)
+				probes := log.all()
+				if len(probes) == 0 {
+					t.Fatalf("no request made; results:%s", describe(e.pub.all()))
 				}
-				if !tc.immediate && tc.early == 0 && !strings.Contains(res.Error, "host gave no usable answer for") {
-					t.Errorf("%s: error %q does not say the host gave no usable answer", u, res.Error)
+				failures := probes
+				if tc.robotsAnswers {
+					failures = probes[1:]
 				}
-				if !strings.Contains(res.Error, fmt.Sprintf("(%d attempts)", len(failures))) {
-					t.Errorf("%s: error %q does not count the host's %d failed requests", u, res.Error, len(failures))
-				}
-				for _, want := range tc.wantErr {
-					if !strings.Contains(strings.ToLower(res.Error), strings.ToLower(want)) {
-						t.Errorf("%s: error %q does not name %q", u, res.Error, want)
+				first := failures[0].end
+				attempts := 0
+				for _, u := range urls {
+					res := e.pub.one(t, u)
+					attempts += res.Attempts
+					if res.Status != tc.wantStatus {
+						t.Errorf("%s: %s %q, want %s", u, res.Status, res.Error, tc.wantStatus)
+					}
+					if !tc.immediate && tc.early == 0 && !strings.Contains(res.Error, "host gave no usable answer for") {
+						t.Errorf("%s: error %q does not say the host gave no usable answer", u, res.Error)
+					}
+					if !strings.Contains(res.Error, fmt.Sprintf("(%d attempts)", len(failures))) {
+						t.Errorf("%s: error %q does not count the host's %d failed requests", u, res.Error, len(failures))
+					}
+					for _, want := range tc.wantErr {
+						if !strings.Contains(strings.ToLower(res.Error), strings.ToLower(want)) {
+							t.Errorf("%s: error %q does not name %q", u, res.Error, want)
+						}
+					}
+					waited := res.FetchedAt.Sub(first)
+					if tc.immediate {
+						if waited >= p.GiveUpAfter/2 {
+							t.Errorf("%s ended %v after the first failure, want at once (Retry-After beyond the bound)", u, waited)
+						}
+					} else if waited < p.GiveUpAfter-tc.early-slack || waited > p.GiveUpAfter+p.FetchTimeout+3*time.Second {
+						t.Errorf("%s ended %v after the first failure, want GiveUpAfter %v (plus at most a request and scheduling)", u, waited, p.GiveUpAfter)
 					}
 				}
-				waited := res.FetchedAt.Sub(first)
-				if tc.immediate {
-					if waited >= p.GiveUpAfter/2 {
-						t.Errorf("%s ended %v after the first failure, want at once (Retry-After beyond the bound)", u, waited)
+				if attempts != log.pages() {
+					t.Errorf("the results' attempts add up to %d, want the %d page requests made", attempts, log.pages())
+				}
+				limit := backoffSteps(p)
+				if tc.maxProbes > 0 {
+					limit = tc.maxProbes
+				}
+				if len(failures) > limit || (!tc.immediate && len(failures) < 2) {
+					t.Errorf("%d failed requests in all for %d urls, want 2..%d (one per back-off step)", len(failures), len(urls), limit)
+				}
+				for i := 1; i < len(failures); i++ {
+					if g := failures[i].end.Sub(failures[i-1].end); g < max(tc.minGap, p.FetchDelay)-slack {
+						t.Errorf("probe %d came %v after the previous one, want >= %v", i, g, max(tc.minGap, p.FetchDelay))
 					}
-				} else if waited < p.GiveUpAfter-tc.early-slack || waited > p.GiveUpAfter+p.FetchTimeout+3*time.Second {
-					t.Errorf("%s ended %v after the first failure, want GiveUpAfter %v (plus at most a request and scheduling)", u, waited, p.GiveUpAfter)
 				}
-			}
-			if attempts != log.pages() {
-				t.Errorf("the results' attempts add up to %d, want the %d page requests made", attempts, log.pages())
-			}
-			limit := backoffSteps(p)
-			if tc.maxProbes > 0 {
-				limit = tc.maxProbes
-			}
-			if len(failures) > limit || (!tc.immediate && len(failures) < 2) {
-				t.Errorf("%d failed requests in all for %d urls, want 2..%d (one per back-off step)", len(failures), len(urls), limit)
-			}
-			for i := 1; i < len(failures); i++ {
-				if g := failures[i].end.Sub(failures[i-1].end); g < max(tc.minGap, p.FetchDelay)-slack {
-					t.Errorf("probe %d came %v after the previous one, want >= %v", i, g, max(tc.minGap, p.FetchDelay))
+				if h := e.load(host); h != nil && (h.Pending != 0 || !h.FailingSince.IsZero() || h.LastError != "" || h.Errors != 0 || !h.PauseUntil.IsZero()) {
+					t.Errorf("stored host after the give-up %+v, want no queue, failure run, errors or pause", h)
 				}
-			}
-			if h := e.load(host); h != nil && (h.Pending != 0 || !h.FailingSince.IsZero() || h.LastError != "" || h.Errors != 0 || !h.PauseUntil.IsZero()) {
-				t.Errorf("stored host after the give-up %+v, want no queue, failure run, errors or pause", h)
-			}
+			})
 		})
 	}
 }
@@ -327,17 +337,7 @@ func status500(w http.ResponseWriter, _ *http.Request) { status(500)(w) }
 // which the fetcher does not trust: every handshake fails.
 func newTLSSite(t *testing.T, h http.HandlerFunc) *site {
 	t.Helper()
-	ln, err := net.Listen("tcp", loopbackIP()+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0) // the failed handshakes
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return &site{srv: srv, host: ln.Addr().String()}
+	return startSite(t, h, true)
 }
 
 // TestGiveUpResetByUsableAnswer checks that a usable answer ends the
@@ -345,43 +345,45 @@ func newTLSSite(t *testing.T, h http.HandlerFunc) *site {
 // answers in between, is never given up.
 func TestGiveUpResetByUsableAnswer(t *testing.T) {
 	t.Parallel()
-	p := giveUpParams()
-	p.MaxBackoff = 300 * time.Millisecond
-	e := newEnv(t, p)
-	fail := func(n int) []func(http.ResponseWriter) {
-		var out []func(http.ResponseWriter)
-		for range n {
-			out = append(out, status(500))
+	virtual(t, func(t *testing.T) {
+		p := giveUpParams()
+		p.MaxBackoff = 300 * time.Millisecond
+		e := newEnv(t, p)
+		fail := func(n int) []func(http.ResponseWriter) {
+			var out []func(http.ResponseWriter)
+			for range n {
+				out = append(out, status(500))
+			}
+			return out
 		}
-		return out
-	}
-	// /a fails 4 times (about 1s), /b 5 times (about 1.4s): 2.4s or more
-	// of failures, over GiveUpAfter, broken by /a's page. /c answers 404:
-	// usable too.
-	f := newFlaky(map[string][]func(http.ResponseWriter){"/a": fail(4), "/b": fail(5)},
-		map[string]func(http.ResponseWriter){"/c": status(404)})
-	s := newSite(t, withRobots(404, "", f.serve))
-	e.seed(s.url("/a"), s.url("/b"), s.url("/c"))
-	e.runUntil(3, 20*time.Second)
+		// /a fails 4 times (about 1s), /b 5 times (about 1.4s): 2.4s or more
+		// of failures, over GiveUpAfter, broken by /a's page. /c answers 404:
+		// usable too.
+		f := newFlaky(map[string][]func(http.ResponseWriter){"/a": fail(4), "/b": fail(5)},
+			map[string]func(http.ResponseWriter){"/c": status(404)})
+		s := newSite(t, withRobots(404, "", f.serve))
+		e.seed(s.url("/a"), s.url("/b"), s.url("/c"))
+		e.runUntil(3, 20*time.Second)
 
-	for path, want := range map[string]result.Status{"/a": result.StatusFetched, "/b": result.StatusFetched, "/c": result.StatusFetchError} {
-		if res := e.pub.one(t, s.url(path)); res.Status != want || strings.Contains(res.Error, "no usable answer") {
-			t.Errorf("%s: %s %q, want %s (the host answered in between)", path, res.Status, res.Error, want)
+		for path, want := range map[string]result.Status{"/a": result.StatusFetched, "/b": result.StatusFetched, "/c": result.StatusFetchError} {
+			if res := e.pub.one(t, s.url(path)); res.Status != want || strings.Contains(res.Error, "no usable answer") {
+				t.Errorf("%s: %s %q, want %s (the host answered in between)", path, res.Status, res.Error, want)
+			}
 		}
-	}
-	reqs := s.requests()
-	var failing time.Duration
-	for i := 1; i < len(reqs); i++ {
-		if reqs[i].Path != "/robots.txt" && reqs[i].Path != "/c" {
-			failing += reqs[i].End.Sub(reqs[i-1].End)
+		reqs := s.requests()
+		var failing time.Duration
+		for i := 1; i < len(reqs); i++ {
+			if reqs[i].Path != "/robots.txt" && reqs[i].Path != "/c" {
+				failing += reqs[i].End.Sub(reqs[i-1].End)
+			}
 		}
-	}
-	if failing < p.GiveUpAfter {
-		t.Errorf("failures spanned %v in all, want more than GiveUpAfter %v for the test to mean something", failing, p.GiveUpAfter)
-	}
-	if h := e.load(s.host); h == nil || !h.FailingSince.IsZero() || h.LastError != "" {
-		t.Errorf("stored host %+v, want no failure run after usable answers", h)
-	}
+		if failing < p.GiveUpAfter {
+			t.Errorf("failures spanned %v in all, want more than GiveUpAfter %v for the test to mean something", failing, p.GiveUpAfter)
+		}
+		if h := e.load(s.host); h == nil || !h.FailingSince.IsZero() || h.LastError != "" {
+			t.Errorf("stored host %+v, want no failure run after usable answers", h)
+		}
+	})
 }
 
 // TestGiveUpFreshBoundAfterwards checks that URLs queued after a host gave
@@ -389,32 +391,34 @@ func TestGiveUpResetByUsableAnswer(t *testing.T) {
 // sooner than GiveUpAfter after their own first failure.
 func TestGiveUpFreshBoundAfterwards(t *testing.T) {
 	t.Parallel()
-	p := giveUpParams()
-	p.GiveUpAfter = 1500 * time.Millisecond
-	e := newEnv(t, p)
-	var log probeLog
-	log.wrap(e)
-	s := newSite(t, withRobots(404, "", status500))
-	e.seed(s.url("/a"), s.url("/b"))
-	e.runUntil(2, 15*time.Second)
-	if res := e.pub.one(t, s.url("/b")); !strings.Contains(res.Error, "no usable answer") {
-		t.Fatalf("/b: %s %q, want given up", res.Status, res.Error)
-	}
-	before := len(log.all())
+	virtual(t, func(t *testing.T) {
+		p := giveUpParams()
+		p.GiveUpAfter = 1500 * time.Millisecond
+		e := newEnv(t, p)
+		var log probeLog
+		log.wrap(e)
+		s := newSite(t, withRobots(404, "", status500))
+		e.seed(s.url("/a"), s.url("/b"))
+		e.runUntil(2, 15*time.Second)
+		if res := e.pub.one(t, s.url("/b")); !strings.Contains(res.Error, "no usable answer") {
+			t.Fatalf("/b: %s %q, want given up", res.Status, res.Error)
+		}
+		before := len(log.all())
 
-	e.seed(s.url("/late"))
-	e.runUntil(3, 15*time.Second)
-	probes := log.all()[before:]
-	if len(probes) < 2 {
-		t.Fatalf("%d requests for the URL queued after the give-up, want it probed again, more than once", len(probes))
-	}
-	res := e.pub.one(t, s.url("/late"))
-	if !strings.Contains(res.Error, "no usable answer") || res.Attempts != len(probes) {
-		t.Errorf("/late: %s attempts=%d %q, want given up after its own %d attempts", res.Status, res.Attempts, res.Error, len(probes))
-	}
-	if waited := res.FetchedAt.Sub(probes[0].end); waited < p.GiveUpAfter-slack {
-		t.Errorf("/late given up %v after its first failure, want a fresh bound of %v", waited, p.GiveUpAfter)
-	}
+		e.seed(s.url("/late"))
+		e.runUntil(3, 15*time.Second)
+		probes := log.all()[before:]
+		if len(probes) < 2 {
+			t.Fatalf("%d requests for the URL queued after the give-up, want it probed again, more than once", len(probes))
+		}
+		res := e.pub.one(t, s.url("/late"))
+		if !strings.Contains(res.Error, "no usable answer") || res.Attempts != len(probes) {
+			t.Errorf("/late: %s attempts=%d %q, want given up after its own %d attempts", res.Status, res.Attempts, res.Error, len(probes))
+		}
+		if waited := res.FetchedAt.Sub(probes[0].end); waited < p.GiveUpAfter-slack {
+			t.Errorf("/late given up %v after its first failure, want a fresh bound of %v", waited, p.GiveUpAfter)
+		}
+	})
 }
 
 // hookPublisher calls before ahead of publishing.
@@ -435,63 +439,65 @@ func (h hookPublisher) Publish(ctx context.Context, rs []result.Result) error {
 // the old failure run but stays queued, on a host with no failure run.
 func TestGiveUpBulk(t *testing.T) {
 	t.Parallel()
-	p := giveUpParams()
-	p.GiveUpAfter = 1500 * time.Millisecond
-	e := newEnv(t, p)
-	var log probeLog
-	log.wrap(e)
-	s := newSite(t, withRobots(503, "", page))
-	var urls []string
-	for i := range 250 {
-		urls = append(urls, s.url(fmt.Sprintf("/p%d", i)))
-	}
-	e.seed(urls...)
-	late := s.url("/late")
-	var once sync.Once
-	var mu sync.Mutex
-	var publishes []int
-	eng := e.engine()
-	eng.Publisher = hookPublisher{next: e.pub, before: func(rs []result.Result) {
-		mu.Lock()
-		publishes = append(publishes, len(rs))
-		mu.Unlock()
-		once.Do(func() {
-			_, err := e.store.Append(t.Context(), hostqueue.AppendRequest{
-				Key: s.host, Entries: []hostqueue.Entry{{ID: "late", URL: late}}, Limit: p.PersistLimit, Due: time.Now(),
-			})
-			if err != nil {
-				t.Errorf("append during the give-up: %v", err)
-			}
-		})
-	}}
-	e.runWith(eng, "owner", 20*time.Second, 0, e.pub.has(len(urls)))
-
-	for _, u := range urls {
-		if res := e.pub.one(t, u); res.Status != result.StatusDenied || !strings.Contains(res.Error, "no usable answer") {
-			t.Fatalf("%s: %s %q, want denied by the give-up", u, res.Status, res.Error)
+	virtual(t, func(t *testing.T) {
+		p := giveUpParams()
+		p.GiveUpAfter = 1500 * time.Millisecond
+		e := newEnv(t, p)
+		var log probeLog
+		log.wrap(e)
+		s := newSite(t, withRobots(503, "", page))
+		var urls []string
+		for i := range 250 {
+			urls = append(urls, s.url(fmt.Sprintf("/p%d", i)))
 		}
-	}
-	if rs := e.pub.byURL()[late]; len(rs) != 0 {
-		t.Errorf("the URL appended during the give-up ended with the old failure run:%s", describe(rs))
-	}
-	mu.Lock()
-	if len(publishes) < 3 {
-		t.Errorf("given up in %d publishes %v, want rounds", len(publishes), publishes)
-	}
-	mu.Unlock()
-	if n := log.pages(); n != 0 {
-		t.Errorf("%d pages requested although robots.txt never answered", n)
-	}
-	if n := len(log.all()); n > backoffSteps(p) {
-		t.Errorf("robots.txt requested %d times, want at most one per back-off step (%d)", n, backoffSteps(p))
-	}
-	h := e.load(s.host)
-	if h == nil || h.Pending != 1 || len(h.Head) != 1 || h.Head[0].URL != late {
-		t.Fatalf("stored host %+v, want only the late URL queued", h)
-	}
-	if !h.FailingSince.IsZero() || h.Errors != 0 || !h.PauseUntil.IsZero() || h.Due.IsZero() {
-		t.Errorf("stored host failing since %v, errors %d, paused until %v, due %v: want a fresh, due host", h.FailingSince, h.Errors, h.PauseUntil, h.Due)
-	}
+		e.seed(urls...)
+		late := s.url("/late")
+		var once sync.Once
+		var mu sync.Mutex
+		var publishes []int
+		eng := e.engine()
+		eng.Publisher = hookPublisher{next: e.pub, before: func(rs []result.Result) {
+			mu.Lock()
+			publishes = append(publishes, len(rs))
+			mu.Unlock()
+			once.Do(func() {
+				_, err := e.store.Append(t.Context(), hostqueue.AppendRequest{
+					Key: s.host, Entries: []hostqueue.Entry{{ID: "late", URL: late}}, Limit: p.PersistLimit, Due: time.Now(),
+				})
+				if err != nil {
+					t.Errorf("append during the give-up: %v", err)
+				}
+			})
+		}}
+		e.runWith(eng, "owner", 20*time.Second, 0, e.pub.has(len(urls)))
+
+		for _, u := range urls {
+			if res := e.pub.one(t, u); res.Status != result.StatusDenied || !strings.Contains(res.Error, "no usable answer") {
+				t.Fatalf("%s: %s %q, want denied by the give-up", u, res.Status, res.Error)
+			}
+		}
+		if rs := e.pub.byURL()[late]; len(rs) != 0 {
+			t.Errorf("the URL appended during the give-up ended with the old failure run:%s", describe(rs))
+		}
+		mu.Lock()
+		if len(publishes) < 3 {
+			t.Errorf("given up in %d publishes %v, want rounds", len(publishes), publishes)
+		}
+		mu.Unlock()
+		if n := log.pages(); n != 0 {
+			t.Errorf("%d pages requested although robots.txt never answered", n)
+		}
+		if n := len(log.all()); n > backoffSteps(p) {
+			t.Errorf("robots.txt requested %d times, want at most one per back-off step (%d)", n, backoffSteps(p))
+		}
+		h := e.load(s.host)
+		if h == nil || h.Pending != 1 || len(h.Head) != 1 || h.Head[0].URL != late {
+			t.Fatalf("stored host %+v, want only the late URL queued", h)
+		}
+		if !h.FailingSince.IsZero() || h.Errors != 0 || !h.PauseUntil.IsZero() || h.Due.IsZero() {
+			t.Errorf("stored host failing since %v, errors %d, paused until %v, due %v: want a fresh, due host", h.FailingSince, h.Errors, h.PauseUntil, h.Due)
+		}
+	})
 }
 
 // notFoundFetcher answers "no such host" for one name, as a resolver
@@ -523,30 +529,32 @@ func TestUnresolvableHostLooksUpOnce(t *testing.T) {
 	for _, robots := range []bool{true, false} {
 		t.Run(fmt.Sprintf("robots %v", robots), func(t *testing.T) {
 			t.Parallel()
-			p := testParams()
-			p.RespectRobots = robots
-			e := newEnv(t, p)
-			var mu sync.Mutex
-			lookups := 0
-			e.wrap = func(f check.Fetcher) check.Fetcher {
-				return notFoundFetcher{f: f, name: "gone.test", lookups: &lookups, mu: &mu}
-			}
-			var urls []string
-			for i := range 25 {
-				urls = append(urls, fmt.Sprintf("http://gone.test/p%d", i))
-			}
-			e.seed(urls...)
-			e.runUntil(len(urls), 15*time.Second)
-			for _, u := range urls {
-				if res := e.pub.one(t, u); res.Status != result.StatusFetchError || !strings.Contains(res.Error, "no such host") {
-					t.Errorf("%s: %s %q, want fetch_error naming no such host", u, res.Status, res.Error)
+			virtual(t, func(t *testing.T) {
+				p := testParams()
+				p.RespectRobots = robots
+				e := newEnv(t, p)
+				var mu sync.Mutex
+				lookups := 0
+				e.wrap = func(f check.Fetcher) check.Fetcher {
+					return notFoundFetcher{f: f, name: "gone.test", lookups: &lookups, mu: &mu}
 				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if lookups != 1 {
-				t.Errorf("%d lookups for %d urls of one name, want 1", lookups, len(urls))
-			}
+				var urls []string
+				for i := range 25 {
+					urls = append(urls, fmt.Sprintf("http://gone.test/p%d", i))
+				}
+				e.seed(urls...)
+				e.runUntil(len(urls), 15*time.Second)
+				for _, u := range urls {
+					if res := e.pub.one(t, u); res.Status != result.StatusFetchError || !strings.Contains(res.Error, "no such host") {
+						t.Errorf("%s: %s %q, want fetch_error naming no such host", u, res.Status, res.Error)
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if lookups != 1 {
+					t.Errorf("%d lookups for %d urls of one name, want 1", lookups, len(urls))
+				}
+			})
 		})
 	}
 }

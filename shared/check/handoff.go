@@ -74,7 +74,7 @@ func (h *handOff) flush(ctx context.Context, rd *handed) bool {
 		return true
 	}
 	w := h.w
-	if w.crash("before-publish", w.key) {
+	if w.crash(CrashBeforePublish, w.key) {
 		return false
 	}
 	h.wait()

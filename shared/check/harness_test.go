@@ -1,15 +1,27 @@
 package check_test
 
-// The harness runs the real check engine on the real DynamoDB store (a table
-// made from template.yaml on the test binary's moto server, one per test) and
-// the real fetcher, against HTTP servers on loopback that log every request
-// with the server's own clock. Results go to a recording publisher.
+// The harness runs the real check engine and the real fetcher against HTTP
+// servers that log every request with the server's own clock; results go
+// to a recording publisher. It runs in one of two worlds:
+//
+//   - virtual (a test wrapped in virtual): a testing/synctest bubble whose
+//     clock moves only when every goroutine of the test waits, so delays,
+//     back-off, leases and lingering cost no wall-clock time and every
+//     time is exact; the store is the embedded SQLite store in memory and
+//     the servers sit on an in-memory network (fetchtest), since a
+//     goroutine blocked on a real socket would stop the clock. Most
+//     behaviour tests run here.
+//   - real (any other test): the DynamoDB store on a table made from
+//     template.yaml on the test binary's moto server, servers on loopback,
+//     the wall clock. A smaller set of politeness tests keeps the engine
+//     honest against the real emulator and network.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,6 +32,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,11 +42,43 @@ import (
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/fetch/fetchtest"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/sqlite"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
+
+// networks holds the in-memory network of each test running in virtual
+// (by its bubble's *testing.T); a test not found here runs in the real
+// world.
+var networks sync.Map
+
+// virtual runs f on virtual time: in a testing/synctest bubble, with an
+// in-memory network that newSite and the env's fetchers use and the
+// in-memory SQLite store. Time moves only when every goroutine of the
+// bubble waits; if they all wait on each other with no timer left, the
+// test panics with their stacks (a deadlock is never silent), and every
+// goroutine must have ended when f and its cleanups return. Call
+// t.Parallel and t.Run outside: a bubble allows neither.
+func virtual(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		networks.Store(t, &fetchtest.Network{})
+		t.Cleanup(func() { networks.Delete(t) })
+		f(t)
+	})
+}
+
+// networkOf is the in-memory network of a test in virtual, or nil.
+func networkOf(t *testing.T) *fetchtest.Network {
+	n, ok := networks.Load(t)
+	if !ok {
+		return nil
+	}
+	return n.(*fetchtest.Network)
+}
 
 // slack absorbs scheduler and timer noise in lower bounds measured on the
 // server: the engine sleeps at least the delay, but the two clocks read at
@@ -121,12 +166,16 @@ func describe(rs []result.Result) string {
 // env is one test's deployment: its own table, a store on it, a recorder,
 // and a fetcher that may reach loopback.
 type env struct {
-	t     *testing.T
+	t *testing.T
+	// st and ddb are the real world's stack and client; nil in virtual.
 	st    *stack.Stack
 	ddb   *dynamodb.Client
-	store *dynamo.Store
-	pub   *recorder
-	log   *slog.Logger
+	store hostqueue.Store
+	// net is the in-memory network of a test in virtual; nil in the real
+	// world.
+	net *fetchtest.Network
+	pub *recorder
+	log *slog.Logger
 
 	// wrap, when set, wraps each engine's fetcher (a test's stand-in for
 	// DNS: see TestDomainQueueSharesDelay).
@@ -136,11 +185,22 @@ type env struct {
 	p  params.Params
 }
 
+// newEnv returns the test's deployment in its world (see virtual).
 func newEnv(t *testing.T, p params.Params) *env {
 	t.Helper()
-	st, cfg := stack.DeployForTest(t, stack.Options{})
-	ddb := dynamodb.NewFromConfig(cfg)
-	e := &env{t: t, st: st, ddb: ddb, store: dynamo.New(ddb, st.TableName, time.Now), pub: &recorder{}, p: p}
+	e := &env{t: t, pub: &recorder{}, p: p, net: networkOf(t)}
+	if e.net != nil {
+		s, err := sqlite.NewMemory(time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		e.store = s
+	} else {
+		st, cfg := stack.DeployForTest(t, stack.Options{})
+		e.st, e.ddb = st, dynamodb.NewFromConfig(cfg)
+		e.store = dynamo.New(e.ddb, st.TableName, time.Now)
+	}
 	level := slog.LevelError + 1 // quiet unless CHECK_TEST_LOG is set
 	if os.Getenv("CHECK_TEST_LOG") != "" {
 		level = slog.LevelDebug
@@ -192,9 +252,13 @@ func (e *env) engine() *check.Engine {
 				if f != nil {
 					f.CloseIdleConnections()
 				}
-				f, key = fetch.New(fetch.Options{
+				opts := fetch.Options{
 					UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes, AllowPrivate: true,
-				}, time.Now), p
+				}
+				if e.net != nil {
+					opts.Network = e.net
+				}
+				f, key = fetch.New(opts, time.Now), p
 			}
 			if e.wrap != nil {
 				return e.wrap(f)
@@ -363,16 +427,18 @@ type site struct {
 var nextIP atomic.Int32
 
 // newSite serves h on a loopback address of its own (127.0.1.x), so that
-// each site is a distinct host even without the port.
+// each site is a distinct host even without the port: on the test's
+// in-memory network in virtual, else on the real loopback.
 func newSite(t *testing.T, h http.HandlerFunc) *site {
 	t.Helper()
-	ip := fmt.Sprintf("127.0.1.%d", 2+nextIP.Add(1)%250)
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatalf("listen on %s: %v", ip, err)
-	}
+	return startSite(t, h, false)
+}
+
+func startSite(t *testing.T, h http.HandlerFunc, tls bool) *site {
+	t.Helper()
+	ip := loopbackIP()
 	s := &site{}
-	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	logged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		defer func() {
 			s.mu.Lock()
@@ -381,11 +447,23 @@ func newSite(t *testing.T, h http.HandlerFunc) *site {
 			s.mu.Unlock()
 		}()
 		h(w, r)
-	}))
-	s.srv.Listener.Close()
-	s.srv.Listener = ln
-	s.srv.Start()
-	s.host = ln.Addr().String()
+	})
+	if n := networkOf(t); n != nil {
+		s.srv = n.NewUnstartedServer(ip, logged)
+	} else {
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Fatalf("listen on %s: %v", ip, err)
+		}
+		s.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: logged}}
+	}
+	if tls {
+		s.srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0) // the failed handshakes
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
+	s.host = s.srv.Listener.Addr().String()
 	t.Cleanup(s.srv.Close)
 	return s
 }
@@ -480,4 +558,19 @@ func withRobots(status int, body string, h http.HandlerFunc) http.HandlerFunc {
 func page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = fmt.Fprintf(w, "page %s\n", r.URL.Path)
+}
+
+// inBothWorlds runs f twice, as subtests "virtual" and "real": the
+// politeness tests that keep the engine honest against the real emulator,
+// network and clock, and are exact on the virtual one.
+func inBothWorlds(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	t.Run("virtual", func(t *testing.T) {
+		t.Parallel()
+		virtual(t, f)
+	})
+	t.Run("real", func(t *testing.T) {
+		t.Parallel()
+		f(t)
+	})
 }

@@ -118,103 +118,105 @@ func TestRobots(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := testParams()
-			if tc.timeout > 0 {
-				p.FetchTimeout = tc.timeout
-			}
-			e := newEnv(t, p)
-			s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
-				switch r.URL.Path {
-				case "/robots.txt":
-					tc.robots(w, r)
-				case "/real-robots.txt":
-					_, _ = fmt.Fprint(w, "User-agent: *\nDisallow: /secret\n")
-				default:
-					page(w, r)
+			virtual(t, func(t *testing.T) {
+				p := testParams()
+				if tc.timeout > 0 {
+					p.FetchTimeout = tc.timeout
 				}
-			})
-			var urls []string
-			for _, path := range append(append([]string(nil), tc.fetch...), tc.deny...) {
-				urls = append(urls, s.url(path))
-			}
-			e.seed(urls...)
-			if tc.deferred {
-				// Until robots.txt has been tried twice: the first
-				// back-off is seen, and no page may come in between.
-				e.runUntilSeen(s.seen(2), 5*time.Second)
-			} else {
-				e.runUntil(len(urls), 10*time.Second)
-			}
+				e := newEnv(t, p)
+				s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+					switch r.URL.Path {
+					case "/robots.txt":
+						tc.robots(w, r)
+					case "/real-robots.txt":
+						_, _ = fmt.Fprint(w, "User-agent: *\nDisallow: /secret\n")
+					default:
+						page(w, r)
+					}
+				})
+				var urls []string
+				for _, path := range append(append([]string(nil), tc.fetch...), tc.deny...) {
+					urls = append(urls, s.url(path))
+				}
+				e.seed(urls...)
+				if tc.deferred {
+					// Until robots.txt has been tried twice: the first
+					// back-off is seen, and no page may come in between.
+					e.runUntilSeen(s.seen(2), 5*time.Second)
+				} else {
+					e.runUntil(len(urls), 10*time.Second)
+				}
 
-			requested := map[string]int{}
-			for _, path := range s.paths() {
-				requested[path]++
-			}
-			if requested["/robots.txt"] == 0 {
-				t.Errorf("robots.txt never requested; requests: %v", s.paths())
-			}
-			if tc.deferred {
-				if got := e.pub.all(); len(got) != 0 {
-					t.Errorf("deferred host produced results:%s", describe(got))
+				requested := map[string]int{}
+				for _, path := range s.paths() {
+					requested[path]++
+				}
+				if requested["/robots.txt"] == 0 {
+					t.Errorf("robots.txt never requested; requests: %v", s.paths())
+				}
+				if tc.deferred {
+					if got := e.pub.all(); len(got) != 0 {
+						t.Errorf("deferred host produced results:%s", describe(got))
+					}
+					for _, path := range tc.fetch {
+						if requested[path] != 0 {
+							t.Errorf("%s requested although robots.txt was unavailable; requests: %v", path, s.paths())
+						}
+					}
+					h := e.load(s.host)
+					if h == nil || h.Pending != len(urls) {
+						t.Fatalf("stored host = %+v, want all %d urls still pending", h, len(urls))
+					}
+					if h.Errors == 0 || !h.PauseUntil.After(h.LastFetch) {
+						t.Errorf("stored host errors=%d pauseUntil=%v lastFetch=%v, want a back-off recorded", h.Errors, h.PauseUntil, h.LastFetch)
+					}
+					if h.Due.IsZero() {
+						t.Errorf("deferred host left the due index")
+					}
+					// Deferral backs off: the robots.txt retries are spaced by
+					// growing gaps, never closer than the delay.
+					var robots []time.Duration
+					for _, g := range gaps(s.requests()) {
+						robots = append(robots, g)
+					}
+					for i, g := range robots {
+						if g < p.FetchDelay-slack {
+							t.Errorf("robots.txt retry %d came %v after the previous answer, want >= %v", i+1, g, p.FetchDelay)
+						}
+						if i > 0 && g <= robots[i-1] {
+							t.Errorf("robots.txt retry gaps %v do not grow", robots)
+						}
+					}
+					return
+				}
+				if requested["/robots.txt"] != 1 {
+					t.Errorf("robots.txt requested %d times in one run, want 1", requested["/robots.txt"])
 				}
 				for _, path := range tc.fetch {
+					res := e.pub.one(t, s.url(path))
+					if res.Status != result.StatusFetched || res.HTTPStatus != 200 || res.Data != "page "+strings.SplitN(path, "?", 2)[0]+"\n" {
+						t.Errorf("%s: got %s http=%d data=%q err=%q, want fetched", path, res.Status, res.HTTPStatus, res.Data, res.Error)
+					}
+					if requested[path] != 1 {
+						t.Errorf("%s requested %d times, want 1", path, requested[path])
+					}
+				}
+				for _, path := range tc.deny {
+					res := e.pub.one(t, s.url(path))
+					if res.Status != result.StatusDenied || !strings.Contains(res.Error, "robots.txt") {
+						t.Errorf("%s: got %s err=%q, want denied naming robots.txt", path, res.Status, res.Error)
+					}
 					if requested[path] != 0 {
-						t.Errorf("%s requested although robots.txt was unavailable; requests: %v", path, s.paths())
+						t.Errorf("%s is disallowed but was requested %d times", path, requested[path])
 					}
 				}
-				h := e.load(s.host)
-				if h == nil || h.Pending != len(urls) {
-					t.Fatalf("stored host = %+v, want all %d urls still pending", h, len(urls))
+				if g := minGap(s.requests()); g >= 0 && g < p.FetchDelay-slack {
+					t.Errorf("smallest gap between requests %v, want >= FetchDelay %v; requests %v", g, p.FetchDelay, s.paths())
 				}
-				if h.Errors == 0 || !h.PauseUntil.After(h.LastFetch) {
-					t.Errorf("stored host errors=%d pauseUntil=%v lastFetch=%v, want a back-off recorded", h.Errors, h.PauseUntil, h.LastFetch)
+				if h := e.load(s.host); h != nil && h.Pending != 0 {
+					t.Errorf("%d urls still pending after the run", h.Pending)
 				}
-				if h.Due.IsZero() {
-					t.Errorf("deferred host left the due index")
-				}
-				// Deferral backs off: the robots.txt retries are spaced by
-				// growing gaps, never closer than the delay.
-				var robots []time.Duration
-				for _, g := range gaps(s.requests()) {
-					robots = append(robots, g)
-				}
-				for i, g := range robots {
-					if g < p.FetchDelay-slack {
-						t.Errorf("robots.txt retry %d came %v after the previous answer, want >= %v", i+1, g, p.FetchDelay)
-					}
-					if i > 0 && g <= robots[i-1] {
-						t.Errorf("robots.txt retry gaps %v do not grow", robots)
-					}
-				}
-				return
-			}
-			if requested["/robots.txt"] != 1 {
-				t.Errorf("robots.txt requested %d times in one run, want 1", requested["/robots.txt"])
-			}
-			for _, path := range tc.fetch {
-				res := e.pub.one(t, s.url(path))
-				if res.Status != result.StatusFetched || res.HTTPStatus != 200 || res.Data != "page "+strings.SplitN(path, "?", 2)[0]+"\n" {
-					t.Errorf("%s: got %s http=%d data=%q err=%q, want fetched", path, res.Status, res.HTTPStatus, res.Data, res.Error)
-				}
-				if requested[path] != 1 {
-					t.Errorf("%s requested %d times, want 1", path, requested[path])
-				}
-			}
-			for _, path := range tc.deny {
-				res := e.pub.one(t, s.url(path))
-				if res.Status != result.StatusDenied || !strings.Contains(res.Error, "robots.txt") {
-					t.Errorf("%s: got %s err=%q, want denied naming robots.txt", path, res.Status, res.Error)
-				}
-				if requested[path] != 0 {
-					t.Errorf("%s is disallowed but was requested %d times", path, requested[path])
-				}
-			}
-			if g := minGap(s.requests()); g >= 0 && g < p.FetchDelay-slack {
-				t.Errorf("smallest gap between requests %v, want >= FetchDelay %v; requests %v", g, p.FetchDelay, s.paths())
-			}
-			if h := e.load(s.host); h != nil && h.Pending != 0 {
-				t.Errorf("%d urls still pending after the run", h.Pending)
-			}
+			})
 		})
 	}
 }
@@ -236,7 +238,9 @@ func TestRobotsFetchedOnce(t *testing.T) {
 	for name, body := range map[string]string{"small": "User-agent: *\nDisallow: /no\n", "large": large.String()} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			robotsFetchedOnce(t, body)
+			virtual(t, func(t *testing.T) {
+				robotsFetchedOnce(t, body)
+			})
 		})
 	}
 }
@@ -294,41 +298,45 @@ func robotsFetchedOnce(t *testing.T, body string) {
 // request to the host: the first page waits the delay after it.
 func TestRobotsRequestIsPaced(t *testing.T) {
 	t.Parallel()
-	p := testParams()
-	p.FetchDelay = 400 * time.Millisecond
-	e := newEnv(t, p)
-	s := newSite(t, withRobots(200, "User-agent: *\nAllow: /\n", page))
-	e.seed(s.url("/a"), s.url("/b"))
-	e.runUntil(2, 10*time.Second)
-	reqs := s.requests()
-	if len(reqs) != 3 || reqs[0].Path != "/robots.txt" {
-		t.Fatalf("requests %v, want robots.txt then two pages", s.paths())
-	}
-	for i, g := range gaps(reqs) {
-		if g < p.FetchDelay-slack {
-			t.Errorf("gap %d (%s -> %s) = %v, want >= FetchDelay %v", i, reqs[i].Path, reqs[i+1].Path, g, p.FetchDelay)
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.FetchDelay = 400 * time.Millisecond
+		e := newEnv(t, p)
+		s := newSite(t, withRobots(200, "User-agent: *\nAllow: /\n", page))
+		e.seed(s.url("/a"), s.url("/b"))
+		e.runUntil(2, 10*time.Second)
+		reqs := s.requests()
+		if len(reqs) != 3 || reqs[0].Path != "/robots.txt" {
+			t.Fatalf("requests %v, want robots.txt then two pages", s.paths())
 		}
-	}
+		for i, g := range gaps(reqs) {
+			if g < p.FetchDelay-slack {
+				t.Errorf("gap %d (%s -> %s) = %v, want >= FetchDelay %v", i, reqs[i].Path, reqs[i+1].Path, g, p.FetchDelay)
+			}
+		}
+	})
 }
 
 // TestRespectRobotsOff checks that with RespectRobots off robots.txt is
 // neither requested nor applied.
 func TestRespectRobotsOff(t *testing.T) {
 	t.Parallel()
-	p := testParams()
-	p.RespectRobots = false
-	e := newEnv(t, p)
-	s := newSite(t, withRobots(200, "User-agent: *\nDisallow: /\nCrawl-delay: 10\n", page))
-	e.seed(s.url("/a"), s.url("/b"))
-	e.runUntil(2, 10*time.Second)
-	if got := strings.Join(s.paths(), " "); got != "/a /b" {
-		t.Errorf("requests %s, want /a /b and no robots.txt", got)
-	}
-	for _, path := range []string{"/a", "/b"} {
-		if res := e.pub.one(t, s.url(path)); res.Status != result.StatusFetched {
-			t.Errorf("%s: %s %q, want fetched", path, res.Status, res.Error)
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.RespectRobots = false
+		e := newEnv(t, p)
+		s := newSite(t, withRobots(200, "User-agent: *\nDisallow: /\nCrawl-delay: 10\n", page))
+		e.seed(s.url("/a"), s.url("/b"))
+		e.runUntil(2, 10*time.Second)
+		if got := strings.Join(s.paths(), " "); got != "/a /b" {
+			t.Errorf("requests %s, want /a /b and no robots.txt", got)
 		}
-	}
+		for _, path := range []string{"/a", "/b"} {
+			if res := e.pub.one(t, s.url(path)); res.Status != result.StatusFetched {
+				t.Errorf("%s: %s %q, want fetched", path, res.Status, res.Error)
+			}
+		}
+	})
 }
 
 // TestRobotsRetryAfter checks that a 429 or 503 on robots.txt with
@@ -339,38 +347,40 @@ func TestRobotsRetryAfter(t *testing.T) {
 	for _, code := range []int{429, 503} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			t.Parallel()
-			p := testParams()
-			e := newEnv(t, p)
-			var mu sync.Mutex
-			n := 0
-			s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == "/robots.txt" {
-					mu.Lock()
-					n++
-					first := n == 1
-					mu.Unlock()
-					if first {
-						w.Header().Set("Retry-After", "2")
-						w.WriteHeader(code)
+			virtual(t, func(t *testing.T) {
+				p := testParams()
+				e := newEnv(t, p)
+				var mu sync.Mutex
+				n := 0
+				s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/robots.txt" {
+						mu.Lock()
+						n++
+						first := n == 1
+						mu.Unlock()
+						if first {
+							w.Header().Set("Retry-After", "2")
+							w.WriteHeader(code)
+							return
+						}
+						w.WriteHeader(http.StatusNotFound)
 						return
 					}
-					w.WriteHeader(http.StatusNotFound)
-					return
+					page(w, r)
+				})
+				e.seed(s.url("/a"))
+				e.runUntil(1, 10*time.Second)
+				reqs := s.requests()
+				if got := strings.Join(s.paths(), " "); got != "/robots.txt /robots.txt /a" {
+					t.Fatalf("requests %s, want robots.txt twice then /a", got)
 				}
-				page(w, r)
+				if g := reqs[1].Start.Sub(reqs[0].End); g < 2*time.Second-slack {
+					t.Errorf("robots.txt retried %v after its %d with Retry-After: 2, want >= 2s", g, code)
+				}
+				if res := e.pub.one(t, s.url("/a")); res.Status != result.StatusFetched {
+					t.Errorf("/a: %s %q, want fetched", res.Status, res.Error)
+				}
 			})
-			e.seed(s.url("/a"))
-			e.runUntil(1, 10*time.Second)
-			reqs := s.requests()
-			if got := strings.Join(s.paths(), " "); got != "/robots.txt /robots.txt /a" {
-				t.Fatalf("requests %s, want robots.txt twice then /a", got)
-			}
-			if g := reqs[1].Start.Sub(reqs[0].End); g < 2*time.Second-slack {
-				t.Errorf("robots.txt retried %v after its %d with Retry-After: 2, want >= 2s", g, code)
-			}
-			if res := e.pub.one(t, s.url("/a")); res.Status != result.StatusFetched {
-				t.Errorf("/a: %s %q, want fetched", res.Status, res.Error)
-			}
 		})
 	}
 }
@@ -381,40 +391,42 @@ func TestRobotsRetryAfter(t *testing.T) {
 // instance reads robots.txt again instead of ignoring it for RobotsTTL.
 func TestRobotsProtocolErrorNotCached(t *testing.T) {
 	t.Parallel()
-	p := testParams()
-	e := newEnv(t, p)
-	var mu sync.Mutex
-	broken := true
-	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			mu.Lock()
-			b := broken
-			broken = false
-			mu.Unlock()
-			if b {
-				if c, buf, err := http.NewResponseController(w).Hijack(); err == nil {
-					_, _ = buf.WriteString("this is not HTTP\r\n\r\n")
-					_ = buf.Flush()
-					_ = c.Close()
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		e := newEnv(t, p)
+		var mu sync.Mutex
+		broken := true
+		s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				mu.Lock()
+				b := broken
+				broken = false
+				mu.Unlock()
+				if b {
+					if c, buf, err := http.NewResponseController(w).Hijack(); err == nil {
+						_, _ = buf.WriteString("this is not HTTP\r\n\r\n")
+						_ = buf.Flush()
+						_ = c.Close()
+					}
+					return
 				}
+				_, _ = fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
 				return
 			}
-			_, _ = fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
-			return
+			page(w, r)
+		})
+		e.seed(s.url("/a"))
+		e.runUntil(1, 10*time.Second)
+		if got, err := e.store.Robots(t.Context(), s.host, "http://"+s.host); err != nil || got != nil {
+			t.Errorf("stored robots.txt after a malformed answer: %+v (err %v), want none stored", got, err)
 		}
-		page(w, r)
+		e.seed(s.url("/private/x"))
+		e.runUntil(2, 10*time.Second)
+		if n := s.count("/robots.txt"); n != 2 {
+			t.Errorf("robots.txt requested %d times, want again by the new instance", n)
+		}
+		if res := e.pub.one(t, s.url("/private/x")); res.Status != result.StatusDenied || s.count("/private/x") != 0 {
+			t.Errorf("/private/x: %s (requested %d times), want denied by the now readable robots.txt", res.Status, s.count("/private/x"))
+		}
 	})
-	e.seed(s.url("/a"))
-	e.runUntil(1, 10*time.Second)
-	if got, err := e.store.Robots(t.Context(), s.host, "http://"+s.host); err != nil || got != nil {
-		t.Errorf("stored robots.txt after a malformed answer: %+v (err %v), want none stored", got, err)
-	}
-	e.seed(s.url("/private/x"))
-	e.runUntil(2, 10*time.Second)
-	if n := s.count("/robots.txt"); n != 2 {
-		t.Errorf("robots.txt requested %d times, want again by the new instance", n)
-	}
-	if res := e.pub.one(t, s.url("/private/x")); res.Status != result.StatusDenied || s.count("/private/x") != 0 {
-		t.Errorf("/private/x: %s (requested %d times), want denied by the now readable robots.txt", res.Status, s.count("/private/x"))
-	}
 }

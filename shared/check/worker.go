@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/backoff"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
@@ -72,35 +73,61 @@ const (
 	outGiveUp                // the host's failure run is over: end its queue
 )
 
+// roundEnd is what a fetched round leaves its worker to do.
+type roundEnd int
+
+const (
+	// endNext: more is queued and known; the round is committed in the
+	// background while the next one is fetched.
+	endNext roundEnd = iota
+	// endCommit: commit the round, then go on with the host (what follows
+	// it is known only from the commit's answer).
+	endCommit
+	// endDrained: every entry ended and nothing else is queued: linger,
+	// then commit, releasing the host unless URLs arrived meanwhile.
+	endDrained
+	// endRelease: leave the host now (the run or its lease ends, or the
+	// output queue refused results): commit and release it.
+	endRelease
+	// endGiveUp: the host's failure run is over: end its whole queue.
+	endGiveUp
+)
+
+// round is one batch of a host's queue as its worker works it.
+type round struct {
+	entries []hostqueue.Entry
+	// ended are the entries with a result, handed over (see handOff).
+	ended  []string
+	handed *handed
+	// out is why fetching stopped: outDone when every entry ended.
+	out outcome
+	// prevRefused: the output queue refused some results of the round
+	// committed in the background meanwhile.
+	prevRefused bool
+	// drained: every entry ended and the store holds nothing more.
+	drained bool
+}
+
+// work runs one host's session: rounds of up to headBatch URLs, each
+// fetched, handed to the publisher and committed, until the host's queue
+// is drained, the run or its lease ends, or the host is given up.
+//
+// Results are handed to the publisher as they are fetched (see handOff),
+// and a round's commit waits for them: nothing leaves the queue before its
+// result is out. The commit runs in the background while the next round is
+// fetched (its entries are known: state is read two rounds deep), so a slow
+// store or output queue never stretches the gap between two requests.
 func (w *worker) work(ctx context.Context) error {
-	e := w.e
-	h, err := e.Store.Load(ctx, w.key, 2*headBatch)
+	h, err := w.e.Store.Load(ctx, w.key, 2*headBatch)
 	if errors.Is(err, hostqueue.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	w.notePending(w.key, h.Pending)
-	w.f = e.Fetcher(w.p)
-	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
-	w.failingSince, w.lastError = h.FailingSince, h.LastError
-	w.unresolvable = map[string]string{}
-	if t := w.remembered(w.key); t.After(w.lastFetch) {
-		w.lastFetch = t
-	}
-	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
-	w.attempts = map[string]int{}
-	for id, n := range h.Attempts {
-		w.attempts[id] = n
-	}
-	// Results are handed to the publisher as they are fetched (see
-	// handOff), and a round's commit waits for them: nothing leaves the
-	// queue before its result is out. The commit runs in the background
-	// while the next round is fetched (its entries are known: state is read
-	// two rounds deep), so a slow store or output queue never stretches the
-	// gap between two requests. h is the state after the last finished
-	// commit; inflight the round still being committed.
+	w.begin(h)
+	// inflight is the round still being committed; h the state after the
+	// last finished commit.
 	var inflight *background
 	ho := &handOff{w: w}
 	defer func() {
@@ -110,40 +137,11 @@ func (w *worker) work(ctx context.Context) error {
 		ho.wait()
 	}()
 	for {
-		// Parameters are read again each round (from the cache), so a
-		// change reaches a long session within a round, not at its end.
-		if p := e.Params(ctx); p != w.p {
-			w.p, w.f = p, e.Fetcher(p)
+		w.refreshParams(ctx)
+		r := &round{entries: next(h.Head, inflight.ids(), headBatch), handed: &handed{}}
+		if err := w.fetchRound(ctx, r, ho); err != nil {
+			return err
 		}
-		round := next(h.Head, inflight.ids(), headBatch)
-		rd := &handed{}
-		// ended are the round's entries with a result, handed over.
-		var ended []string
-		out := outDone
-		if w.expired(e.Clock.Now()) {
-			out = outGiveUp
-		}
-		for _, ent := range round {
-			if out != outDone {
-				break
-			}
-			res, o := w.process(ctx, ent)
-			if w.crash("fetched", ent.ID) {
-				return ErrCrashed
-			}
-			if o == outDone {
-				ended = append(ended, ent.ID)
-				if !ho.add(ctx, rd, res) {
-					return ErrCrashed
-				}
-				continue
-			}
-			out = o
-		}
-		if !ho.flush(ctx, rd) {
-			return ErrCrashed
-		}
-		stop := out == outStop
 		if inflight != nil {
 			prev := inflight.wait()
 			inflight = nil
@@ -152,59 +150,142 @@ func (w *worker) work(ctx context.Context) error {
 			}
 			h = prev.h
 			w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
-			// Results the output queue refused stay queued; stop here
-			// as a synchronous round would.
-			stop = stop || prev.refused
+			r.prevRefused = prev.refused
 		}
-		// h still holds this round's entries: it ends the queue when the
-		// whole round is done and nothing else is queued.
-		drained := len(ended) == len(round) && h.Pending <= len(round)
-		release := stop || out == outGiveUp || len(round) == 0 || drained
-		following := next(h.Head, doneSet(ended), headBatch)
-		if !release && len(following) > 0 {
-			inflight = w.commitInBackground(ctx, rd, ended)
+		end := r.end(h)
+		if end == endNext {
+			inflight = w.commitInBackground(ctx, r.handed, r.ended)
 			continue
 		}
-		done, refused := rd.wait()
-		if refused {
-			// Unsent results must stay queued: they will be fetched
-			// again. Politeness state is still committed below.
-			stop, release, drained = true, true, false
-		}
-		if out == outGiveUp && !stop {
-			// inflight is settled and the round's results are out: they
-			// are committed with the first batch of the given-up URLs.
-			return w.giveUp(ctx, nil, done)
-		}
-		if w.crash("after-publish", w.key) {
-			return ErrCrashed
-		}
-		w.remember(w.key, w.lastFetch)
-		if drained && !stop && len(done) > 0 {
-			w.linger(ctx, len(round))
-		}
-		if drained {
-			// Every URL of the failure run has ended (by MaxAttempts):
-			// URLs that come later get a bound of their own. The pause
-			// and back-off stay: they are politeness.
-			w.failingSince, w.lastError = time.Time{}, ""
-		}
-		// A batch that took the whole queue releases the host in the same
-		// write (one write fewer per session); with Continue the store
-		// keeps it with this worker if an ingest added URLs meanwhile.
-		c := w.progress(done, release)
-		c.Continue = drained && !stop
-		h, err = w.commit(ctx, c)
-		if err != nil {
-			w.unrecorded.Store(true)
-			return fmt.Errorf("commit %d done urls: %w", len(done), err)
-		}
-		w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
-		w.notePending(w.key, h.Pending)
-		if release && (!c.Continue || h.Pending == 0) {
-			return nil
+		if h, err = w.finishRound(ctx, r, end); err != nil || h == nil {
+			return err
 		}
 	}
+}
+
+// begin takes the host's stored state as the session's.
+func (w *worker) begin(h *hostqueue.Host) {
+	w.notePending(w.key, h.Pending)
+	w.f = w.e.Fetcher(w.p)
+	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
+	w.failingSince, w.lastError = h.FailingSince, h.LastError
+	w.unresolvable = map[string]string{}
+	if t := w.remembered(w.key); t.After(w.lastFetch) {
+		w.lastFetch = t
+	}
+	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+	w.attempts = maps.Clone(h.Attempts)
+	if w.attempts == nil {
+		w.attempts = map[string]int{}
+	}
+}
+
+// refreshParams reads the parameters again (from the cache) each round, so
+// a change reaches a long session within a round, not at its end.
+func (w *worker) refreshParams(ctx context.Context) {
+	if p := w.e.Params(ctx); p != w.p {
+		w.p, w.f = p, w.e.Fetcher(p)
+	}
+}
+
+// fetchRound takes r's entries to results, in order, handing each over as
+// it comes, until one must wait (r.out). It fetches nothing once the
+// host's failure run has outlived its bound. ErrCrashed means an injected
+// crash stopped the run.
+func (w *worker) fetchRound(ctx context.Context, r *round, ho *handOff) error {
+	if w.expired(w.e.Clock.Now()) {
+		r.out = outGiveUp
+	}
+	for _, ent := range r.entries {
+		if r.out != outDone {
+			break
+		}
+		res, o := w.process(ctx, ent)
+		if w.crash(CrashFetched, ent.ID) {
+			return ErrCrashed
+		}
+		if o != outDone {
+			r.out = o
+			continue
+		}
+		r.ended = append(r.ended, ent.ID)
+		if !ho.add(ctx, r.handed, res) {
+			return ErrCrashed
+		}
+	}
+	if !ho.flush(ctx, r.handed) {
+		return ErrCrashed
+	}
+	return nil
+}
+
+// end decides what the round leaves to do, h being the host's state after
+// every commit before it. An entry that must wait stopped the round early,
+// so a round with out != outDone is never drained (unless it was empty).
+func (r *round) end(h *hostqueue.Host) roundEnd {
+	// h still holds this round's entries: the round ends the queue when it
+	// is done whole and nothing else is queued.
+	r.drained = len(r.ended) == len(r.entries) && h.Pending <= len(r.entries)
+	stop := r.out == outStop || r.prevRefused
+	switch {
+	case r.out == outGiveUp && !stop:
+		return endGiveUp
+	case r.drained && !stop:
+		return endDrained
+	case stop || r.out == outGiveUp || len(r.entries) == 0:
+		return endRelease
+	case len(next(h.Head, doneSet(r.ended), headBatch)) > 0:
+		return endNext
+	default:
+		return endCommit
+	}
+}
+
+// finishRound waits for the round's results to be out, then ends it as end
+// says: given up, or committed (after lingering on a drained queue). It
+// returns the host's state after the commit, or nil when the session is
+// over.
+func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*hostqueue.Host, error) {
+	done, refused := r.handed.wait()
+	if refused {
+		// Unsent results must stay queued: they will be fetched again.
+		// Politeness state is still committed below.
+		end, r.drained = endRelease, false
+	}
+	if end == endGiveUp {
+		// No round is in flight and this one's results are out: they are
+		// committed with the first batch of the given-up URLs.
+		return nil, w.giveUp(ctx, nil, done)
+	}
+	if w.crash(CrashAfterPublish, w.key) {
+		return nil, ErrCrashed
+	}
+	w.remember(w.key, w.lastFetch)
+	if end == endDrained && len(done) > 0 {
+		w.linger(ctx, len(r.entries))
+	}
+	if r.drained {
+		// Every URL of the failure run has ended (by MaxAttempts): URLs
+		// that come later get a bound of their own. The pause and
+		// back-off stay: they are politeness.
+		w.failingSince, w.lastError = time.Time{}, ""
+	}
+	// A batch that took the whole queue releases the host in the same
+	// write (one write fewer per session); with Continue the store keeps
+	// it with this worker if an ingest added URLs meanwhile.
+	c := w.progress(done, end != endCommit)
+	c.Continue = end == endDrained
+	h, err := w.commit(ctx, c)
+	if err != nil {
+		w.unrecorded.Store(true)
+		return nil, fmt.Errorf("commit %d done urls: %w", len(done), err)
+	}
+	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+	w.notePending(w.key, h.Pending)
+	if c.Release && (!c.Continue || h.Pending == 0) {
+		return nil, nil
+	}
+	return h, nil
 }
 
 // progress is the commit of a round: its done entries and the worker's
@@ -254,7 +335,7 @@ func (w *worker) commitInBackground(ctx context.Context, rd *handed, ended []str
 		var out roundResult
 		defer func() { b.result <- out }()
 		c.Done, out.refused = rd.wait()
-		if w.crash("after-publish", w.key) {
+		if w.crash(CrashAfterPublish, w.key) {
 			out.err = ErrCrashed
 			return
 		}
@@ -347,6 +428,10 @@ func (w *worker) grown(ctx context.Context, n int) bool {
 	return err == nil && h.Pending > n
 }
 
+// commitRetry spaces out a worker's commit attempts: five in all, over a
+// few seconds, well inside commit's own 20 s bound.
+var commitRetry = backoff.Policy{Base: 200 * time.Millisecond, Max: 2 * time.Second, Attempts: 5}
+
 // commit stores progress, retrying for a while: the results are already
 // out, so a lost commit means duplicates, and a lost last-fetch time means
 // the run must keep its leases to stay polite.
@@ -354,19 +439,18 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 	// The commit must land even when the run's context is ending.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if attempt > 0 {
-			if w.e.Clock.Sleep(ctx, time.Duration(100<<attempt)*time.Millisecond) != nil {
-				break
-			}
-		}
-		var h *hostqueue.Host
-		if h, err = w.e.Store.Commit(ctx, w.key, c); err == nil {
-			return h, nil
-		}
+	policy := commitRetry
+	policy.Sleep = w.e.Clock.Sleep
+	var h *hostqueue.Host
+	err := policy.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		h, err = w.e.Store.Commit(ctx, w.key, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	return h, nil
 }
 
 // nextDue is when the host should be checked again after this run.

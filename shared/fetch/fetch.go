@@ -70,6 +70,18 @@ type Options struct {
 	// the cap. A dial beyond it first closes the idle connections, then
 	// fails as KindLocal (ErrConnLimit). Zero means no cap (100 idle).
 	MaxConns int
+	// Network, when set, replaces the operating system's network: every
+	// connection is dialed through it (after Resolve and the address
+	// guard, which judge its addresses as they judge a socket's). For
+	// tests only (see fetchtest.Network: in-memory connections, so a
+	// whole exchange can run on a testing/synctest bubble's virtual
+	// clock); nil everywhere else.
+	Network Dialer
+}
+
+// Dialer makes connections; *net.Dialer is one.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Request is one GET. ETag and LastModified, when set, make it conditional
@@ -151,9 +163,13 @@ func New(opts Options, now func() time.Time) *Fetcher {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
-	dial := dialFunc(dialer.DialContext)
+	var through Dialer = dialer
+	if opts.Network != nil {
+		through = guardedNetwork{opts.Network, dialer.Control}
+	}
+	dial := dialFunc(through.DialContext)
 	if opts.Resolve != nil {
-		dial = newHostTable(opts.Resolve).dialContext(dialer)
+		dial = newHostTable(opts.Resolve).dialContext(through)
 	}
 	var conns *connCap
 	maxIdle := 100

@@ -1,8 +1,10 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -159,4 +161,18 @@ func dialControl(opts Options) func(network, address string, _ syscall.RawConn) 
 		}
 		return CheckAddress(ap, opts)
 	}
+}
+
+// guardedNetwork dials through a test's Network after the address guard
+// has judged the address, as the Control hook of a real socket would.
+type guardedNetwork struct {
+	net     Dialer
+	control func(network, address string, _ syscall.RawConn) error
+}
+
+func (g guardedNetwork) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if err := g.control(network, address, nil); err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	return g.net.DialContext(ctx, network, address)
 }

@@ -32,11 +32,6 @@ func newHostTable(t map[string][]netip.Addr) hostTable {
 
 func tableKey(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
 
-// dialer is what the table dials through: the guarded net.Dialer.
-type dialer interface {
-	DialContext(ctx context.Context, network, address string) (net.Conn, error)
-}
-
 // dialContext returns a DialContext that looks host names up in the table
 // and dials their addresses in order through d, whose Control hook (the
 // address guard) judges each one, as it judges addresses from DNS. IP
@@ -44,7 +39,7 @@ type dialer interface {
 // Go's resolver reports NXDOMAIN: a *net.OpError "dial" around a
 // *net.DNSError with IsNotFound, so KindOf, IsTransient and the message
 // cannot tell the two apart.
-func (t hostTable) dialContext(d dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+func (t hostTable) dialContext(d Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(address)
 		if err != nil {

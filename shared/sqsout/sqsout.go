@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/urldownloader/urldownloader/shared/backoff"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -37,6 +38,9 @@ const (
 	DefaultMaxMessageBytes = 256 << 10
 	maxSendAttempts        = 6
 )
+
+// sendRetry spaces out the attempts at a batch SQS failed in part or whole.
+var sendRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second, Attempts: maxSendAttempts}
 
 // Options tune a Publisher.
 type Options struct {
@@ -177,7 +181,9 @@ func (p *Publisher) send(batch []*job, seq uint64) {
 	var lastErr error
 	for attempt := 0; attempt < maxSendAttempts && len(left) > 0; attempt++ {
 		if attempt > 0 {
-			time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+			if sendRetry.Wait(ctx, attempt) != nil {
+				break // the batch's time is up: lastErr says why
+			}
 			if p.onRetry != nil {
 				p.onRetry(len(left))
 			}
