@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/urldownloader/urldownloader/shared/body"
 )
 
 // SetBody fills Data, Encoding, Bytes and SHA256 from a body: UTF-8 text is
@@ -21,6 +23,23 @@ func (r *Result) SetBody(body []byte) {
 	} else {
 		r.Data, r.Encoding = base64.StdEncoding.EncodeToString(body), EncodingBase64
 	}
+}
+
+// SetStored records a body kept in a store: the message carries ref
+// instead of Data.
+func (r *Result) SetStored(ref body.Ref) {
+	r.Body = &ref
+	r.Data, r.Encoding = "", ""
+	r.Bytes, r.SHA256 = ref.Bytes, ref.SHA256
+}
+
+// InlineSize is how many bytes body takes in a message's data field
+// before JSON escaping: its length as text, 4/3 of it as base64.
+func InlineSize(body []byte) int64 {
+	if utf8.Valid(body) {
+		return int64(len(body))
+	}
+	return int64(base64.StdEncoding.EncodedLen(len(body)))
 }
 
 // Encode marshals r into at most maxBytes of JSON, cutting Data (and marking
