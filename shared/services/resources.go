@@ -60,7 +60,10 @@ const (
 	dynamoConns = 64
 	sqsConns    = 32
 	ssmConns    = 4
-	sdkConns    = dynamoConns + sqsConns + ssmConns
+	// s3Conns: the body store uploads at most s3body.DefaultBuffers
+	// bodies at once, one call each; the rest is headroom for HEADs.
+	s3Conns  = 8
+	sdkConns = dynamoConns + sqsConns + ssmConns + s3Conns
 )
 
 // memoryMiB is the function's MemorySize, as Lambda sets it; 0 when not
