@@ -140,4 +140,3 @@ func modified(t *testing.T, client *s3.Client, bucket, key string) time.Time {
 	}
 	return aws.ToTime(out.LastModified)
 }
-
