@@ -27,6 +27,7 @@ import (
 	"hash"
 	"io"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,7 +86,11 @@ type Store struct {
 	api    API
 	bucket string
 	opts   Options
-	bufs   chan []byte
+	// slots bounds the uploads at once (Options.Buffers); pool keeps
+	// their buffers between uploads while they are in use, and lets the
+	// collector free them when uploads stop.
+	slots chan struct{}
+	pool  sync.Pool
 }
 
 // New returns a store of bucket through api. It makes no call.
@@ -99,11 +104,9 @@ func New(api API, bucket string, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	bufs := make(chan []byte, opts.Buffers)
-	for range opts.Buffers {
-		bufs <- nil // allocated on first use
-	}
-	return &Store{api: api, bucket: bucket, opts: opts, bufs: bufs}
+	s := &Store{api: api, bucket: bucket, opts: opts, slots: make(chan struct{}, opts.Buffers)}
+	s.pool.New = func() any { b := make([]byte, opts.PartBytes); return &b }
+	return s
 }
 
 // Bucket is the store's bucket name.
@@ -111,16 +114,17 @@ func (s *Store) Bucket() string { return s.bucket }
 
 // Put stores the body read from r (see the package comment).
 func (s *Store) Put(ctx context.Context, r io.Reader, contentType string) (body.Ref, error) {
-	var buf []byte
 	select {
-	case buf = <-s.bufs:
+	case s.slots <- struct{}{}:
 	case <-ctx.Done():
 		return body.Ref{}, fmt.Errorf("wait for an upload buffer: %w", ctx.Err())
 	}
-	if buf == nil {
-		buf = make([]byte, s.opts.PartBytes)
-	}
-	defer func() { s.bufs <- buf }()
+	bp := s.pool.Get().(*[]byte)
+	defer func() {
+		s.pool.Put(bp)
+		<-s.slots
+	}()
+	buf := *bp
 
 	h := sha256.New()
 	src := io.TeeReader(r, h)
