@@ -73,6 +73,9 @@ func (s *Store) Put(ctx context.Context, r io.Reader, contentType string) (body.
 	}
 	tmp := f.Name()
 	done := false
+	// Readable by other local users, as a downloaded file is (CreateTemp
+	// makes it private).
+	_ = f.Chmod(0o644)
 	defer func() {
 		if !done {
 			_ = f.Close()
