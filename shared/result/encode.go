@@ -33,13 +33,22 @@ func (r *Result) SetStored(ref body.Ref) {
 	r.Bytes, r.SHA256 = ref.Bytes, ref.SHA256
 }
 
-// InlineSize is how many bytes body takes in a message's data field
-// before JSON escaping: its length as text, 4/3 of it as base64.
+// InlineSize is how many bytes body takes in a message's data field: as
+// text, its length with JSON's escapes (a quote or newline costs two
+// bytes, other control characters six), as base64 4/3 of it. It is what
+// InlineBodyBytes limits, so a body under it fits a message whose size
+// leaves room for the rest of the result.
 func InlineSize(body []byte) int64 {
-	if utf8.Valid(body) {
-		return int64(len(body))
+	if !utf8.Valid(body) {
+		return int64(base64.StdEncoding.EncodedLen(len(body)))
 	}
-	return int64(base64.StdEncoding.EncodedLen(len(body)))
+	var n int64
+	for i := 0; i < len(body); {
+		r, size := utf8.DecodeRune(body[i:])
+		n += int64(jsonLen(r, size))
+		i += size
+	}
+	return n
 }
 
 // Encode marshals r into at most maxBytes of JSON, cutting Data (and marking
