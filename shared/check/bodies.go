@@ -58,6 +58,10 @@ func (w *worker) keepBody(ctx context.Context, res *result.Result, resp *fetch.R
 		return nil
 	}
 	if w.e.Bodies != nil && result.InlineSize(resp.Body) > w.e.inlineLimit(w.p) {
+		// Bounded like a streamed body's upload, which is part of its
+		// request: a store that hangs cannot hold the worker longer.
+		ctx, cancel := context.WithTimeout(ctx, w.p.FetchTimeout)
+		defer cancel()
 		ref, err := w.e.Bodies.Put(ctx, bytes.NewReader(resp.Body), resp.ContentType)
 		if err != nil {
 			return err
