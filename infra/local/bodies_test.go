@@ -165,3 +165,39 @@ func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
+
+// TestMegabyteMessages: with the output queue's OutputMaxMessageBytes at
+// SQS's (and moto's) 1 MiB and InlineBodyBytes raised to match, a 600 KB
+// body travels whole in its message, while one above the limit still goes
+// to the bucket: the template parameter reaches the queue, the publisher's
+// cut and the engine's inline limit.
+func TestMegabyteMessages(t *testing.T) {
+	// Not timing-sensitive: it runs beside the other parallel tests
+	// (TestWholeBodies, which measures the heap, does not).
+	t.Parallel()
+	site, err := demosite.Start(demosite.Options{Hosts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	h := site.Hosts()[0]
+	p := start(t, local.Options{AllowPrivate: true,
+		TemplateParams: map[string]string{"OutputMaxMessageBytes": "1048576"},
+		Params:         map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s", "MaxBodyBytes": "2097152", "InlineBodyBytes": "1032192"},
+	})
+	inline, stored := demosite.TextURL(h, 600_000), demosite.TextURL(h, 1_040_000)
+	rep, got := runAll(t, p, inputs([]string{inline, stored}), 2*time.Minute)
+	t.Logf("report %+v", rep)
+	for _, r := range got {
+		switch r.URL {
+		case inline:
+			if r.Body != nil || r.Truncated || len(r.Data) != 600_000 || r.SHA256 != sha(demosite.TextBody(600_000)) {
+				t.Errorf("600 KB body: %d bytes inline, truncated=%v, body %+v; want it whole in the message", len(r.Data), r.Truncated, r.Body)
+			}
+		case stored:
+			if r.Body == nil || r.Body.Bytes != 1_040_000 || r.Data != "" {
+				t.Errorf("1.04 MB body: %d bytes inline, body %+v; want it in the bucket", len(r.Data), r.Body)
+			}
+		}
+	}
+}

@@ -54,6 +54,9 @@ type Options struct {
 	ShardCount int
 	// Params override the template's parameter defaults (name -> value).
 	Params map[string]string
+	// TemplateParams override template parameters (e.g.
+	// "OutputMaxMessageBytes"), as a deploy's --parameter-overrides do.
+	TemplateParams map[string]string
 	// AllowPrivate lets the fetcher reach loopback and private addresses.
 	AllowPrivate bool
 	// Resolve, when set, resolves host names from this table instead of
@@ -180,7 +183,7 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
-	st, err := tpl.Deploy(ctx, awsCfg, stack.Options{Prefix: opts.Prefix, ShardCount: opts.ShardCount, ParamOverrides: opts.Params})
+	st, err := tpl.Deploy(ctx, awsCfg, stack.Options{Prefix: opts.Prefix, ShardCount: opts.ShardCount, ParamOverrides: opts.Params, TemplateParams: opts.TemplateParams})
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("create local stack: %w", err)
