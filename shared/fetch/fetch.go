@@ -302,6 +302,13 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 			}
 			return nil, f.wrap(ctx, "read body", req.URL, err)
 		}
+		if cerr := ctx.Err(); cerr != nil {
+			// The request's own bound ran out while the body was being
+			// stored (the upload is part of the request): a timeout like
+			// a slow body's, counted against the URL's attempts, so a body
+			// that can never be kept in time ends instead of coming back.
+			return nil, f.wrap(ctx, "store body", req.URL, fmt.Errorf("%w: %w", cerr, err))
+		}
 		// The body arrived but could not be kept: not the host's failure.
 		// The URL stays queued and is fetched again (see KindLocal).
 		return nil, &Error{Kind: KindLocal, Op: "store body", URL: req.URL, Err: err}

@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/urldownloader/urldownloader/shared/body"
 	"github.com/urldownloader/urldownloader/shared/dirbody"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 )
@@ -78,5 +82,33 @@ func TestBodyToStore(t *testing.T) {
 	}
 	if _, err := get("n=" + strconv.Itoa(8*inline)); fetch.KindOf(err) != fetch.KindLocal {
 		t.Errorf("a failing store: %v (kind %v), want KindLocal", err, fetch.KindOf(err))
+	}
+}
+
+// stallingStore reads a body whole, then waits for its context to end, as
+// a store that cannot keep up would.
+type stallingStore struct{}
+
+func (stallingStore) Put(ctx context.Context, r io.Reader, _ string) (body.Ref, error) {
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return body.Ref{}, err
+	}
+	<-ctx.Done()
+	return body.Ref{}, fmt.Errorf("upload: %w", ctx.Err())
+}
+
+// TestBodyStoreTimeout: a body that cannot be stored within the request's
+// timeout ends as a timeout (counted against the URL), not as a local
+// error that would have it fetched again forever.
+func TestBodyStoreTimeout(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(bytes.Repeat([]byte("s"), 64<<10))
+	}))
+	opts := localOptions()
+	opts.Timeout = 200 * time.Millisecond
+	_, err := fetch.New(opts, fixedNow).Fetch(context.Background(), fetch.Request{URL: srv.URL, Store: stallingStore{}, InlineBytes: 1 << 10})
+	if fetch.KindOf(err) != fetch.KindTimeout || !fetch.IsTransient(err) {
+		t.Errorf("a store slower than the timeout: %v (kind %v), want a transient timeout", err, fetch.KindOf(err))
 	}
 }
