@@ -1,6 +1,7 @@
 package demosite
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -56,9 +57,9 @@ func serveLarge(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// TextURL is the URL of a text page of exactly size bytes ('a's and a
-// final newline) on host h: a body that stays text (inline as it is, not
-// base64) at any size, for the inline threshold.
+// TextURL is the URL of a text page of exactly size bytes of 'a' on host
+// h: a body that stays text (inline as it is, not base64) and costs in a
+// message exactly its size (no JSON escapes), for the inline threshold.
 func TextURL(h string, size int64) string {
 	return fmt.Sprintf("http://%s/text/%d", h, size)
 }
@@ -76,25 +77,18 @@ func serveText(w http.ResponseWriter, r *http.Request) bool {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	line := []byte(strings.Repeat("a", 4095) + "\n")
-	for left := size - 1; left > 0; {
-		n := min(left, int64(len(line)))
-		if _, err := w.Write(line[:n]); err != nil {
+	chunk := []byte(strings.Repeat("a", 4096))
+	for left := size; left > 0; {
+		n := min(left, int64(len(chunk)))
+		if _, err := w.Write(chunk[:n]); err != nil {
 			return true
 		}
 		left -= n
 	}
-	_, _ = w.Write([]byte("\n"))
 	return true
 }
 
 // TextBody is the body TextURL serves.
 func TextBody(size int64) []byte {
-	b := make([]byte, size)
-	line := []byte(strings.Repeat("a", 4095) + "\n")
-	for i := int64(0); i < size-1; i += int64(len(line)) {
-		copy(b[i:size-1], line)
-	}
-	b[size-1] = '\n'
-	return b
+	return bytes.Repeat([]byte("a"), int(size))
 }
