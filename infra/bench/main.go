@@ -66,6 +66,9 @@ type Config struct {
 	// in smoke mode.
 	Resources     ResourcesConfig
 	SkipResources bool
+	// Bodies are the sizes of the whole-bodies runs (bodies.go).
+	Bodies     []BodySize
+	SkipBodies bool
 	// LambdaBuild runs `make build` for the arm64 sizes.
 	LambdaBuild bool
 	BenchTime   time.Duration
@@ -97,6 +100,7 @@ func FullConfig() Config {
 		Timeout: 4 * time.Minute,
 		Out:     "docs/benchmarks.md", PNG: "docs/benchmarks-h200.png",
 		Resources: FullResources(),
+		Bodies:    FullBodies(),
 	}
 }
 
@@ -114,6 +118,7 @@ func SmokeConfig() Config {
 		Smoke:     true,
 		// TestResourcesSmoke runs the resources scenario's smoke.
 		SkipResources: true,
+		SkipBodies:    true,
 	}
 }
 
@@ -123,7 +128,7 @@ func main() {
 	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs on moto (default 50,200)")
 	localHosts := flag.String("local-hosts", "", "comma-separated H values for the politeness runs through local mode (default 200,1000; 0: none)")
 	perHost := flag.Int("u", 0, "URLs per host in the politeness runs (default 40)")
-	only := flag.String("only", "", "run only these parts: politeness,scale,resume,cost,lambda,resources")
+	only := flag.String("only", "", "run only these parts: politeness,scale,resume,cost,lambda,resources,bodies")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
@@ -167,6 +172,7 @@ func main() {
 		cfg.SkipPol, cfg.SkipCost, cfg.SkipLambda = !parts["politeness"], !parts["cost"], !parts["lambda"]
 		cfg.SkipScale, cfg.SkipResume = !parts["scale"], !parts["resume"]
 		cfg.SkipResources = !parts["resources"]
+		cfg.SkipBodies = !parts["bodies"]
 	}
 	if *noBuild {
 		cfg.LambdaBuild = false
@@ -188,6 +194,9 @@ func main() {
 	res, err := Run(ctx, cfg, os.Stderr)
 	if res != nil {
 		fmt.Println(res.Table())
+		if len(res.Bodies) > 0 {
+			fmt.Println(bodiesTable(res.Bodies))
+		}
 	}
 	if err != nil {
 		pprof.StopCPUProfile()
@@ -236,9 +245,22 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 			return res, fmt.Errorf("resources: %w", err)
 		}
 	}
+	if !cfg.SkipBodies {
+		if res.Bodies, err = env.bodies(ctx, cfg.Bodies); err != nil {
+			return res, err
+		}
+		if cfg.Out != "" {
+			if err := writeBodies(inRoot(root, cfg.Out), res.Bodies, res.Machine); err != nil {
+				return res, err
+			}
+			log.Info("wrote bodies section", "file", cfg.Out)
+		}
+	}
 	res.Elapsed = time.Since(start)
 	res.Machine.LoadAfter = loadAverage()
-	if cfg.Out != "" {
+	// A run of the bodies alone leaves the main section as it was.
+	onlyBodies := cfg.SkipPol && cfg.SkipCost && cfg.SkipLambda && cfg.SkipScale && cfg.SkipResume && cfg.SkipResources
+	if cfg.Out != "" && !onlyBodies {
 		if err := res.Write(inRoot(root, cfg.Out), inRoot(root, cfg.PNG)); err != nil {
 			return res, err
 		}

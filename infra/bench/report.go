@@ -33,6 +33,8 @@ type Results struct {
 	Resume *ResumeResult
 	// Resources is the resources scenario (resources.go).
 	Resources *ResourcesResult
+	// Bodies are the whole-bodies runs (bodies.go), in their own section.
+	Bodies []*BodiesResult
 }
 
 // Prices used to turn units into money: AWS us-east-1 list prices,

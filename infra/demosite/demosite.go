@@ -141,6 +141,9 @@ func (s *Site) handler(host string) http.Handler {
 			s.opts.Handler.ServeHTTP(w, r)
 			return
 		}
+		if serveLarge(w, r) || serveText(w, r) {
+			return
+		}
 		if !strings.HasPrefix(r.URL.Path, "/page/") {
 			http.NotFound(w, r)
 			return

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -53,6 +54,9 @@ type Options struct {
 	ShardCount int
 	// Params override the template's parameter defaults (name -> value).
 	Params map[string]string
+	// TemplateParams override template parameters (e.g.
+	// "OutputMaxMessageBytes"), as a deploy's --parameter-overrides do.
+	TemplateParams map[string]string
 	// AllowPrivate lets the fetcher reach loopback and private addresses.
 	AllowPrivate bool
 	// Resolve, when set, resolves host names from this table instead of
@@ -74,6 +78,8 @@ type Options struct {
 	// clients (the benchmark's billing middleware goes here).
 	DynamoOptions []func(*dynamodb.Options)
 	SQSOptions    []func(*sqs.Options)
+	// S3Options are applied to the check function's body store client.
+	S3Options []func(*s3.Options)
 	// Faults, when set, makes the run hostile (see package faults).
 	Faults *faults.Injector
 	// IngestBatchSize overrides the template's event source mapping batch
@@ -181,7 +187,7 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
-	st, err := tpl.Deploy(ctx, awsCfg, stack.Options{Prefix: opts.Prefix, ShardCount: opts.ShardCount, ParamOverrides: opts.Params})
+	st, err := tpl.Deploy(ctx, awsCfg, stack.Options{Prefix: opts.Prefix, ShardCount: opts.ShardCount, ParamOverrides: opts.Params, TemplateParams: opts.TemplateParams})
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("create local stack: %w", err)
@@ -199,7 +205,7 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	svcOpts := services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions,
-		Resolve: opts.Resolve}
+		S3Options: opts.S3Options, Resolve: opts.Resolve}
 	if opts.Faults != nil {
 		// Faults hit the functions' clients only; the runner's own client
 		// (standing in for producers and the event source mapping) is clean.

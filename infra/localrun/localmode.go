@@ -158,6 +158,14 @@ func runLocalMode() int {
 		if sharedBool("demo-skewed") {
 			list = site.SkewedURLs(sharedInt("demo-pages"), 7)
 		}
+		if *demoLargeFlag {
+			list = append(list, largeURLs(site.Hosts())...)
+			for name, v := range largeDefaults {
+				if _, set := params[name]; !set {
+					params[name] = v
+				}
+			}
+		}
 		hosts := site.Hosts()
 		shown := strings.Join(hosts[:min(len(hosts), 4)], ", ")
 		if len(hosts) > 4 {
@@ -241,9 +249,21 @@ func runLocalMode() int {
 		out = f
 	}
 	opts.Out = out
-	if hostile != nil {
-		// tally is set once the runtime is open, before any result.
-		opts.OnResult = func(r result.Result) { tally.add(r) }
+	opts.Bodies = *bodiesFlag
+	if opts.Bodies == "" {
+		state := opts.State
+		if state == "" {
+			state = DefaultState
+		}
+		opts.Bodies = filepath.Join(filepath.Dir(state), "bodies")
+	}
+	bodies := &bodyTally{}
+	opts.OnResult = func(r result.Result) {
+		bodies.add(r)
+		if hostile != nil {
+			// tally is set once the runtime is open, before any result.
+			tally.add(r)
+		}
 	}
 
 	rt, err := standalone.Open(ctx, opts)
@@ -291,6 +311,7 @@ func runLocalMode() int {
 	}
 
 	printLocalSummary(rep)
+	bodies.print(os.Stderr, opts.Bodies)
 	if err := printMetrics(os.Stderr, emf.Bytes()); err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
 	}

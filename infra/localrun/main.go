@@ -100,6 +100,14 @@ func run() int {
 		if *demoSkewed {
 			list = site.SkewedURLs(*demoPages, 7)
 		}
+		if *demoLargeFlag {
+			list = append(list, largeURLs(site.Hosts())...)
+			for name, v := range largeDefaults {
+				if _, set := params[name]; !set {
+					params[name] = v
+				}
+			}
+		}
 		for _, u := range list {
 			items = append(items, urlmsg.Input{URL: u})
 		}
@@ -192,9 +200,11 @@ func run() int {
 		tally = newHostileTally(hostile, p.AcceptedAt)
 		healthyURLs = len(items) - len(hostile.URLs())
 	}
+	bodies := &bodyTally{}
 	report, runErr := p.Run(ctx, sent.Expected, func(r result.Result, line []byte) {
 		w.Write(line)
 		w.WriteByte('\n')
+		bodies.add(r)
 		if tally == nil {
 			return
 		}
@@ -206,6 +216,7 @@ func run() int {
 	})
 	w.Flush()
 	printSummary(report)
+	bodies.print(os.Stderr, "s3://"+p.Stack.BodyBucket)
 	if inj != nil {
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj.Summary())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dt "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -57,6 +58,8 @@ type Stack struct {
 	InputQueueURL  string
 	InputDLQURL    string
 	OutputQueueURL string
+	// BodyBucket is the bucket of bodies larger than InlineBodyBytes.
+	BodyBucket string
 	// ParamPath is the functions' PARAM_PATH, e.g. "/urldownloader/dev/".
 	ParamPath  string
 	ShardCount int
@@ -180,6 +183,7 @@ func (t *Template) Deploy(ctx context.Context, cfg aws.Config, opts Options) (*S
 		db:   dynamodb.NewFromConfig(cfg),
 		sqs:  sqs.NewFromConfig(cfg),
 		ssm:  ssm.NewFromConfig(cfg),
+		s3:   NewS3(cfg),
 		st: &Stack{
 			Prefix: opts.Prefix, Stage: stage, Parameters: params,
 			Params: map[string]string{}, Functions: map[string]Function{}, Resources: map[string]Resource{},
@@ -211,6 +215,7 @@ type deployer struct {
 	db   *dynamodb.Client
 	sqs  *sqs.Client
 	ssm  *ssm.Client
+	s3   *s3.Client
 	st   *Stack
 }
 
@@ -220,6 +225,7 @@ type deployer struct {
 var creatable = map[string]bool{
 	"AWS::DynamoDB::Table": true,
 	"AWS::SQS::Queue":      true,
+	"AWS::S3::Bucket":      true,
 }
 
 // refused are resource types the template must not declare, with why.
@@ -243,6 +249,8 @@ func (d *deployer) run(ctx context.Context) error {
 			p, err = d.createTable(ctx, r)
 		case "AWS::SQS::Queue":
 			p, err = d.createQueue(ctx, r)
+		case "AWS::S3::Bucket":
+			p, err = d.createBucket(ctx, r)
 		}
 		if err != nil {
 			return err
@@ -635,7 +643,7 @@ func (d *deployer) functionEnv(props map[string]any) (map[string]string, error) 
 // the resources they refer to exist.
 func (d *deployer) describe() error {
 	st := d.st
-	for id, dst := range map[string]*string{HostsTable: &st.TableName, InputQueue: &st.InputQueueURL, InputDLQ: &st.InputDLQURL, OutputQueue: &st.OutputQueueURL} {
+	for id, dst := range map[string]*string{HostsTable: &st.TableName, InputQueue: &st.InputQueueURL, InputDLQ: &st.InputDLQURL, OutputQueue: &st.OutputQueueURL, BodyBucket: &st.BodyBucket} {
 		r, ok := st.Resources[id]
 		if !ok {
 			return fmt.Errorf("template has no %s: the Go code needs it", id)

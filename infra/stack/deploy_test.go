@@ -159,21 +159,27 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 	t.Helper()
 	env := st.Env()
 	want := map[string]string{
-		"TABLE_NAME":             st.TableName,
-		"OUTPUT_QUEUE_URL":       st.OutputQueueURL,
-		"INPUT_QUEUE_URL":        st.InputQueueURL,
-		"PARAM_PATH":             st.ParamPath,
-		"SHARD_COUNT":            fmt.Sprint(shards),
-		"ALLOW_PRIVATE_NETWORKS": "false",
-		"LOG_LEVEL":              "info",
-		"CHECK_RUN_SECONDS":      "55",
-		"WAKE_QUEUE_URL":         st.WakeEventSource.QueueURL,
+		"TABLE_NAME":               st.TableName,
+		"OUTPUT_QUEUE_URL":         st.OutputQueueURL,
+		"INPUT_QUEUE_URL":          st.InputQueueURL,
+		"PARAM_PATH":               st.ParamPath,
+		"SHARD_COUNT":              fmt.Sprint(shards),
+		"ALLOW_PRIVATE_NETWORKS":   "false",
+		"LOG_LEVEL":                "info",
+		"CHECK_RUN_SECONDS":        "55",
+		"WAKE_QUEUE_URL":           st.WakeEventSource.QueueURL,
+		"BODY_BUCKET":              st.BodyBucket,
+		"BODY_RETENTION_DAYS":      "14",
+		"OUTPUT_MAX_MESSAGE_BYTES": "262144",
 	}
 	if !maps.Equal(env, want) {
 		t.Errorf("Env() =\n%v\nwant\n%v", env, want)
 	}
 	if _, ok := st.Functions[stack.IngestFunction].Env["CHECK_RUN_SECONDS"]; ok {
 		t.Error("IngestFunction has CHECK_RUN_SECONDS: only CheckFunction should")
+	}
+	if _, ok := st.Functions[stack.IngestFunction].Env["BODY_BUCKET"]; ok {
+		t.Error("IngestFunction has BODY_BUCKET: only CheckFunction stores bodies")
 	}
 	if _, ok := st.Functions[stack.CheckFunction].Env["WAKE_QUEUE_URL"]; ok {
 		t.Error("CheckFunction has WAKE_QUEUE_URL: only IngestFunction sends wake-ups")

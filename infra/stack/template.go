@@ -49,6 +49,7 @@ const (
 	InputQueue     = "InputQueue"
 	InputDLQ       = "InputDLQ"
 	OutputQueue    = "OutputQueue"
+	BodyBucket     = "BodyBucket"
 	IngestFunction = "IngestFunction"
 	CheckFunction  = "CheckFunction"
 )

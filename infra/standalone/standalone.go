@@ -27,6 +27,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ import (
 	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
 	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
 	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/dirbody"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
@@ -78,6 +80,12 @@ type Options struct {
 	// state and how far each input was read; created when missing. Empty
 	// keeps everything in memory, lost at Close.
 	State string
+	// Bodies is the folder where bodies larger than InlineBodyBytes are
+	// kept, content-addressed (shared/dirbody), the result pointing at the
+	// file. Empty: <the state file's folder>/bodies; with no State either,
+	// no folder, and every body stays inline (a JSON line has no size
+	// limit).
+	Bodies string
 	// Out receives one JSON line per result (default os.Stdout). A regular
 	// file is synced before Publish returns, so a result is on disk before
 	// the store forgets its URL.
@@ -210,6 +218,14 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("open state: %w", err)
 	}
 
+	var bodies *dirbody.Store
+	if dir := bodyFolder(opts); dir != "" {
+		if bodies, err = dirbody.New(dir, time.Now); err != nil {
+			rt.Close()
+			return nil, err
+		}
+	}
+
 	rt.tally = newTally(p.FollowCrossHostRedirects)
 	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
 		rt.tally.seen(rs)
@@ -240,6 +256,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			// of a later input batch at once, not a period or two later.
 			LingerPoll: lingerPoll,
 		}
+		if bodies != nil {
+			engine.Bodies = bodies
+		}
 		rt.engines = append(rt.engines, engine)
 		rt.checks[i] = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log,
 			Metrics: opts.Metrics}
@@ -265,6 +284,17 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.tally.expect(queued)
 	rt.Resumed = len(queued)
 	return rt, nil
+}
+
+// bodyFolder is where the runtime keeps large bodies (see Options.Bodies).
+func bodyFolder(opts Options) string {
+	switch {
+	case opts.Bodies != "":
+		return opts.Bodies
+	case opts.State != "":
+		return filepath.Join(filepath.Dir(opts.State), "bodies")
+	}
+	return ""
 }
 
 // Params returns the parameters in force.

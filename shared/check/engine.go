@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/body"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
@@ -104,6 +105,13 @@ type Engine struct {
 	// (one process: a wake-up's shards share it); each run is also capped
 	// by MaxConcurrentHosts. The zero Budget bounds nothing more.
 	Budget Budget
+	// Bodies, when set, keeps page bodies larger than the inline limit
+	// (InlineBodyBytes, capped by InlineLimit) out of the results: they are
+	// streamed into it and the result points at them (see bodies.go).
+	Bodies body.Store
+	// InlineLimit, when positive, caps InlineBodyBytes: the largest body
+	// whose result fits the output queue's message.
+	InlineLimit int64
 	// Metrics receives the run's metrics (requests, bytes, fetch latency,
 	// politeness wait, robots denials, give-ups, hosts worked); nil
 	// records nothing. Results are counted where they are published (see
@@ -564,7 +572,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 		r.e.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
 		return false, false
 	}
-	limit := r.e.Budget.Workers(p.MaxBodyBytes)
+	limit := r.e.Budget.Workers(r.e.keptBody(p))
 	for _, key := range keys {
 		r.mu.Lock()
 		if r.active[key] {

@@ -573,7 +573,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		if out := w.pace(ctx); out != outDone {
 			return result.Result{}, out
 		}
-		req := fetch.Request{URL: target}
+		req := w.pageRequest(target)
 		if hop == 0 {
 			req.ETag, req.LastModified = ent.ETag, ent.LastModified
 		}
@@ -619,7 +619,10 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		switch {
 		case code >= 200 && code < 300:
 			res.Status = result.StatusFetched
-			res.SetBody(resp.Body)
+			if err := w.keepBody(ctx, &res, resp); err != nil {
+				w.localError(ctx, fmt.Errorf("keep body of %s: %w", target, err))
+				return res, outStop
+			}
 			res.Truncated = resp.Truncated
 			res.Attempts = w.attempts[ent.ID] + 1
 			return res, outDone
@@ -655,7 +658,7 @@ func (w *worker) fetchMetrics(sent time.Time, resp *fetch.Response, err error) {
 	m.Add(metrics.Requests, 1)
 	m.AddDuration(metrics.FetchLatency, w.lastFetch.Sub(sent))
 	if resp != nil {
-		m.Add(metrics.BytesFetched, float64(len(resp.Body)))
+		m.Add(metrics.BytesFetched, float64(resp.Size()))
 	}
 }
 

@@ -30,6 +30,15 @@ type Config struct {
 	LogLevel             string
 	// CheckRun is how long a check invocation keeps starting requests.
 	CheckRun time.Duration
+	// BodyBucket keeps bodies larger than InlineBodyBytes (check only;
+	// empty: none, every body is inline and cut to fit the message).
+	BodyBucket string
+	// BodyRetention is how long BodyBucket keeps a body (its lifecycle
+	// rule); zero when not given.
+	BodyRetention time.Duration
+	// OutputMaxMessageBytes is the output queue's MaximumMessageSize: the
+	// largest result message (default 256 KiB).
+	OutputMaxMessageBytes int
 }
 
 // FromEnv reads Config through getenv (os.Getenv when nil). The error names
@@ -55,6 +64,23 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		LogLevel:       getenv("LOG_LEVEL"),
 		ShardCount:     1,
 		CheckRun:       55 * time.Second,
+		BodyBucket:     getenv("BODY_BUCKET"),
+		// The historical SQS limit, which every endpoint accepts.
+		OutputMaxMessageBytes: 256 << 10,
+	}
+	if v := getenv("BODY_RETENTION_DAYS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 3650 {
+			errs = append(errs, fmt.Errorf("BODY_RETENTION_DAYS=%q: want a whole number of days from 1 to 3650", v))
+		}
+		c.BodyRetention = time.Duration(n) * 24 * time.Hour
+	}
+	if v := getenv("OUTPUT_MAX_MESSAGE_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 16<<10 || n > 1<<20 {
+			errs = append(errs, fmt.Errorf("OUTPUT_MAX_MESSAGE_BYTES=%q: want bytes from 16384 to 1048576", v))
+		}
+		c.OutputMaxMessageBytes = n
 	}
 	if v := getenv("SHARD_COUNT"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -24,25 +24,31 @@ func required() map[string]string {
 func TestFromEnvAllSet(t *testing.T) {
 	e := required()
 	maps.Copy(e, map[string]string{
-		"INPUT_QUEUE_URL":        "https://sqs.eu-west-1.amazonaws.com/123456789012/in",
-		"SHARD_COUNT":            "16",
-		"ALLOW_PRIVATE_NETWORKS": "true",
-		"LOG_LEVEL":              "debug",
-		"CHECK_RUN_SECONDS":      "42.5",
+		"INPUT_QUEUE_URL":          "https://sqs.eu-west-1.amazonaws.com/123456789012/in",
+		"SHARD_COUNT":              "16",
+		"ALLOW_PRIVATE_NETWORKS":   "true",
+		"LOG_LEVEL":                "debug",
+		"CHECK_RUN_SECONDS":        "42.5",
+		"BODY_BUCKET":              "urldownloader-dev-bodies",
+		"BODY_RETENTION_DAYS":      "14",
+		"OUTPUT_MAX_MESSAGE_BYTES": "1048576",
 	})
 	got, err := config.FromEnv(env(e))
 	if err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
 	want := config.Config{
-		TableName:            "urldownloader-dev",
-		OutputQueueURL:       "https://sqs.eu-west-1.amazonaws.com/123456789012/out",
-		InputQueueURL:        "https://sqs.eu-west-1.amazonaws.com/123456789012/in",
-		ParamPath:            "/urldownloader/dev/",
-		ShardCount:           16,
-		AllowPrivateNetworks: true,
-		LogLevel:             "debug",
-		CheckRun:             42500 * time.Millisecond,
+		TableName:             "urldownloader-dev",
+		OutputQueueURL:        "https://sqs.eu-west-1.amazonaws.com/123456789012/out",
+		InputQueueURL:         "https://sqs.eu-west-1.amazonaws.com/123456789012/in",
+		ParamPath:             "/urldownloader/dev/",
+		ShardCount:            16,
+		AllowPrivateNetworks:  true,
+		LogLevel:              "debug",
+		CheckRun:              42500 * time.Millisecond,
+		BodyBucket:            "urldownloader-dev-bodies",
+		BodyRetention:         14 * 24 * time.Hour,
+		OutputMaxMessageBytes: 1 << 20,
 	}
 	if got != want {
 		t.Errorf("FromEnv = %+v\nwant %+v", got, want)
@@ -54,8 +60,9 @@ func TestFromEnvDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
-	if got.ShardCount != 1 || got.AllowPrivateNetworks || got.CheckRun != 55*time.Second || got.InputQueueURL != "" || got.LogLevel != "" {
-		t.Errorf("defaults %+v, want ShardCount 1, private networks off, CheckRun 55s, no input queue", got)
+	if got.ShardCount != 1 || got.AllowPrivateNetworks || got.CheckRun != 55*time.Second || got.InputQueueURL != "" || got.LogLevel != "" ||
+		got.BodyBucket != "" || got.OutputMaxMessageBytes != 256<<10 {
+		t.Errorf("defaults %+v, want ShardCount 1, private networks off, CheckRun 55s, no input queue, no body bucket, 256 KiB messages", got)
 	}
 }
 
@@ -149,6 +156,10 @@ func TestFromEnvBadValues(t *testing.T) {
 		{"check run infinite", "CHECK_RUN_SECONDS", "Inf"},
 		{"check run NaN", "CHECK_RUN_SECONDS", "NaN"},
 		{"check run rounds to zero", "CHECK_RUN_SECONDS", "1e-10"},
+		{"body retention zero", "BODY_RETENTION_DAYS", "0"},
+		{"body retention in hours", "BODY_RETENTION_DAYS", "12h"},
+		{"message size over SQS's 1 MiB", "OUTPUT_MAX_MESSAGE_BYTES", "1048577"},
+		{"message size too small for a result", "OUTPUT_MAX_MESSAGE_BYTES", "1024"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

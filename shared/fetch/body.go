@@ -2,13 +2,17 @@ package fetch
 
 import (
 	"bufio"
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/urldownloader/urldownloader/shared/body"
 )
 
 // readBody reads the decoded body, keeping at most max bytes. It stops after
@@ -116,4 +120,86 @@ func identity(resp *http.Response) bool {
 func isZlibHeader(b []byte) bool {
 	cmf, flg := b[0], b[1]
 	return cmf&0x0f == 8 && cmf>>4 <= 7 && (uint16(cmf)<<8|uint16(flg))%31 == 0
+}
+
+// storeError marks a failure of the body store (as opposed to the read).
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+func isStoreError(err error) bool {
+	_, ok := errors.AsType[*storeError](err)
+	return ok
+}
+
+// readOrStore reads the decoded body into memory up to inline bytes; a
+// longer one is streamed, from its first byte and up to max, into store,
+// and its reference returned instead. Errors of the read come back as
+// *body.ReadError, those of the store as *storeError.
+func readOrStore(ctx context.Context, resp *http.Response, max, inline int64, store body.Store, contentType string) ([]byte, *body.Ref, bool, error) {
+	dec, err := decoder(resp)
+	if err != nil {
+		return nil, nil, false, &body.ReadError{Err: err}
+	}
+	if c, ok := dec.(io.Closer); ok {
+		defer c.Close()
+	}
+	var hint int64
+	if identity(resp) {
+		hint = resp.ContentLength
+	}
+	head, err := readAtMost(dec, inline+1, hint)
+	if err != nil {
+		return nil, nil, false, &body.ReadError{Err: err}
+	}
+	if int64(len(head)) <= inline {
+		return head, nil, false, nil
+	}
+	capped := &capReader{r: io.MultiReader(bytes.NewReader(head), dec), left: max}
+	ref, err := store.Put(ctx, body.TrackReads(capped), contentType)
+	if err != nil {
+		if _, ok := errors.AsType[*body.ReadError](err); ok {
+			return nil, nil, false, err
+		}
+		return nil, nil, false, &storeError{err: err}
+	}
+	return nil, &ref, capped.truncated, nil
+}
+
+// capReader reads r up to left bytes, then ends (io.EOF); truncated says
+// whether r had more (one byte is read past the cap to know).
+type capReader struct {
+	r         io.Reader
+	left      int64
+	truncated bool
+	done      bool
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.done {
+		return 0, io.EOF
+	}
+	if c.left <= 0 {
+		c.done = true
+		var one [1]byte
+		n, err := io.ReadFull(c.r, one[:])
+		if n == 1 {
+			c.truncated = true
+			return 0, io.EOF
+		}
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, err
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if errors.Is(err, io.EOF) {
+		c.done = true
+	}
+	return n, err
 }

@@ -22,6 +22,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/urldownloader/urldownloader/shared/body"
 )
 
 // Defaults applied by New to zero-valued Options fields.
@@ -94,6 +96,14 @@ type Request struct {
 	// request: robots.txt must be read to at least 500 KiB (RFC 9309 §2.5)
 	// whatever the cap on pages, without a second fetcher and its pool.
 	MaxBodyBytes int64
+	// Store, when set with InlineBytes above zero and below the body cap,
+	// takes a body longer than InlineBytes as it is read: the bytes read
+	// so far and then the rest stream into Store.Put (up to the cap), so a
+	// body of any allowed size never sits whole in memory. Response.Stored
+	// then says where it went and Body is nil. The upload is part of the
+	// request: Options.Timeout bounds it too.
+	Store       body.Store
+	InlineBytes int64
 }
 
 // Response is what the server answered, whatever the status: 3xx, 4xx and
@@ -104,6 +114,9 @@ type Response struct {
 	// Body is the decoded body (gzip and deflate are undone), at most
 	// MaxBodyBytes (the request's, else the Options') long.
 	Body []byte
+	// Stored is where a body longer than Request.InlineBytes was put
+	// (Request.Store); nil when the body is in Body.
+	Stored *body.Ref
 	// Truncated is set when the decoded body was longer than MaxBodyBytes.
 	Truncated bool
 	// ETag and LastModified are the validators to send back next time.
@@ -289,15 +302,39 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	if req.MaxBodyBytes > 0 {
 		limit = req.MaxBodyBytes
 	}
-	body, truncated, err := readBody(resp, limit)
+	contentType := resp.Header.Get("Content-Type")
+	var data []byte
+	var stored *body.Ref
+	var truncated bool
+	if req.Store != nil && req.InlineBytes > 0 && req.InlineBytes < limit {
+		data, stored, truncated, err = readOrStore(ctx, resp, limit, req.InlineBytes, req.Store, contentType)
+	} else {
+		data, truncated, err = readBody(resp, limit)
+	}
 	if err != nil {
-		return nil, f.wrap(ctx, "read body", req.URL, err)
+		if re, ok := errors.AsType[*body.ReadError](err); ok || stored == nil && !isStoreError(err) {
+			if ok {
+				err = re.Err
+			}
+			return nil, f.wrap(ctx, "read body", req.URL, err)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			// The request's own bound ran out while the body was being
+			// stored (the upload is part of the request): a timeout like
+			// a slow body's, counted against the URL's attempts, so a body
+			// that can never be kept in time ends instead of coming back.
+			return nil, f.wrap(ctx, "store body", req.URL, fmt.Errorf("%w: %w", cerr, err))
+		}
+		// The body arrived but could not be kept: not the host's failure.
+		// The URL stays queued and is fetched again (see KindLocal).
+		return nil, &Error{Kind: KindLocal, Op: "store body", URL: req.URL, Err: err}
 	}
 
 	out := &Response{
 		HTTPStatus:   resp.StatusCode,
-		ContentType:  resp.Header.Get("Content-Type"),
-		Body:         body,
+		ContentType:  contentType,
+		Body:         data,
+		Stored:       stored,
 		Truncated:    truncated,
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
@@ -310,6 +347,14 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 	out.RetryAfter, out.RetryAfterSet = parseRetryAfter(resp.Header.Get("Retry-After"), f.now())
 	return out, nil
+}
+
+// Size is the body's length as kept: in Body or in the store.
+func (r *Response) Size() int64 {
+	if r.Stored != nil {
+		return r.Stored.Bytes
+	}
+	return int64(len(r.Body))
 }
 
 // wrap turns a transport or body error into an *Error. The *url.Error layer

@@ -43,6 +43,10 @@ type Params struct {
 	FetchTimeout time.Duration
 	// MaxBodyBytes caps the body kept per result; longer bodies are truncated.
 	MaxBodyBytes int64
+	// InlineBodyBytes is the largest body a result carries in its data
+	// field (as sent: base64 counts 4/3); a larger one goes to the body
+	// store and the result points at it (the claim-check pattern).
+	InlineBodyBytes int64
 	// MaxConcurrentHosts caps the hosts one check invocation fetches from at
 	// the same time (one request per host at a time in any case).
 	MaxConcurrentHosts int
@@ -102,6 +106,7 @@ const (
 	NameFetchDelay               = "FetchDelay"
 	NameFetchTimeout             = "FetchTimeout"
 	NameMaxBodyBytes             = "MaxBodyBytes"
+	NameInlineBodyBytes          = "InlineBodyBytes"
 	NameMaxConcurrentHosts       = "MaxConcurrentHosts"
 	NameUserAgent                = "UserAgent"
 	NameRespectRobots            = "RespectRobots"
@@ -120,6 +125,15 @@ const (
 // operator who sees it in a log can find out who is calling.
 const DefaultUserAgent = "urldownloader/1.0 (+https://github.com/urldownloader/urldownloader)"
 
+// DefaultInlineBodyBytes is 240 KiB: the largest body whose result still
+// fits the output queue's default 256 KiB message with 16 KiB left for the
+// rest of the result. Cost does not set it lower: a body inline costs a
+// queue request per 64 KiB it spans, sent and received ($0.80 per million
+// per chunk), while a stored one costs an S3 PUT ($5 per million), a
+// HEAD and the consumer's GET ($0.40 each), and storage; so inline is the
+// cheaper up to the message limit (see README, Cost of whole bodies).
+const DefaultInlineBodyBytes = 240 << 10
+
 // Defaults returns the parameters used when none is set: the values of the
 // reference systems (YT Flow, StormCrawler, Scrapy), chosen to be polite.
 func Defaults() Params {
@@ -129,6 +143,7 @@ func Defaults() Params {
 		FetchDelay:               time.Second,
 		FetchTimeout:             10 * time.Second,
 		MaxBodyBytes:             200 << 10,
+		InlineBodyBytes:          DefaultInlineBodyBytes,
 		MaxConcurrentHosts:       256,
 		UserAgent:                DefaultUserAgent,
 		RespectRobots:            true,

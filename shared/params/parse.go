@@ -18,9 +18,17 @@ const (
 	// MaxFetchTimeout bounds FetchTimeout so one slow site cannot hold a
 	// check invocation (and its lease on the host) for most of its run.
 	MaxFetchTimeout = 5 * time.Minute
-	// MaxMaxBodyBytes bounds MaxBodyBytes: Colly's 10 MiB, and bodies travel
-	// in SQS messages that cannot be much larger.
-	MaxMaxBodyBytes = 10 << 20
+	// MaxMaxBodyBytes bounds MaxBodyBytes: 1 GiB. A body larger than
+	// InlineBodyBytes is streamed to the body store (S3, or a local
+	// folder) as it is read, so the cap bounds storage and transfer, not
+	// memory; one request must still finish within FetchTimeout.
+	MaxMaxBodyBytes = 1 << 30
+	// MinInlineBodyBytes and MaxInlineBodyBytes bound InlineBodyBytes: a
+	// result always carries at least a small body inline, and never more
+	// than SQS's largest message (1 MiB); the engine also caps it by the
+	// output queue's own message size.
+	MinInlineBodyBytes = 1 << 10
+	MaxInlineBodyBytes = 1 << 20
 	// MaxMaxConcurrentHosts bounds MaxConcurrentHosts so one invocation
 	// cannot open more sockets than a Lambda sandbox allows.
 	MaxMaxConcurrentHosts = 10000
@@ -235,6 +243,9 @@ var fields = []field{
 	newField(NameMaxBodyBytes, func(p *Params) *int64 { return &p.MaxBodyBytes }, parseInt64,
 		func(v int64) string { return strconv.FormatInt(v, 10) },
 		between(1, MaxMaxBodyBytes)),
+	newField(NameInlineBodyBytes, func(p *Params) *int64 { return &p.InlineBodyBytes }, parseInt64,
+		func(v int64) string { return strconv.FormatInt(v, 10) },
+		between(MinInlineBodyBytes, MaxInlineBodyBytes)),
 	intField(NameMaxConcurrentHosts, func(p *Params) *int { return &p.MaxConcurrentHosts }, between(1, MaxMaxConcurrentHosts)),
 	newField(NameUserAgent, func(p *Params) *string { return &p.UserAgent },
 		func(s string) (string, error) { return s, nil },

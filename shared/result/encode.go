@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/urldownloader/urldownloader/shared/body"
 )
 
 // SetBody fills Data, Encoding, Bytes and SHA256 from a body: UTF-8 text is
@@ -21,6 +23,32 @@ func (r *Result) SetBody(body []byte) {
 	} else {
 		r.Data, r.Encoding = base64.StdEncoding.EncodeToString(body), EncodingBase64
 	}
+}
+
+// SetStored records a body kept in a store: the message carries ref
+// instead of Data.
+func (r *Result) SetStored(ref body.Ref) {
+	r.Body = &ref
+	r.Data, r.Encoding = "", ""
+	r.Bytes, r.SHA256 = ref.Bytes, ref.SHA256
+}
+
+// InlineSize is how many bytes body takes in a message's data field: as
+// text, its length with JSON's escapes (a quote or newline costs two
+// bytes, other control characters six), as base64 4/3 of it. It is what
+// InlineBodyBytes limits, so a body under it fits a message whose size
+// leaves room for the rest of the result.
+func InlineSize(body []byte) int64 {
+	if !utf8.Valid(body) {
+		return int64(base64.StdEncoding.EncodedLen(len(body)))
+	}
+	var n int64
+	for i := 0; i < len(body); {
+		r, size := utf8.DecodeRune(body[i:])
+		n += int64(jsonLen(r, size))
+		i += size
+	}
+	return n
 }
 
 // Encode marshals r into at most maxBytes of JSON, cutting Data (and marking

@@ -44,3 +44,21 @@ func TestJSONLenMatchesEncoder(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineSize: what a body costs in the data field, as marshal writes
+// it: text with its escapes, anything else as base64.
+func TestInlineSize(t *testing.T) {
+	for _, body := range [][]byte{[]byte("plain <html> & text"), []byte("quotes \" and \\ and \n\t"), []byte("ctrl \x01\x02 \u2028"), []byte("héllo €"), {0xff, 0xfe, 0x00}} {
+		r := Result{}
+		r.SetBody(body)
+		b, err := marshal(Result{Data: r.Data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		empty, _ := marshal(Result{})
+		want := int64(len(b) - len(empty) - len(`,"data":""`))
+		if got := InlineSize(body); got != want {
+			t.Errorf("InlineSize(%q) = %d, the message spends %d", body, got, want)
+		}
+	}
+}

@@ -2,7 +2,11 @@
 // exactly one terminal result per accepted URL (at least once, deduplicated by ID).
 package result
 
-import "time"
+import (
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/body"
+)
 
 // Status is the terminal outcome of one accepted URL.
 type Status string
@@ -10,7 +14,8 @@ type Status string
 // The statuses a result can carry. Consumers switch on them; they are part of
 // the public message format and never change meaning.
 const (
-	// StatusFetched: the server answered 2xx and the body is in Data.
+	// StatusFetched: the server answered 2xx and the body is in Data, or,
+	// when larger than InlineBodyBytes, in a store that Body points at.
 	StatusFetched Status = "fetched"
 	// StatusFetchError: non-2xx, timeout, connection or DNS error after the
 	// last attempt; Error says which.
@@ -33,14 +38,17 @@ const EncodingBase64 = "base64"
 
 // Result is one output message. Field names are the JSON contract.
 type Result struct {
-	ID           string    `json:"id"`
-	Host         string    `json:"host"`
-	URL          string    `json:"url"`
-	Status       Status    `json:"status"`
-	HTTPStatus   int       `json:"httpStatus,omitempty"`
-	ContentType  string    `json:"contentType,omitempty"`
-	Data         string    `json:"data,omitempty"`
-	Encoding     string    `json:"encoding,omitempty"`
+	ID          string `json:"id"`
+	Host        string `json:"host"`
+	URL         string `json:"url"`
+	Status      Status `json:"status"`
+	HTTPStatus  int    `json:"httpStatus,omitempty"`
+	ContentType string `json:"contentType,omitempty"`
+	Data        string `json:"data,omitempty"`
+	Encoding    string `json:"encoding,omitempty"`
+	// Body points at the body when it was kept in a store instead of Data
+	// (read it with shared/wholebody); Bytes and SHA256 repeat its own.
+	Body         *body.Ref `json:"body,omitempty"`
 	Bytes        int64     `json:"bytes"`
 	SHA256       string    `json:"sha256,omitempty"`
 	Truncated    bool      `json:"truncated,omitempty"`

@@ -30,7 +30,7 @@ import (
 //     on slow 200 KB pages a worker costs about 0.65 MiB of RSS (see
 //     docs/benchmarks.md, resources), a third of the memory at this bound.
 //   - Descriptors: fdBudget in all, well under Lambda's 1,024. The SDK
-//     clients' connections are capped (sdkConns: DynamoDB, SQS, SSM), the
+//     clients' connections are capped (sdkConns: DynamoDB, SQS, SSM, S3), the
 //     runtime keeps a handful (runtimeFDs), and the rest are the fetcher's
 //     connections (fetch.Options.MaxConns), two per worker (one in use,
 //     one idle for its host's next request).
@@ -60,7 +60,10 @@ const (
 	dynamoConns = 64
 	sqsConns    = 32
 	ssmConns    = 4
-	sdkConns    = dynamoConns + sqsConns + ssmConns
+	// s3Conns: the body store uploads at most s3body.DefaultBuffers
+	// bodies at once, one call each; the rest is headroom for HEADs.
+	s3Conns  = 8
+	sdkConns = dynamoConns + sqsConns + ssmConns + s3Conns
 )
 
 // memoryMiB is the function's MemorySize, as Lambda sets it; 0 when not

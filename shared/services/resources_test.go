@@ -37,8 +37,8 @@ func TestBudgetFor(t *testing.T) {
 		{0, 0},     // not in Lambda: unbounded
 		{128, 15},  // (64 - 48) MiB of bodies
 		{512, 206}, // the check function: memory binds
-		{1024, 338},
-		{10240, 338}, // descriptors bind: (800 - 24 - 100) / 2
+		{1024, 334},
+		{10240, 334}, // descriptors bind: (800 - 24 - 108) / 2
 	}
 	for _, tc := range tests {
 		b := BudgetFor(tc.memory)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/s3body"
 	"github.com/urldownloader/urldownloader/shared/sqsout"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
 	"github.com/urldownloader/urldownloader/shared/wake"
@@ -43,6 +45,7 @@ type Options struct {
 	// runner's fault injection adds middleware here).
 	DynamoOptions []func(*dynamodb.Options)
 	SQSOptions    []func(*sqs.Options)
+	S3Options     []func(*s3.Options)
 	// Resolve, when set, resolves host names from this fixed table instead
 	// of DNS (see fetch.Options.Resolve): the local stack and tests give
 	// loopback sites real-looking names without sending a DNS query. Never
@@ -106,18 +109,38 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 
 	rec := opts.Metrics
 	store := dynamo.New(ddb, cfg.TableName, clock.Now)
-	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{})
+	pubOpts := sqsout.Options{MaxMessageBytes: cfg.OutputMaxMessageBytes}
 	if rec != nil {
 		store.OnRetry = func() { rec.Add(metrics.StoreRetries, 1) }
 		store.OnTakeover = func() { rec.Add(metrics.LeaseTakeovers, 1) }
-		sqsPub = sqsout.New(sq, cfg.OutputQueueURL, sqsout.Options{OnRetry: func(n int) { rec.Add(metrics.PublishRetries, float64(n)) }})
+		pubOpts.OnRetry = func(n int) { rec.Add(metrics.PublishRetries, float64(n)) }
 	}
+	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, pubOpts)
 	pub := &metrics.CountResults{Publisher: sqsPub, Metrics: rec}
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
 	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
 		waker = &wake.Queue{Client: sq, URL: cfg.WakeQueueURL, ShardCount: cfg.ShardCount, Now: clock.Now}
+	}
+	engine := &check.Engine{
+		Store: store, Publisher: pub, Fetcher: fetchers.get,
+		Params: cache.Get, Clock: clock, Log: log, Budget: opts.Budget, Metrics: rec,
+		InlineLimit: InlineLimit(cfg.OutputMaxMessageBytes),
+	}
+	if cfg.BodyBucket != "" {
+		s3Opts := []func(*s3.Options){}
+		if awsCfg.HTTPClient == nil {
+			s3Opts = append(s3Opts, func(o *s3.Options) { o.HTTPClient = sdkHTTPClient(s3Conns) })
+		}
+		if awsCfg.BaseEndpoint != nil {
+			// A custom endpoint (moto on loopback) cannot resolve a
+			// bucket's own host name: address buckets by path.
+			s3Opts = append(s3Opts, func(o *s3.Options) { o.UsePathStyle = true })
+		}
+		bodies := s3body.New(s3.NewFromConfig(awsCfg, append(s3Opts, opts.S3Options...)...), cfg.BodyBucket,
+			s3body.Options{Refresh: cfg.BodyRetention / 2, Now: clock.Now})
+		engine.Bodies = bodies
 	}
 	return &Services{
 		Waker:     waker,
@@ -127,11 +150,23 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		Metrics:   rec,
 		Params:    cache,
 		Ingester:  &hostqueue.Ingester{Store: store, Publisher: pub, Now: clock.Now, Guard: fetchers.guard},
-		Engine: &check.Engine{
-			Store: store, Publisher: pub, Fetcher: fetchers.get,
-			Params: cache.Get, Clock: clock, Log: log, Budget: opts.Budget, Metrics: rec,
-		},
+		Engine:    engine,
 	}
+}
+
+// envelopeBytes is what a result's message keeps for its fields besides
+// the body: the URL (at most 2048 bytes), a redirect's location, the
+// validators, an error message, and the JSON around them.
+const envelopeBytes = 16 << 10
+
+// InlineLimit is the largest body a result carries inline in a message of
+// maxMessage bytes; a larger one goes to the body bucket (or, without one,
+// is cut to fit).
+func InlineLimit(maxMessage int) int64 {
+	if maxMessage <= 0 {
+		maxMessage = sqsout.DefaultMaxMessageBytes
+	}
+	return int64(max(maxMessage-envelopeBytes, 1<<10))
 }
 
 // FromEnv wires the services of a deployed function from its environment:

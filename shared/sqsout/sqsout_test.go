@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st, cfg := stack.DeployForTest(t, stack.Options{})
+	return newEnvWith(t, stack.Options{})
+}
+
+// newEnvWith deploys with opts (template parameters such as the output
+// queue's OutputMaxMessageBytes).
+func newEnvWith(t *testing.T, opts stack.Options) *env {
+	t.Helper()
+	st, cfg := stack.DeployForTest(t, opts)
 	return &env{t: t, sqs: sqs.NewFromConfig(cfg), queue: st.OutputQueueURL}
 }
 
@@ -217,7 +225,13 @@ func TestPublishCutsBigBodies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			// The queue's MaximumMessageSize is the template's
+			// OutputMaxMessageBytes: the publisher's limit must match it.
+			size := tc.max
+			if size == 0 {
+				size = sqsout.DefaultMaxMessageBytes
+			}
+			e := newEnvWith(t, stack.Options{TemplateParams: map[string]string{"OutputMaxMessageBytes": strconv.Itoa(size)}})
 			c := &counting{Client: e.sqs}
 			p := sqsout.New(c, e.queue, sqsout.Options{MaxMessageBytes: tc.max})
 			defer p.Close()
