@@ -16,7 +16,11 @@ line asks for `--docker-network host`:
 - the emulator in the container (aws-lambda-rie) listens on 127.0.0.1 at the
   port SAM picked for it, instead of its default 0.0.0.0:8080, which on the
   host's network would collide with anything on 8080 and with the next
-  container (issue #6347), and which SAM would not be connecting to anyway.
+  container (issue #6347), and which SAM would not be connecting to anyway;
+- its Runtime API (which the function's bootstrap polls) moves off its
+  default 127.0.0.1:9001 to a free port, or a second container at once (a
+  `sam local invoke` while `start-api` keeps a warm one) fails to start and
+  SAM prints an empty answer.
 Everything else is SAM's own code. Without the flag it changes nothing.
 """
 
@@ -25,9 +29,11 @@ import sys
 import docker.models.containers
 from samcli.cli.main import cli
 from samcli.local.docker import container as samcontainer
+from samcli.local.docker.utils import find_free_port
 
 RIE = "/var/rapid/aws-lambda-rie"
 ADDRESS_FLAG = "--runtime-interface-emulator-address"
+RUNTIME_API_FLAG = "--runtime-api-address"
 
 
 def host_network_requested(argv):
@@ -54,7 +60,12 @@ def patch():
     def create_with_rie_address(self, *args, **kwargs):
         entry = list(self._entrypoint or [])
         if entry and entry[0] == RIE and ADDRESS_FLAG not in entry:
-            self._entrypoint = entry + [ADDRESS_FLAG, "127.0.0.1:%d" % self.rapid_port_host]
+            # Above SAM's own range (5000-9000), so the two never meet.
+            api_port = find_free_port(network_interface="127.0.0.1", start=9100, end=9900)
+            self._entrypoint = entry + [
+                ADDRESS_FLAG, "127.0.0.1:%d" % self.rapid_port_host,
+                RUNTIME_API_FLAG, "127.0.0.1:%d" % api_port,
+            ]
         return create(self, *args, **kwargs)
 
     samcontainer.Container.create = create_with_rie_address
