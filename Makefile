@@ -13,6 +13,9 @@ SHELL := /bin/bash
 MOTO_VERSION    := 5.2.5
 SAM_VERSION     := 1.170.0
 CFN_LINT_VERSION := 1.58.0
+# The AWS CLI v1 from PyPI, beside SAM CLI in the same .venv: 1.46.3
+# installs without moving SAM's botocore (it carries its own).
+AWSCLI_VERSION  := 1.46.3
 # The emulator's module serves only pseudo-versions (no tags).
 RIE_VERSION     := v0.0.0-20261030222936-bef5c4ba774d
 RIE_MODULE      := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
@@ -21,6 +24,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := .bin
 VENV_STAMP := $(VENV)/.installed-moto$(MOTO_VERSION)-sam$(SAM_VERSION)-cfnlint$(CFN_LINT_VERSION)
+# A stamp of its own, so adding the CLI to an existing .venv (shared by
+# worktrees) installs one package instead of rebuilding the environment.
+AWSCLI_STAMP := $(VENV)/.installed-awscli$(AWSCLI_VERSION)
 RIE        := $(BIN)/aws-lambda-rie
 RIE_STAMP  := $(BIN)/.installed-rie-$(RIE_VERSION)
 
@@ -44,12 +50,12 @@ GO_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -t
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test fuzz run bench sim sam-build deploy clean distclean
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test fuzz run bench sim sam-build deploy clean distclean sam-local up
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
-tools: $(VENV_STAMP) $(RIE_STAMP) ## Install moto, SAM CLI, cfn-lint (.venv) and aws-lambda-rie (.bin), pinned.
+tools: $(VENV_STAMP) $(AWSCLI_STAMP) $(RIE_STAMP) ## Install moto, SAM CLI, cfn-lint, the AWS CLI (.venv) and aws-lambda-rie (.bin), pinned.
 
 $(VENV_STAMP):
 	rm -rf $(VENV)
@@ -59,6 +65,13 @@ $(VENV_STAMP):
 		'moto[server]==$(MOTO_VERSION)' 'aws-sam-cli==$(SAM_VERSION)' 'cfn-lint==$(CFN_LINT_VERSION)'
 	$(VENV)/bin/pip check
 	$(VENV)/bin/moto_server --help >/dev/null
+	touch $@
+
+$(AWSCLI_STAMP): $(VENV_STAMP)
+	rm -f $(VENV)/.installed-awscli*
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'awscli==$(AWSCLI_VERSION)'
+	$(VENV)/bin/pip check
+	$(VENV)/bin/aws --version >/dev/null
 	touch $@
 
 $(RIE_STAMP):
@@ -118,6 +131,20 @@ sam-build: $(VENV_STAMP) ## sam build into .aws-sam (no Docker needed).
 deploy: $(VENV_STAMP) ## sam build && sam deploy; ENV=prod for the prod config.
 	$(SAM) build --build-in-source --config-env $(ENV)
 	$(SAM) deploy --config-env $(ENV)
+
+# sam local in Docker, for real: docker-provision.sh installs and starts
+# what is missing (root on Debian-like systems; anywhere else it says why it
+# cannot and fails), builds the invoke image from packages (no registry),
+# and the Go test drives sam local invoke and start-api against moto.
+# A dockerd the script started is stopped at the end, pass or fail.
+SAM_LOCAL_IMAGE ?= urldownloader/sam-invoke:al2023-arm64
+SAM_LOCAL_RUN   := .build/sam-local
+sam-local: tools ## Invoke both built functions with sam local invoke and start-api in Docker, against moto.
+	@daemon=$$(infra/scripts/docker-provision.sh provision $(SAM_LOCAL_IMAGE) $(SAM_LOCAL_RUN)) || exit $$?; \
+	trap 'infra/scripts/docker-provision.sh stop $(SAM_LOCAL_RUN)' EXIT; \
+	echo "sam-local: Docker $$daemon, invoke image $(SAM_LOCAL_IMAGE)"; \
+	$(MAKE) --no-print-directory sam-build && \
+	$(TOOL_ENV) SAM_LOCAL_IMAGE=$(SAM_LOCAL_IMAGE) go test -tags samlocal -count=1 -timeout 10m -run '^TestSAMLocal$$' -v ./infra/samlocal/
 
 clean: ## Remove build outputs (keeps the installed tools).
 	rm -rf .build .aws-sam
