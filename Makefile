@@ -146,6 +146,17 @@ sam-local: tools ## Invoke both built functions with sam local invoke and start-
 	$(MAKE) --no-print-directory sam-build && \
 	$(TOOL_ENV) SAM_LOCAL_IMAGE=$(SAM_LOCAL_IMAGE) go test -tags samlocal -count=1 -timeout 10m -run '^TestSAMLocal$$' -v ./infra/samlocal/
 
+# A local deployment to talk to, until Ctrl-C. Where a Docker daemon
+# already answers, POST /urls goes through sam local start-api (the image is
+# built if missing); elsewhere through the in-process API adapter. It does
+# not start a daemon of its own (make sam-local does, and stops it).
+up: tools ## Run a local deployment until Ctrl-C: POST /urls, moto, the demo site; prints curl and AWS CLI commands.
+	@if docker info >/dev/null 2>&1; then \
+		infra/scripts/docker-provision.sh provision $(SAM_LOCAL_IMAGE) $(SAM_LOCAL_RUN) >/dev/null && \
+		$(MAKE) --no-print-directory sam-build >&2; \
+	fi
+	@$(TOOL_ENV) SAM_LOCAL_IMAGE=$(SAM_LOCAL_IMAGE) go run ./infra/up $(ARGS)
+
 clean: ## Remove build outputs (keeps the installed tools).
 	rm -rf .build .aws-sam
 
