@@ -152,8 +152,8 @@ sam-local: tools ## Invoke both built functions with sam local invoke and start-
 # not start a daemon of its own (make sam-local does, and stops it).
 up: tools ## Run a local deployment until Ctrl-C: POST /urls, moto, the demo site; prints curl and AWS CLI commands.
 	@if docker info >/dev/null 2>&1; then \
-		infra/scripts/docker-provision.sh provision $(SAM_LOCAL_IMAGE) $(SAM_LOCAL_RUN) >/dev/null && \
-		$(MAKE) --no-print-directory sam-build >&2; \
+		{ infra/scripts/docker-provision.sh provision $(SAM_LOCAL_IMAGE) $(SAM_LOCAL_RUN) >/dev/null && \
+		  $(MAKE) --no-print-directory sam-build >&2; } || echo "up: sam local is not ready, see above" >&2; \
 	fi
 	@$(TOOL_ENV) SAM_LOCAL_IMAGE=$(SAM_LOCAL_IMAGE) go run ./infra/up $(ARGS)
 
