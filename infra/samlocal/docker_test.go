@@ -477,7 +477,7 @@ func startSite(t *testing.T, hosts []string) *site {
 	t.Helper()
 	s := &site{}
 	for _, host := range hosts {
-		ln, err := net.Listen("tcp", host)
+		ln, err := listenPatiently(t, host)
 		if err != nil {
 			t.Fatalf("serve the demo host %s that infra/events names: %v", host, err)
 		}
@@ -486,6 +486,24 @@ func startSite(t *testing.T, hosts []string) *site {
 		t.Cleanup(func() { _ = srv.Close() })
 	}
 	return s
+}
+
+// listenPatiently binds a fixed address, waiting up to two minutes while
+// another test holds it: infra/e2e serves the same addresses (the events
+// name them), and on a shared machine it may be running.
+func listenPatiently(t *testing.T, addr string) (net.Listener, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for logged := false; ; {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil || time.Now().After(deadline) {
+			return ln, err
+		}
+		if !logged {
+			t.Logf("%s is taken (%v); waiting for it", addr, err)
+			logged = true
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 func (s *site) handler(host string) http.Handler {

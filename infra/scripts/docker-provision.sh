@@ -31,16 +31,21 @@ wait_docker() {
 }
 
 apt_updated=
+# apt_install installs packages quietly; its full output goes to
+# RUNDIR/apt.log and is shown only when it fails.
 apt_install() {
+	echo "sam-local: installing $* (log: $rundir/apt.log)" >&2
 	if [[ -z $apt_updated ]]; then
-		apt-get update -qq >&2
+		apt-get update >>"$rundir/apt.log" 2>&1 || { tail -n 20 "$rundir/apt.log" >&2; return 1; }
 		apt_updated=1
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >>"$rundir/apt.log" 2>&1 ||
+		{ tail -n 20 "$rundir/apt.log" >&2; return 1; }
 }
 
 provision() {
-	local image=$1 rundir=$2
+	local image=$1
+	rundir=$2
 	mkdir -p "$rundir"
 	[[ $(uname -s) == Linux ]] || die_unavailable "this is $(uname -s), and sam local's --docker-network host needs Linux"
 	local daemon=running
@@ -102,11 +107,14 @@ build_image() {
 	fi
 	# Downloaded and unpacked, not installed: an arm64 busybox must not
 	# replace the host's /bin/busybox.
-	if [[ -z $apt_updated ]] && ! (cd "$rundir/deb" && apt-get download -qq "$deb" >&2 2>/dev/null); then
-		apt-get update -qq >&2
+	# _apt cannot write to a root-only folder; apt then downloads as root
+	# and says so, which is fine here.
+	if [[ -z $apt_updated ]] && ! (cd "$rundir/deb" && apt-get download -qq "$deb" >>"$rundir/apt.log" 2>&1); then
+		apt-get update >>"$rundir/apt.log" 2>&1
 		apt_updated=1
 	fi
-	ls "$rundir"/deb/*.deb >/dev/null 2>&1 || (cd "$rundir/deb" && apt-get download -qq "$deb" >&2)
+	ls "$rundir"/deb/*.deb >/dev/null 2>&1 || (cd "$rundir/deb" && apt-get download -qq "$deb" >>"$rundir/apt.log" 2>&1) ||
+		{ tail -n 20 "$rundir/apt.log" >&2; return 1; }
 	dpkg-deb -x "$rundir"/deb/*.deb "$rundir/deb/x"
 	cp "$rundir/deb/x/bin/busybox" "$root/bin/busybox"
 	local cmd
