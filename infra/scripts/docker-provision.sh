@@ -45,8 +45,9 @@ apt_install() {
 
 provision() {
 	local image=$1
-	rundir=$2
-	mkdir -p "$rundir"
+	mkdir -p "$2"
+	# Absolute: some steps run in subshells that cd elsewhere.
+	rundir=$(cd "$2" && pwd)
 	[[ $(uname -s) == Linux ]] || die_unavailable "this is $(uname -s), and sam local's --docker-network host needs Linux"
 	local daemon=running
 	if ! docker info >/dev/null 2>&1; then
@@ -60,6 +61,8 @@ provision() {
 		# (sam local uses the host's network, see the checks).
 		dockerd >"$rundir/dockerd.log" 2>&1 &
 		echo $! >"$rundir/dockerd.pid"
+		# Whatever fails from here on, the daemon we started goes too.
+		trap 'stop "$rundir"' EXIT
 		if ! wait_docker 60; then
 			tail -n 30 "$rundir/dockerd.log" >&2 || true
 			stop "$rundir"
@@ -69,6 +72,7 @@ provision() {
 	fi
 	register_arm64
 	build_image "$image" "$rundir"
+	trap - EXIT
 	echo "$daemon"
 }
 
