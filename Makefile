@@ -13,6 +13,9 @@ SHELL := /bin/bash
 MOTO_VERSION    := 5.2.5
 SAM_VERSION     := 1.170.0
 CFN_LINT_VERSION := 1.58.0
+# The AWS CLI v1 from PyPI, beside SAM CLI in the same .venv: 1.46.3
+# installs without moving SAM's botocore (it carries its own).
+AWSCLI_VERSION  := 1.46.3
 # The emulator's module serves only pseudo-versions (no tags).
 RIE_VERSION     := v0.0.0-20261030222936-bef5c4ba774d
 RIE_MODULE      := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
@@ -25,6 +28,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := .bin
 VENV_STAMP := $(VENV)/.installed-moto$(MOTO_VERSION)-sam$(SAM_VERSION)-cfnlint$(CFN_LINT_VERSION)
+# A stamp of its own, so adding the CLI to an existing .venv (shared by
+# worktrees) installs one package instead of rebuilding the environment.
+AWSCLI_STAMP := $(VENV)/.installed-awscli$(AWSCLI_VERSION)
 RIE        := $(BIN)/aws-lambda-rie
 RIE_STAMP  := $(BIN)/.installed-rie-$(RIE_VERSION)
 VULN_STAMP := $(BIN)/.installed-govulncheck$(VULN_VERSION)-vulndb$(VULNDB_VERSION)
@@ -52,12 +58,12 @@ GO_BUILD := GOWORK=off GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lamb
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run bench sim sam-build deploy clean distclean
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run bench sim sam-build deploy clean distclean sam-local up
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
-tools: $(VENV_STAMP) $(RIE_STAMP) $(VULN_STAMP) ## Install moto, SAM CLI, cfn-lint (.venv), aws-lambda-rie and govulncheck with its database (.bin), pinned.
+tools: $(VENV_STAMP) $(AWSCLI_STAMP) $(RIE_STAMP) $(VULN_STAMP) ## Install moto, SAM CLI, cfn-lint, the AWS CLI (.venv), aws-lambda-rie and govulncheck with its database (.bin), pinned.
 
 $(VENV_STAMP):
 	rm -rf $(VENV)
@@ -67,6 +73,13 @@ $(VENV_STAMP):
 		'moto[server]==$(MOTO_VERSION)' 'aws-sam-cli==$(SAM_VERSION)' 'cfn-lint==$(CFN_LINT_VERSION)'
 	$(VENV)/bin/pip check
 	$(VENV)/bin/moto_server --help >/dev/null
+	touch $@
+
+$(AWSCLI_STAMP): $(VENV_STAMP)
+	rm -f $(VENV)/.installed-awscli*
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'awscli==$(AWSCLI_VERSION)'
+	$(VENV)/bin/pip check
+	$(VENV)/bin/aws --version >/dev/null
 	touch $@
 
 $(RIE_STAMP):
@@ -161,6 +174,31 @@ sam-build: $(VENV_STAMP) ## sam build into .aws-sam (no Docker needed).
 deploy: $(VENV_STAMP) ## sam build && sam deploy; ENV=prod for the prod config.
 	$(SAM) build --build-in-source --config-env $(ENV)
 	$(SAM) deploy --config-env $(ENV)
+
+# sam local in Docker, for real: docker-provision.sh installs and starts
+# what is missing (root on Debian-like systems; anywhere else it says why it
+# cannot and fails), builds the invoke image from packages (no registry),
+# and the Go test drives sam local invoke and start-api against moto.
+# A dockerd the script started is stopped at the end, pass or fail.
+SAM_LOCAL_IMAGE ?= urldownloader/sam-invoke:al2023-arm64
+SAM_LOCAL_RUN   := .build/sam-local
+sam-local: tools ## Invoke both built functions with sam local invoke and start-api in Docker, against moto.
+	@daemon=$$(infra/scripts/docker-provision.sh provision $(SAM_LOCAL_IMAGE) $(SAM_LOCAL_RUN)) || exit $$?; \
+	trap 'infra/scripts/docker-provision.sh stop $(SAM_LOCAL_RUN)' EXIT; \
+	echo "sam-local: Docker $$daemon, invoke image $(SAM_LOCAL_IMAGE)"; \
+	$(MAKE) --no-print-directory sam-build && \
+	$(TOOL_ENV) SAM_LOCAL_IMAGE=$(SAM_LOCAL_IMAGE) go test -tags samlocal -count=1 -timeout 10m -run '^TestSAMLocal$$' -v ./infra/samlocal/
+
+# A local deployment to talk to, until Ctrl-C. Where a Docker daemon
+# already answers, POST /urls goes through sam local start-api (the image is
+# built if missing); elsewhere through the in-process API adapter. It does
+# not start a daemon of its own (make sam-local does, and stops it).
+up: tools ## Run a local deployment until Ctrl-C: POST /urls, moto, the demo site; prints curl and AWS CLI commands.
+	@if docker info >/dev/null 2>&1; then \
+		{ infra/scripts/docker-provision.sh provision $(SAM_LOCAL_IMAGE) $(SAM_LOCAL_RUN) >/dev/null && \
+		  $(MAKE) --no-print-directory sam-build >&2; } || echo "up: sam local is not ready, see above" >&2; \
+	fi
+	@$(TOOL_ENV) SAM_LOCAL_IMAGE=$(SAM_LOCAL_IMAGE) go run ./infra/up $(ARGS)
 
 clean: ## Remove build outputs (keeps the installed tools).
 	rm -rf .build .aws-sam

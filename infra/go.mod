@@ -13,6 +13,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/gocolly/colly/v2 v2.3.0
 	github.com/urldownloader/urldownloader v0.0.0-00010101000000-000000000000
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/image v0.48.0
 	modernc.org/sqlite v1.62.0
 )
