@@ -1,5 +1,5 @@
 // Command check is the check Lambda: one scheduled invocation per shard runs
-// that shard's due hosts. It only wires; see package handler.
+// that shard's due hosts. It only wires; see package checkhandler.
 package main
 
 import (
@@ -9,13 +9,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
 	"github.com/urldownloader/urldownloader/shared/check"
-	"github.com/urldownloader/urldownloader/shared/services"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 func main() {
-	s, log, err := services.FromEnv(context.Background())
+	s, log, err := wiring.FromEnv(context.Background())
 	if err != nil {
 		log.Error("start check", "error", err)
 		os.Exit(1)
@@ -23,8 +23,8 @@ func main() {
 	// A FetchTimeout that leaves no room in a run is refused like any bad
 	// value, and a cold start during a parameter store outage fails its
 	// run rather than fetch with defaults the operator did not choose.
-	s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(handler.RunWindow(s.Config.CheckRun)))
+	s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(checkhandler.RunWindow(s.Config.CheckRun)))
 	s.Engine.ParamsReady = s.Params.WaitLoaded
-	h := &handler.Handler{Runner: s.Engine, ShardCount: s.Config.ShardCount, Run: s.Config.CheckRun, Now: time.Now, Log: log, Metrics: s.Metrics}
+	h := &checkhandler.Handler{Runner: s.Engine, ShardCount: s.Config.ShardCount, Run: s.Config.CheckRun, Now: time.Now, Log: log, Metrics: s.Metrics}
 	lambda.Start(h.Handle)
 }

@@ -1,5 +1,5 @@
 // Command ingest is the ingest Lambda: SQS input batches and POST /urls into
-// the hosts' queues. It only wires; see package handler.
+// the hosts' queues. It only wires; see package ingesthandler.
 package main
 
 import (
@@ -8,19 +8,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/urldownloader/urldownloader/functions/ingest/handler"
-	"github.com/urldownloader/urldownloader/shared/services"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 func main() {
-	s, log, err := services.FromEnv(context.Background())
+	s, log, err := wiring.FromEnv(context.Background())
 	if err != nil {
 		log.Error("start ingest", "error", err)
 		os.Exit(1)
 	}
 	// ParamsReady: a batch is never ingested on defaults the operator did
-	// not choose (see handler.Handler.ParamsReady).
-	h := &handler.Handler{Ingester: s.Ingester, Params: s.Params.Get, ParamsReady: s.Params.WaitLoaded, Log: log, Metrics: s.Metrics}
+	// not choose (see ingesthandler.Handler.ParamsReady).
+	h := &ingesthandler.Handler{Ingester: s.Ingester, Params: s.Params.Get, ParamsReady: s.Params.WaitLoaded, Log: log, Metrics: s.Metrics}
 	if s.Waker != nil {
 		h.Waker = s.Waker
 	}

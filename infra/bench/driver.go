@@ -21,7 +21,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
 	"github.com/urldownloader/urldownloader/infra/billing"
 	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/infra/moto"

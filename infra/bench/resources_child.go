@@ -27,15 +27,15 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
-	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/infra/moto"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/services"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 // The child's environment, besides the function's own.
@@ -150,8 +150,8 @@ func resChild(mode string) (rep resChildReport, err error) {
 	}
 	awsCfg.HTTPClient = nil
 	rep.MemoryMiB, _ = strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
-	rep.GOMEMLIMIT = services.LimitMemory(os.Getenv)
-	opts := services.Options{Log: log, Budget: services.BudgetFor(rep.MemoryMiB)}
+	rep.GOMEMLIMIT = wiring.LimitMemory(os.Getenv)
+	opts := wiring.Options{Log: log, Budget: wiring.BudgetFor(rep.MemoryMiB)}
 	samp := startResSampler(5 * time.Millisecond)
 	defer func() {
 		rep.PeakFDs, rep.PeakHeap, rep.PeakWorkers, rep.PeakConns = samp.stop()
@@ -166,7 +166,7 @@ func resChild(mode string) (rep resChildReport, err error) {
 		redirect.queue.Store(cfg.OutputQueueURL)
 		opts.SQSOptions = []func(*sqs.Options){redirect.option}
 		opts.Resolve = in.Resolve
-		s := services.New(awsCfg, cfg, opts)
+		s := wiring.New(awsCfg, cfg, opts)
 		defer s.Publisher.Close()
 		// As functions/check/main.go wires it.
 		s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(checkhandler.RunWindow(cfg.CheckRun)))
@@ -192,7 +192,7 @@ func resChild(mode string) (rep resChildReport, err error) {
 		rep.Workers = rep.Budget.Workers(s.Params.Get(ctx).MaxBodyBytes)
 		return rep, err
 	case "ingest":
-		s := services.New(awsCfg, cfg, opts)
+		s := wiring.New(awsCfg, cfg, opts)
 		defer s.Publisher.Close()
 		counted := &countingIngester{next: s.Ingester}
 		// As functions/ingest/main.go wires it.

@@ -29,17 +29,17 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
-	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/moto"
 	"github.com/urldownloader/urldownloader/infra/stack"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/result"
-	"github.com/urldownloader/urldownloader/shared/services"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 // Options shape a local pipeline.
@@ -129,10 +129,10 @@ type Pipeline struct {
 	Stack *stack.Stack
 	AWS   aws.Config
 	sqs   *sqs.Client
-	svc   *services.Services
+	svc   *wiring.Services
 	// ingestSvc are the ingest function's own services: on AWS the two
 	// functions share no client, connection pool or cache.
-	ingestSvc *services.Services
+	ingestSvc *wiring.Services
 	ingest    *ingesthandler.Handler
 	check     *checkhandler.Handler
 	esm       stack.EventSourceMapping
@@ -204,7 +204,7 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
-	svcOpts := services.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions,
+	svcOpts := wiring.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions,
 		S3Options: opts.S3Options, Resolve: opts.Resolve}
 	if opts.Faults != nil {
 		// Faults hit the functions' clients only; the runner's own client
@@ -212,13 +212,13 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		svcOpts.DynamoOptions = append(slices.Clone(svcOpts.DynamoOptions), opts.Faults.DynamoDBOptions)
 		svcOpts.SQSOptions = append(slices.Clone(svcOpts.SQSOptions), opts.Faults.SQSOptions)
 	}
-	p.svc = services.New(awsCfg, cfg, svcOpts)
+	p.svc = wiring.New(awsCfg, cfg, svcOpts)
 	ingestCfg, err := moto.AWSConfig(ctx, endpoint)
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
-	p.ingestSvc = services.New(ingestCfg, cfg, svcOpts)
+	p.ingestSvc = wiring.New(ingestCfg, cfg, svcOpts)
 	if opts.Faults != nil {
 		// Short leases so a killed invocation's shards are taken over
 		// quickly; the engine still stretches them to cover the longest
@@ -241,11 +241,11 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 
 // Services exposes the check function's wired services (tests inspect the
 // store through it).
-func (p *Pipeline) Services() *services.Services { return p.svc }
+func (p *Pipeline) Services() *wiring.Services { return p.svc }
 
 // IngestServices are the ingest function's wired services (its own
 // clients, as on AWS).
-func (p *Pipeline) IngestServices() *services.Services { return p.ingestSvc }
+func (p *Pipeline) IngestServices() *wiring.Services { return p.ingestSvc }
 
 // SQS is the pipeline's SQS client (tests read the queues).
 func (p *Pipeline) SQS() *sqs.Client { return p.sqs }

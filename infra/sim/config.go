@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/params"
@@ -173,7 +173,7 @@ func builtin() Config {
 // The engine's constants the model follows (shared/check, the check
 // handler, the wake queue).
 var (
-	// leaseWait is functions/check/handler's (unexported) leaseWait.
+	// leaseWait is functions/check/checkhandler's (unexported) leaseWait.
 	leaseWait = 20 * time.Second
 	// tickMax is RunRequest.Tick's default.
 	tickMax = time.Second

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/services"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 // Sim is one simulated deployment: the virtual clock, the web, the
@@ -130,7 +130,7 @@ func (h *host) itemSize(web WebModel) int {
 // New builds a simulation of cfg.
 func New(cfg Config) *Sim {
 	if cfg.ProcessWorkers < 0 {
-		cfg.ProcessWorkers = services.BudgetFor(cfg.CheckMemoryMB).Workers(int64(cfg.P.MaxBodyBytes))
+		cfg.ProcessWorkers = wiring.BudgetFor(cfg.CheckMemoryMB).Workers(int64(cfg.P.MaxBodyBytes))
 	}
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
 	s.gens = []generation{{vshards: cfg.VirtualShards, shards: cfg.ShardCount}}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/result"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/infra/demosite"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"

@@ -32,8 +32,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	checkhandler "github.com/urldownloader/urldownloader/functions/check/handler"
-	ingesthandler "github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/dirbody"
 	"github.com/urldownloader/urldownloader/shared/fetch"

@@ -115,7 +115,7 @@ type Engine struct {
 	// Metrics receives the run's metrics (requests, bytes, fetch latency,
 	// politeness wait, robots denials, give-ups, hosts worked); nil
 	// records nothing. Results are counted where they are published (see
-	// services.CountResults), not here.
+	// wiring.CountResults), not here.
 	Metrics *metrics.Recorder
 	robots  robotsCache
 	slots   slots

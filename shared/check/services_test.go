@@ -14,12 +14,12 @@ import (
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
-	"github.com/urldownloader/urldownloader/shared/services"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 // TestEngineAsWired runs the engine exactly as the check function wires it
-// (services.New: SSM parameters, the SQS output publisher, the fetcher
+// (wiring.New: SSM parameters, the SQS output publisher, the fetcher
 // cache) on a deployed template, and reads the results back from the
 // output queue: the fetch semantics above hold through the real wiring.
 func TestEngineAsWired(t *testing.T) {
@@ -33,7 +33,7 @@ func TestEngineAsWired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := services.New(awsCfg, cfg, services.Options{ParamTTL: time.Second})
+	svc := wiring.New(awsCfg, cfg, wiring.Options{ParamTTL: time.Second})
 	t.Cleanup(svc.Publisher.Close)
 
 	site := startDemo(t, 2, 120)

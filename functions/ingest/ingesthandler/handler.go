@@ -1,7 +1,7 @@
 // Package handler translates the ingest function's events (SQS batches and
 // API Gateway POST /urls) into one domain call: validate, group by host,
 // append to the hosts' queues.
-package handler
+package ingesthandler
 
 import (
 	"context"

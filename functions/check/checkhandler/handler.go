@@ -1,7 +1,7 @@
 // Package handler translates the check function's events into shard runs:
 // the schedule's {"shard": N}, and wake-up batches from the wake queue whose
 // messages carry the same body.
-package handler
+package checkhandler
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package handler_test
+package ingesthandler_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/params"
@@ -50,10 +50,10 @@ func (p *recordingPublisher) Publish(_ context.Context, rs []result.Result) erro
 }
 
 // guarded is the real Ingester with the fetcher's address policy, wired as
-// services.New wires it for a deployment that does not allow private
+// wiring.New wires it for a deployment that does not allow private
 // networks, behind the handler.
 type guarded struct {
-	h     *handler.Handler
+	h     *ingesthandler.Handler
 	store *memStore
 	pub   *recordingPublisher
 }

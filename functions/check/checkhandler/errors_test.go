@@ -1,4 +1,4 @@
-package handler_test
+package checkhandler_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
@@ -65,7 +65,7 @@ func TestHandleFailingStore(t *testing.T) {
 		Params:  func(context.Context) params.Params { return params.Defaults() },
 		Clock:   check.RealClock{}, Log: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: rec,
 	}
-	h := &handler.Handler{Runner: eng, ShardCount: 1, Run: 300 * time.Millisecond, Now: time.Now,
+	h := &checkhandler.Handler{Runner: eng, ShardCount: 1, Run: 300 * time.Millisecond, Now: time.Now,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: rec}
 	rec.Add(metrics.Requests, 1) // something for Flush to write
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,8 +1,8 @@
-// Package services builds the downloader's domain services on AWS clients:
-// the one place where DynamoDB, SQS, SSM and HTTP are plugged into the
-// domain. The functions' main.go and the local runner both call it, so the
+// Package wiring is the composition root: it builds the downloader's domain
+// services on AWS clients, the one place where DynamoDB, SQS, SSM, S3 and
+// HTTP are plugged into the domain. The functions' main.go and the local runner both call it, so the
 // local runner drives exactly what is deployed.
-package services
+package wiring
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package handler_test
+package ingesthandler_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package handler
+package ingesthandler
 
 import (
 	"context"

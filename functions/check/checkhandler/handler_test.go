@@ -1,4 +1,4 @@
-package handler_test
+package checkhandler_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/urldownloader/urldownloader/functions/check/handler"
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
 	"github.com/urldownloader/urldownloader/shared/check"
 )
 
@@ -37,11 +37,11 @@ func (f *fakeRunner) Run(_ context.Context, req check.RunRequest) (check.Summary
 // it (and to the wall clock, so the contexts are not already expired).
 var base = time.Now().Add(time.Hour).Truncate(time.Second)
 
-func newHandler(r handler.Runner, log *bytes.Buffer) *handler.Handler {
+func newHandler(r checkhandler.Runner, log *bytes.Buffer) *checkhandler.Handler {
 	if log == nil {
 		log = &bytes.Buffer{}
 	}
-	return &handler.Handler{
+	return &checkhandler.Handler{
 		Runner:     r,
 		ShardCount: 4,
 		Run:        55 * time.Second,
@@ -50,15 +50,15 @@ func newHandler(r handler.Runner, log *bytes.Buffer) *handler.Handler {
 	}
 }
 
-func shard(n int) handler.Event { return handler.Event{Shard: &n} }
+func shard(n int) checkhandler.Event { return checkhandler.Event{Shard: &n} }
 
-func decodeEvent(t *testing.T, name string) handler.Event {
+func decodeEvent(t *testing.T, name string) checkhandler.Event {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev handler.Event
+	var ev checkhandler.Event
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatalf("decode %s: %v", name, err)
 	}
@@ -68,9 +68,9 @@ func decodeEvent(t *testing.T, name string) handler.Event {
 func TestHandleMissingShard(t *testing.T) {
 	tests := []struct {
 		name string
-		ev   handler.Event
+		ev   checkhandler.Event
 	}{
-		{"zero event", handler.Event{}},
+		{"zero event", checkhandler.Event{}},
 		{"EventBridge default payload", decodeEvent(t, "schedule-default-event.json")},
 	}
 	for _, tt := range tests {
@@ -104,7 +104,7 @@ func TestHandleShardFromEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ev handler.Event
+			var ev checkhandler.Event
 			if tt.raw == "" {
 				ev = decodeEvent(t, "schedule-shard-1.json")
 			} else if err := json.Unmarshal([]byte(tt.raw), &ev); err != nil {
@@ -261,8 +261,8 @@ func TestRunWindow(t *testing.T) {
 		tightest bool
 	}{
 		{"the template's timeout", 55 * time.Second, 120 * time.Second, false},
-		{"timeout just long enough", 55 * time.Second, 55*time.Second + handler.DeadlineMargin, true},
-		{"short run", 3 * time.Second, 3*time.Second + handler.DeadlineMargin, true},
+		{"timeout just long enough", 55 * time.Second, 55*time.Second + checkhandler.DeadlineMargin, true},
+		{"short run", 3 * time.Second, 3*time.Second + checkhandler.DeadlineMargin, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &fakeRunner{}
@@ -274,7 +274,7 @@ func TestRunWindow(t *testing.T) {
 				t.Fatalf("Handle: %v", err)
 			}
 			window := r.reqs[0].Deadline.Sub(base)
-			want := handler.RunWindow(tt.run)
+			want := checkhandler.RunWindow(tt.run)
 			if window < want || tt.tightest && window != want {
 				t.Errorf("run %v, timeout %v: window %v, want RunWindow %v at least (equal at the tightest timeout)", tt.run, tt.timeout, window, want)
 			}

@@ -1,4 +1,4 @@
-package handler_test
+package checkhandler_test
 
 import (
 	"bytes"

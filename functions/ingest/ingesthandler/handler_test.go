@@ -1,4 +1,4 @@
-package handler_test
+package ingesthandler_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -78,11 +78,11 @@ func testParams() params.Params {
 	return p
 }
 
-func newHandler(ing handler.Ingester, log *bytes.Buffer) *handler.Handler {
+func newHandler(ing ingesthandler.Ingester, log *bytes.Buffer) *ingesthandler.Handler {
 	if log == nil {
 		log = &bytes.Buffer{}
 	}
-	return &handler.Handler{
+	return &ingesthandler.Handler{
 		Ingester: ing,
 		Params:   func(context.Context) params.Params { return testParams() },
 		Log:      slog.New(slog.NewJSONHandler(log, nil)),
@@ -276,12 +276,12 @@ func TestHandleSQSCases(t *testing.T) {
 	}
 }
 
-func decodeAPI(t *testing.T, resp events.APIGatewayProxyResponse) handler.APIResponse {
+func decodeAPI(t *testing.T, resp events.APIGatewayProxyResponse) ingesthandler.APIResponse {
 	t.Helper()
 	if ct := resp.Headers["Content-Type"]; ct != "application/json" {
 		t.Errorf("Content-Type %q, want application/json", ct)
 	}
-	var body handler.APIResponse
+	var body ingesthandler.APIResponse
 	dec := json.NewDecoder(strings.NewReader(resp.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {

@@ -1,4 +1,4 @@
-package handler_test
+package ingesthandler_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/urldownloader/urldownloader/functions/ingest/handler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/infra/stack"
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
@@ -31,7 +31,7 @@ const idemBody = `["http://a.example/1", "http://a.example/2", "ftp://a.example/
 // the test moves.
 type idemEnv struct {
 	t     *testing.T
-	h     *handler.Handler
+	h     *ingesthandler.Handler
 	store queueAndKeys
 	ing   *hostqueue.Ingester
 	mu    sync.Mutex
@@ -64,7 +64,7 @@ func newIdemEnvOn(t *testing.T, open func(clock func() time.Time) queueAndKeys) 
 	e.store = s
 	e.ing = &hostqueue.Ingester{Store: s, Publisher: &recordingPublisher{got: map[string]result.Result{}}, Now: e.clock}
 	e.h = newHandler(e.ing, nil)
-	e.h.Idempotency = &handler.Idempotency{Store: s, Now: e.clock}
+	e.h.Idempotency = &ingesthandler.Idempotency{Store: s, Now: e.clock}
 	return e
 }
 
@@ -82,7 +82,7 @@ func (e *idemEnv) advance(d time.Duration) {
 
 // post sends body with the key (none when empty) as caller user, under a
 // new request id each time, as a client's retry arrives.
-func (e *idemEnv) post(body, key, user string) (events.APIGatewayProxyResponse, handler.APIResponse) {
+func (e *idemEnv) post(body, key, user string) (events.APIGatewayProxyResponse, ingesthandler.APIResponse) {
 	e.t.Helper()
 	e.mu.Lock()
 	e.seq++
@@ -125,7 +125,7 @@ func TestIdempotentRetryGetsTheFirstAnswer(t *testing.T) {
 	if first.StatusCode != http.StatusAccepted || a.Accepted != 3 || len(a.Errors) != 1 {
 		t.Fatalf("first answer %d %+v, want 202 with 3 accepted and 1 item error", first.StatusCode, a)
 	}
-	if first.Headers[handler.ReplayedHeader] != "" {
+	if first.Headers[ingesthandler.ReplayedHeader] != "" {
 		t.Errorf("first answer marked replayed")
 	}
 	e.advance(time.Hour)
@@ -133,8 +133,8 @@ func TestIdempotentRetryGetsTheFirstAnswer(t *testing.T) {
 	if again.StatusCode != first.StatusCode || again.Body != first.Body {
 		t.Errorf("retry answered %d %s\nwant the first answer %d %s", again.StatusCode, again.Body, first.StatusCode, first.Body)
 	}
-	if again.Headers[handler.ReplayedHeader] != "true" || !slices.Equal(a.IDs, b.IDs) {
-		t.Errorf("retry: replayed=%q ids %v, want true and %v", again.Headers[handler.ReplayedHeader], b.IDs, a.IDs)
+	if again.Headers[ingesthandler.ReplayedHeader] != "true" || !slices.Equal(a.IDs, b.IDs) {
+		t.Errorf("retry: replayed=%q ids %v, want true and %v", again.Headers[ingesthandler.ReplayedHeader], b.IDs, a.IDs)
 	}
 	if got := e.pending("a.example", "b.example"); !slices.Equal(got, []int{2, 1}) {
 		t.Errorf("pending %v, want [2 1]: each URL queued once", got)
@@ -208,9 +208,9 @@ func TestIdempotencyKeysAreTheCallers(t *testing.T) {
 func TestIdempotencyWindowEnds(t *testing.T) {
 	e := newIdemEnv(t)
 	e.post(idemBody, "k", "alice")
-	e.advance(handler.DefaultIdempotencyWindow)
+	e.advance(ingesthandler.DefaultIdempotencyWindow)
 	resp, body := e.post(`"http://c.example/1"`, "k", "alice")
-	if resp.StatusCode != http.StatusAccepted || body.Accepted != 1 || resp.Headers[handler.ReplayedHeader] != "" {
+	if resp.StatusCode != http.StatusAccepted || body.Accepted != 1 || resp.Headers[ingesthandler.ReplayedHeader] != "" {
 		t.Errorf("after the window: %d %+v, want a new request accepted", resp.StatusCode, body)
 	}
 }
@@ -232,7 +232,7 @@ func TestIdempotencyKeyMustBeVisibleASCII(t *testing.T) {
 // hookIngester runs before on each call, then the real Ingester, failing
 // the messages fail picks.
 type hookIngester struct {
-	real   handler.Ingester
+	real   ingesthandler.Ingester
 	calls  int
 	before func(call int)
 	fail   func(call int, m urlmsg.Message) bool
@@ -311,7 +311,7 @@ func TestIdempotentRetryQueuesOnlyWhatFailed(t *testing.T) {
 	}
 	// Done now: a third attempt replays without ingesting.
 	third, c := e.post(idemBody, "k", "alice")
-	if third.Body != retry.Body || third.Headers[handler.ReplayedHeader] != "true" || hook.calls != 2 || !slices.Equal(c.IDs, b.IDs) {
-		t.Errorf("third: %s (replayed %q, %d calls), want the retry's answer replayed", third.Body, third.Headers[handler.ReplayedHeader], hook.calls)
+	if third.Body != retry.Body || third.Headers[ingesthandler.ReplayedHeader] != "true" || hook.calls != 2 || !slices.Equal(c.IDs, b.IDs) {
+		t.Errorf("third: %s (replayed %q, %d calls), want the retry's answer replayed", third.Body, third.Headers[ingesthandler.ReplayedHeader], hook.calls)
 	}
 }

@@ -1,4 +1,4 @@
-package services_test
+package wiring_test
 
 import (
 	"bytes"
@@ -9,14 +9,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/urldownloader/urldownloader/shared/services"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 func TestLogger(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	t.Run("request id, function, cold start", func(t *testing.T) {
 		var buf bytes.Buffer
-		log := services.Logger(&buf, env(map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "check-fn"}))
+		log := wiring.Logger(&buf, env(map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "check-fn"}))
 		first := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 		second := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-2"})
 		log.InfoContext(first, "a", "host", "example.com")
@@ -55,7 +55,7 @@ func TestLogger(t *testing.T) {
 		{"bad value falls through", map[string]string{"AWS_LAMBDA_LOG_LEVEL": "LOUD", "LOG_LEVEL": "debug"}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			log := services.Logger(&bytes.Buffer{}, env(tc.env))
+			log := wiring.Logger(&bytes.Buffer{}, env(tc.env))
 			if got := log.Enabled(context.Background(), -4); got != tc.debug {
 				t.Errorf("debug enabled %v, want %v", got, tc.debug)
 			}
