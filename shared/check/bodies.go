@@ -41,8 +41,8 @@ func (e *Engine) keptBody(p params.Params) int64 {
 // it as they are read.
 func (w *worker) pageRequest(target string) fetch.Request {
 	req := fetch.Request{URL: target}
-	if w.e.Bodies != nil {
-		req.Store, req.InlineBytes = w.e.Bodies, w.e.inlineLimit(w.p)
+	if w.engine.Bodies != nil {
+		req.Store, req.InlineBytes = w.engine.Bodies, w.engine.inlineLimit(w.p)
 	}
 	return req
 }
@@ -57,12 +57,12 @@ func (w *worker) keepBody(ctx context.Context, res *result.Result, resp *fetch.R
 		res.SetStored(*resp.Stored)
 		return nil
 	}
-	if w.e.Bodies != nil && result.InlineSize(resp.Body) > w.e.inlineLimit(w.p) {
+	if w.engine.Bodies != nil && result.InlineSize(resp.Body) > w.engine.inlineLimit(w.p) {
 		// Bounded like a streamed body's upload, which is part of its
 		// request: a store that hangs cannot hold the worker longer.
 		ctx, cancel := context.WithTimeout(ctx, w.p.FetchTimeout)
 		defer cancel()
-		ref, err := w.e.Bodies.Put(ctx, bytes.NewReader(resp.Body), resp.ContentType)
+		ref, err := w.engine.Bodies.Put(ctx, bytes.NewReader(resp.Body), resp.ContentType)
 		if err != nil {
 			return err
 		}

@@ -184,8 +184,8 @@ type Summary struct {
 }
 
 type run struct {
-	e   *Engine
-	req RunRequest
+	engine *Engine
+	req    RunRequest
 	// owned are the virtual shards of the run's shard; leased those it
 	// has held at some point (the Summary's).
 	owned, leased []int
@@ -257,7 +257,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		}
 	}
 	r := &run{
-		e: e, req: req, owned: hostqueue.OwnedShards(req.Shard, req.ShardCount), start: e.Clock.Now(),
+		engine: e, req: req, owned: hostqueue.OwnedShards(req.Shard, req.ShardCount), start: e.Clock.Now(),
 		active: map[string]bool{}, held: map[int]time.Time{}, results: map[result.Status]int{},
 		lastFetch: map[string]time.Time{}, pending: map[string]int{},
 	}
@@ -285,7 +285,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 // turn is one look at the run's shards: keep the leases, start workers for
 // their due hosts, and end the run when it has nothing left to do.
 func (r *run) turn(ctx context.Context, now time.Time, p params.Params) turnEnd {
-	r.keepLeases(ctx, now, r.e.leaseTTL(p))
+	r.keepLeases(ctx, now, r.engine.leaseTTL(p))
 	// A wake-up that finds the shard held, or races another run for it and
 	// gets only part, hands back what it got: the other run works the
 	// shard.
@@ -395,7 +395,7 @@ func (r *run) finish(ctx context.Context) (Summary, error) {
 		return r.summary(), ErrCrashed
 	}
 	if r.unrecorded.Load() {
-		r.e.Log.WarnContext(ctx, "keeping shard leases until they expire: a host's last fetch could not be stored", "shard", r.req.Shard)
+		r.engine.Log.WarnContext(ctx, "keeping shard leases until they expire: a host's last fetch could not be stored", "shard", r.req.Shard)
 		return r.summary(), nil
 	}
 	r.release(ctx)
@@ -407,7 +407,7 @@ func (r *run) finish(ctx context.Context) (Summary, error) {
 func (r *run) release(ctx context.Context) {
 	r.mu.Lock()
 	var held []int
-	now := r.e.Clock.Now()
+	now := r.engine.Clock.Now()
 	for v, until := range r.held {
 		if until.After(now) {
 			held = append(held, v)
@@ -417,8 +417,8 @@ func (r *run) release(ctx context.Context) {
 	r.mu.Unlock()
 	for _, v := range held {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := r.e.Store.ReleaseShard(rctx, v, r.req.Owner); err != nil {
-			r.e.Log.WarnContext(ctx, "release shard lease", "vshard", v, "error", err)
+		if err := r.engine.Store.ReleaseShard(rctx, v, r.req.Owner); err != nil {
+			r.engine.Log.WarnContext(ctx, "release shard lease", "vshard", v, "error", err)
 		}
 		cancel()
 	}
@@ -445,16 +445,16 @@ func (r *run) setBudgetStarved(b bool) {
 	}
 	r.budgetStarved = b
 	if b {
-		r.e.slots.starved.Add(1)
+		r.engine.slots.starved.Add(1)
 	} else {
-		r.e.slots.starved.Add(-1)
+		r.engine.slots.starved.Add(-1)
 	}
 }
 
 // wanted tells a lingering worker to give its slot up: its run, or another
 // run of the process, has due hosts and no slot for them.
 func (r *run) wanted() bool {
-	return r.starved.Load() || r.e.slots.starved.Load() > 0
+	return r.starved.Load() || r.engine.slots.starved.Load() > 0
 }
 
 // CrashPoint names a place where a real invocation can die; fault
@@ -511,7 +511,7 @@ func (r *run) heldCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	now := r.e.Clock.Now()
+	now := r.engine.Clock.Now()
 	for _, until := range r.held {
 		if until.After(now) {
 			n++
@@ -528,7 +528,7 @@ func (r *run) holding(v int) bool {
 func (r *run) leaseLeft(v int) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.held[v].Sub(r.e.Clock.Now())
+	return r.held[v].Sub(r.engine.Clock.Now())
 }
 
 // renew takes or renews the lease of every owned virtual shard. A lease that
@@ -540,12 +540,12 @@ func (r *run) renew(ctx context.Context, owned []int, now time.Time, ttl time.Du
 	for _, v := range owned {
 		wg.Go(func() {
 			until := now.Add(ttl)
-			ok, err := r.e.Store.AcquireShard(ctx, v, r.req.Owner, until, now)
+			ok, err := r.engine.Store.AcquireShard(ctx, v, r.req.Owner, until, now)
 			if err != nil {
 				// The lease may or may not have been renewed: keep the
 				// expiry known so far, which workers respect anyway.
 				r.errs.Add(1)
-				r.e.Log.ErrorContext(ctx, "lease shard", "vshard", v, "error", err)
+				r.engine.Log.ErrorContext(ctx, "lease shard", "vshard", v, "error", err)
 				return
 			}
 			r.mu.Lock()
@@ -566,13 +566,13 @@ func (r *run) renew(ctx context.Context, owned []int, now time.Time, ttl time.Du
 func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Time) (starved, budget bool) {
 	// Active hosts may be among the due ones; asking for one more than the
 	// cap covers them and still shows a host left waiting.
-	keys, err := r.e.Store.DueHosts(ctx, v, now, p.MaxConcurrentHosts+1)
+	keys, err := r.engine.Store.DueHosts(ctx, v, now, p.MaxConcurrentHosts+1)
 	if err != nil {
 		r.errs.Add(1)
-		r.e.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
+		r.engine.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
 		return false, false
 	}
-	limit := r.e.Budget.Workers(r.e.keptBody(p))
+	limit := r.engine.Budget.Workers(r.engine.keptBody(p))
 	for _, key := range keys {
 		r.mu.Lock()
 		if r.active[key] {
@@ -584,7 +584,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			starved = true
 			continue
 		}
-		if !r.e.slots.take(limit) {
+		if !r.engine.slots.take(limit) {
 			r.mu.Unlock()
 			starved, budget = true, true
 			continue
@@ -592,7 +592,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 		r.active[key] = true
 		r.hosts++
 		r.mu.Unlock()
-		r.e.Metrics.Add(metrics.HostsWorked, 1)
+		r.engine.Metrics.Add(metrics.HostsWorked, 1)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
@@ -600,12 +600,12 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 				r.mu.Lock()
 				delete(r.active, key)
 				r.mu.Unlock()
-				r.e.slots.give()
+				r.engine.slots.give()
 			}()
 			w := &worker{run: r, key: key, vshard: v, p: p}
 			if err := w.work(ctx); err != nil && !errors.Is(err, ErrCrashed) {
 				r.errs.Add(1)
-				r.e.Log.ErrorContext(ctx, "work host", "host", key, "error", err)
+				r.engine.Log.ErrorContext(ctx, "work host", "host", key, "error", err)
 			}
 		}()
 	}
@@ -622,7 +622,7 @@ func (r *run) activeCount() int {
 // a store error it answers true, so the run keeps going.
 func (r *run) dueBefore(ctx context.Context, owned []int, t time.Time) bool {
 	for _, v := range owned {
-		keys, err := r.e.Store.DueHosts(ctx, v, t, 1)
+		keys, err := r.engine.Store.DueHosts(ctx, v, t, 1)
 		if err != nil || len(keys) > 0 {
 			return true
 		}
@@ -642,7 +642,7 @@ func (r *run) notePending(key string, n int) {
 // are never read, so it is a lower bound of the shard's backlog, cheap
 // (no read of its own): a growing one means the shard falls behind.
 func (r *run) samplePending() {
-	if r.e.Metrics == nil || r.crashed.Load() {
+	if r.engine.Metrics == nil || r.crashed.Load() {
 		return
 	}
 	r.mu.Lock()
@@ -651,7 +651,7 @@ func (r *run) samplePending() {
 		n += p
 	}
 	r.mu.Unlock()
-	r.e.Metrics.AddBy(metrics.URLsPending, metrics.DimShard, strconv.Itoa(r.req.Shard), float64(n))
+	r.engine.Metrics.AddBy(metrics.URLsPending, metrics.DimShard, strconv.Itoa(r.req.Shard), float64(n))
 }
 
 // remember records a host's last response end in memory.

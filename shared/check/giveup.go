@@ -79,7 +79,7 @@ func (w *worker) expired(now time.Time) bool {
 // 429 or 503, sets the pause; otherwise the host backs off, no further than
 // the failure run's bound so the give-up is not late).
 func (w *worker) fail(msg string, resp *fetch.Response) {
-	now := w.e.Clock.Now()
+	now := w.engine.Clock.Now()
 	if w.failingSince.IsZero() {
 		w.failingSince = now
 	}
@@ -139,9 +139,9 @@ func roundDuration(d time.Duration) time.Duration {
 // short (the run ends, publishing fails) releases the host with its run
 // intact, so the next session goes on giving up.
 func (w *worker) giveUp(ctx context.Context, results []result.Result, done []string) error {
-	now := w.e.Clock.Now()
+	now := w.engine.Clock.Now()
 	status, why := w.verdict(now)
-	h, err := w.e.Store.Load(ctx, w.key, allEntries)
+	h, err := w.engine.Store.Load(ctx, w.key, allEntries)
 	if err != nil && !errors.Is(err, hostqueue.ErrNotFound) {
 		return fmt.Errorf("read the queue of %s to give it up: %w", w.key, err)
 	}
@@ -154,8 +154,8 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 			}
 		}
 	}
-	w.e.Metrics.Add(metrics.GiveUps, 1)
-	w.e.Log.InfoContext(ctx, "giving up host", "host", w.key, "urls", len(queue), "status", status, "error", why)
+	w.engine.Metrics.Add(metrics.GiveUps, 1)
+	w.engine.Log.InfoContext(ctx, "giving up host", "host", w.key, "urls", len(queue), "status", status, "error", why)
 	for {
 		n := min(giveUpBatch, len(queue))
 		rs, ids := results, done
@@ -171,8 +171,8 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 		if w.crash(CrashBeforePublish, w.key) {
 			return ErrCrashed
 		}
-		if err := w.e.Publisher.Publish(ctx, rs); err != nil {
-			w.e.Log.ErrorContext(ctx, "publish given-up results", "host", w.key, "count", len(rs), "error", err)
+		if err := w.engine.Publisher.Publish(ctx, rs); err != nil {
+			w.engine.Log.ErrorContext(ctx, "publish given-up results", "host", w.key, "count", len(rs), "error", err)
 			w.errs.Add(1)
 			_, err := w.commit(ctx, w.walkCommit(nil, true))
 			return err
@@ -198,7 +198,7 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 		if c.Release {
 			return nil
 		}
-		now = w.e.Clock.Now()
+		now = w.engine.Clock.Now()
 	}
 }
 
@@ -212,7 +212,7 @@ func (w *worker) walkCommit(done []string, release bool) hostqueue.Commit {
 // mayWalkOn tells whether a give-up may start another round: as long as a
 // request started by this run could still be running, and the lease holds.
 func (w *worker) mayWalkOn(ctx context.Context) bool {
-	now := w.e.Clock.Now()
+	now := w.engine.Clock.Now()
 	if ctx.Err() != nil || !now.Before(w.req.Until.Add(w.p.FetchTimeout)) {
 		return false
 	}

@@ -86,8 +86,8 @@ func (h *handOff) flush(ctx context.Context, rd *handed) bool {
 	}
 	go func() {
 		defer close(s.done)
-		if err := w.e.Publisher.Publish(ctx, results); err != nil {
-			w.e.Log.ErrorContext(ctx, "publish results", "host", w.key, "count", len(results), "error", err)
+		if err := w.engine.Publisher.Publish(ctx, results); err != nil {
+			w.engine.Log.ErrorContext(ctx, "publish results", "host", w.key, "count", len(results), "error", err)
 			w.errs.Add(1)
 			s.err = err
 			return
@@ -95,9 +95,9 @@ func (h *handOff) flush(ctx context.Context, rd *handed) bool {
 		w.count(results)
 		// At debug level one line per URL, so a URL can be traced by
 		// its id from ingest to its result.
-		if w.e.Log.Enabled(ctx, slog.LevelDebug) {
+		if w.engine.Log.Enabled(ctx, slog.LevelDebug) {
 			for _, r := range results {
-				w.e.Log.DebugContext(ctx, "result published", "id", r.ID, "host", r.Host, "url", r.URL, "status", r.Status, "httpStatus", r.HTTPStatus)
+				w.engine.Log.DebugContext(ctx, "result published", "id", r.ID, "host", r.Host, "url", r.URL, "status", r.Status, "httpStatus", r.HTTPStatus)
 			}
 		}
 	}()

@@ -114,8 +114,8 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 		return &policy{}, outDone
 	}
 	origin := originOf(u)
-	now := w.e.Clock.Now()
-	cached := w.e.robots.get(origin)
+	now := w.engine.Clock.Now()
+	cached := w.engine.robots.get(origin)
 	if cached != nil && now.Sub(cached.fetchedAt) < w.p.RobotsTTL {
 		return cached, outDone
 	}
@@ -123,8 +123,8 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	if r, ok := w.inlineRobots[origin]; ok {
 		stored = &r
 	} else if w.robotsItems[origin] {
-		if stored, err = w.e.Store.Robots(ctx, w.key, origin); err != nil {
-			w.e.Log.WarnContext(ctx, "read stored robots.txt", "host", w.key, "origin", origin, "error", err)
+		if stored, err = w.engine.Store.Robots(ctx, w.key, origin); err != nil {
+			w.engine.Log.WarnContext(ctx, "read stored robots.txt", "host", w.key, "origin", origin, "error", err)
 		}
 	}
 	var stale *robots.Rules
@@ -135,7 +135,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 		if rules, err := robots.Parse(stored.Status, stored.Body); err == nil {
 			if now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
 				p := &policy{rules: rules, fetchedAt: stored.FetchedAt}
-				w.e.robots.put(origin, p)
+				w.engine.robots.put(origin, p)
 				return p, outDone
 			}
 			if stale == nil {
@@ -171,7 +171,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 		return &policy{rules: rules, fetchedAt: rb.FetchedAt}, outDone
 	}
 	p := &policy{rules: rules, fetchedAt: rb.FetchedAt}
-	w.e.robots.put(origin, p)
+	w.engine.robots.put(origin, p)
 	// Stored with the next commit: small answers ride in the host's own
 	// state at no extra write.
 	if w.newRobots == nil {
@@ -194,9 +194,9 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		// robots.txt is read up to robots.MaxBytes (500 KiB, RFC 9309's
 		// least), whatever MaxBodyBytes caps pages at: a rule at 450 KiB
 		// binds us even when pages are cut at 200 KiB.
-		sent := w.e.Clock.Now()
-		resp, err := w.f.Fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
-		w.lastFetch = w.e.Clock.Now()
+		sent := w.engine.Clock.Now()
+		resp, err := w.fetcher.Fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
+		w.lastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)
 		w.fetchMetrics(sent, resp, err)

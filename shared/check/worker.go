@@ -37,10 +37,10 @@ const maxRetryAfter = 24 * time.Hour
 // worker works one host for one run.
 type worker struct {
 	*run
-	key    string
-	vshard int
-	p      params.Params
-	f      Fetcher
+	key     string
+	vshard  int
+	p       params.Params
+	fetcher Fetcher
 
 	lastFetch  time.Time
 	pauseUntil time.Time
@@ -118,7 +118,7 @@ type round struct {
 // fetched (its entries are known: state is read two rounds deep), so a slow
 // store or output queue never stretches the gap between two requests.
 func (w *worker) work(ctx context.Context) error {
-	h, err := w.e.Store.Load(ctx, w.key, 2*headBatch)
+	h, err := w.engine.Store.Load(ctx, w.key, 2*headBatch)
 	if errors.Is(err, hostqueue.ErrNotFound) {
 		return nil
 	}
@@ -166,7 +166,7 @@ func (w *worker) work(ctx context.Context) error {
 // begin takes the host's stored state as the session's.
 func (w *worker) begin(h *hostqueue.Host) {
 	w.notePending(w.key, h.Pending)
-	w.f = w.e.Fetcher(w.p)
+	w.fetcher = w.engine.Fetcher(w.p)
 	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
 	w.failingSince, w.lastError = h.FailingSince, h.LastError
 	w.unresolvable = map[string]string{}
@@ -183,8 +183,8 @@ func (w *worker) begin(h *hostqueue.Host) {
 // refreshParams reads the parameters again (from the cache) each round, so
 // a change reaches a long session within a round, not at its end.
 func (w *worker) refreshParams(ctx context.Context) {
-	if p := w.e.Params(ctx); p != w.p {
-		w.p, w.f = p, w.e.Fetcher(p)
+	if p := w.engine.Params(ctx); p != w.p {
+		w.p, w.fetcher = p, w.engine.Fetcher(p)
 	}
 }
 
@@ -193,7 +193,7 @@ func (w *worker) refreshParams(ctx context.Context) {
 // host's failure run has outlived its bound. ErrCrashed means an injected
 // crash stopped the run.
 func (w *worker) fetchRound(ctx context.Context, r *round, ho *handOff) error {
-	if w.expired(w.e.Clock.Now()) {
+	if w.expired(w.engine.Clock.Now()) {
 		r.out = outGiveUp
 	}
 	for _, ent := range r.entries {
@@ -390,7 +390,7 @@ const lingerStep = 250 * time.Millisecond
 // committing). The wait ends early when the run ends or its dispatcher has
 // due hosts it has no room for, so lingering never holds a busy host back.
 func (w *worker) linger(ctx context.Context, n int) {
-	now := w.e.Clock.Now()
+	now := w.engine.Clock.Now()
 	until := hostqueue.NextHostCheck(now, w.key, w.p.CheckHostPeriod)
 	if until.Sub(now) < w.p.CheckHostPeriod {
 		// The formula's slot can be a moment away; the one after it
@@ -398,22 +398,22 @@ func (w *worker) linger(ctx context.Context, n int) {
 		until = until.Add(w.p.CheckHostPeriod)
 	}
 	step := lingerStep
-	if poll := w.e.LingerPoll; poll > 0 {
+	if poll := w.engine.LingerPoll; poll > 0 {
 		step = min(step, poll)
 	}
 	var looked time.Time
 	for {
-		now := w.e.Clock.Now()
+		now := w.engine.Clock.Now()
 		if !now.Before(until) || !now.Before(w.req.Until) || w.wanted() || w.crashed.Load() || ctx.Err() != nil {
 			return
 		}
-		if poll := w.e.LingerPoll; poll > 0 && now.Sub(looked) >= poll {
+		if poll := w.engine.LingerPoll; poll > 0 && now.Sub(looked) >= poll {
 			looked = now
 			if w.grown(ctx, n) {
 				return
 			}
 		}
-		if w.e.Clock.Sleep(ctx, min(until.Sub(now), w.req.Until.Sub(now), step)) != nil {
+		if w.engine.Clock.Sleep(ctx, min(until.Sub(now), w.req.Until.Sub(now), step)) != nil {
 			return
 		}
 	}
@@ -424,7 +424,7 @@ func (w *worker) linger(ctx context.Context, n int) {
 // follows the linger): URLs appended since. A failed read says no (the
 // linger goes on, as without polling).
 func (w *worker) grown(ctx context.Context, n int) bool {
-	h, err := w.e.Store.Load(ctx, w.key, 0)
+	h, err := w.engine.Store.Load(ctx, w.key, 0)
 	return err == nil && h.Pending > n
 }
 
@@ -440,11 +440,11 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
 	policy := commitRetry
-	policy.Sleep = w.e.Clock.Sleep
+	policy.Sleep = w.engine.Clock.Sleep
 	var h *hostqueue.Host
 	err := policy.Retry(ctx, func(ctx context.Context) error {
 		var err error
-		h, err = w.e.Store.Commit(ctx, w.key, c)
+		h, err = w.engine.Store.Commit(ctx, w.key, c)
 		return err
 	})
 	if err != nil {
@@ -455,7 +455,7 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 
 // nextDue is when the host should be checked again after this run.
 func (w *worker) nextDue() time.Time {
-	due := hostqueue.NextHostCheck(w.e.Clock.Now(), w.key, w.p.CheckHostPeriod)
+	due := hostqueue.NextHostCheck(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod)
 	if w.pauseUntil.After(due) {
 		due = w.pauseUntil
 	}
@@ -476,7 +476,7 @@ func (w *worker) delay() time.Duration {
 // gone, and outGiveUp (at the failure run's bound, or at once when the
 // server asked for a pause beyond it) instead of a probe the bound forbids.
 func (w *worker) pace(ctx context.Context) outcome {
-	now := w.e.Clock.Now()
+	now := w.engine.Clock.Now()
 	start := now
 	if next := w.lastFetch.Add(w.delay()); next.After(start) {
 		start = next
@@ -492,7 +492,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 			if b.After(now) && !b.Before(w.req.Until) {
 				return outStop
 			}
-			if err := w.e.Clock.Sleep(ctx, b.Sub(now)); err != nil {
+			if err := w.engine.Clock.Sleep(ctx, b.Sub(now)); err != nil {
 				return outStop
 			}
 			return outGiveUp
@@ -513,7 +513,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 		if !w.waitOrYield(ctx, start) {
 			return outStop
 		}
-	} else if err := w.e.Clock.Sleep(ctx, start.Sub(now)); err != nil {
+	} else if err := w.engine.Clock.Sleep(ctx, start.Sub(now)); err != nil {
 		return outStop
 	}
 	// Fencing: start only if the lease outlives the request and the delay
@@ -533,11 +533,11 @@ func (w *worker) waitOrYield(ctx context.Context, t time.Time) bool {
 		if w.wanted() {
 			return false
 		}
-		now := w.e.Clock.Now()
+		now := w.engine.Clock.Now()
 		if !now.Before(t) {
 			return true
 		}
-		if w.e.Clock.Sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
+		if w.engine.Clock.Sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
 			return false
 		}
 	}
@@ -561,15 +561,15 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 				return res, outDone
 			}
 			if why := w.robotsVerdict(pol, target); why != "" {
-				w.e.Metrics.Add(metrics.RobotsDenials, 1)
+				w.engine.Metrics.Add(metrics.RobotsDenials, 1)
 				return result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, Status: result.StatusDenied,
-					Error: why, FetchedAt: w.e.Clock.Now().UTC(), Location: locationIf(hop > 0, target)}, outDone
+					Error: why, FetchedAt: w.engine.Clock.Now().UTC(), Location: locationIf(hop > 0, target)}, outDone
 			}
 			if pol != nil && pol.rules != nil {
 				w.crawlDelay = max(w.crawlDelay, pol.rules.CrawlDelay(w.p.UserAgent))
 			}
 		}
-		ready := w.e.Clock.Now()
+		ready := w.engine.Clock.Now()
 		if out := w.pace(ctx); out != outDone {
 			return result.Result{}, out
 		}
@@ -577,10 +577,10 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		if hop == 0 {
 			req.ETag, req.LastModified = ent.ETag, ent.LastModified
 		}
-		sent := w.e.Clock.Now()
-		w.e.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
-		resp, err := w.f.Fetch(ctx, req)
-		w.lastFetch = w.e.Clock.Now()
+		sent := w.engine.Clock.Now()
+		w.engine.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
+		resp, err := w.fetcher.Fetch(ctx, req)
+		w.lastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)
 		w.fetchMetrics(sent, resp, err)
@@ -654,7 +654,7 @@ func (w *worker) fetchMetrics(sent time.Time, resp *fetch.Response, err error) {
 	if k := fetch.KindOf(err); err != nil && (k == fetch.KindLocal || k == fetch.KindCanceled) {
 		return
 	}
-	m := w.e.Metrics
+	m := w.engine.Metrics
 	m.Add(metrics.Requests, 1)
 	m.AddDuration(metrics.FetchLatency, w.lastFetch.Sub(sent))
 	if resp != nil {
@@ -670,7 +670,7 @@ func (w *worker) fetchMetrics(sent time.Time, resp *fetch.Response, err error) {
 func (w *worker) localError(ctx context.Context, err error) {
 	w.local.Add(1)
 	w.errs.Add(1)
-	w.e.Log.ErrorContext(ctx, "out of local resources: request not made, url stays queued", "host", w.key, "error", err)
+	w.engine.Log.ErrorContext(ctx, "out of local resources: request not made, url stays queued", "host", w.key, "error", err)
 }
 
 // failed handles a request to a page that got no usable answer: the host's
@@ -721,13 +721,13 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 	res.Status = result.StatusRedirect
 	if w.p.FollowCrossHostRedirects {
 		key := hostqueue.QueueKey(u.Host, w.p.QueueMode == params.QueueByDomain)
-		_, err := w.e.Store.Append(ctx, hostqueue.AppendRequest{
+		_, err := w.engine.Store.Append(ctx, hostqueue.AppendRequest{
 			Key:     key,
 			Entries: []hostqueue.Entry{{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc, Hops: hops}},
 			Limit:   w.p.PersistLimit,
-			Due:     w.e.Clock.Now(),
+			Due:     w.engine.Clock.Now(),
 			OnEvict: func(ctx context.Context, ev []hostqueue.Entry) error {
-				return w.e.Publisher.Publish(ctx, hostqueue.Dropped(key, ev, w.e.Clock.Now(), w.p.PersistLimit))
+				return w.engine.Publisher.Publish(ctx, hostqueue.Dropped(key, ev, w.engine.Clock.Now(), w.p.PersistLimit))
 			},
 		})
 		if err != nil {
@@ -749,7 +749,7 @@ func (w *worker) unresolved(ent hostqueue.Entry, target string, hop int) (result
 	return result.Result{
 		ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, Status: result.StatusFetchError,
 		Error:     fmt.Sprintf("not requested: host name %s does not resolve: %s", name, why),
-		FetchedAt: w.e.Clock.Now().UTC(), Attempts: w.attempts[ent.ID], Location: locationIf(hop > 0, target),
+		FetchedAt: w.engine.Clock.Now().UTC(), Attempts: w.attempts[ent.ID], Location: locationIf(hop > 0, target),
 	}, true
 }
 
