@@ -445,9 +445,12 @@ func (e *benchEnv) resume(ctx context.Context) (*ResumeResult, error) {
 	// The stops come at random points of the job's progress: when the
 	// output holds a random number of results, so each lands in a run,
 	// and while rounds are in flight unless the count is reached at once.
+	// They fall in the first three quarters of the job: a stop drawn near
+	// its end could come after the last results, written in one burst,
+	// when the run has already finished (exit 0) and resumed nothing.
 	var stopAt []int
 	for range e.cfg.ResumeStops {
-		stopAt = append(stopAt, 1+rng.IntN(len(urls)-1))
+		stopAt = append(stopAt, 1+rng.IntN(max(1, len(urls)*3/4-1)))
 	}
 	slices.Sort(stopAt)
 	res.StopAt = stopAt
