@@ -1,8 +1,11 @@
 package dirbody_test
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +69,45 @@ func TestStaleTempsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a body being written was removed: %v", err)
+	}
+}
+
+// TestOpenAndCancel: a stored body opens by its sum, a malformed sum is
+// refused before it can name a path outside the folder, and a Put whose
+// context has ended stores nothing.
+func TestOpenAndCancel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := dirbody.New(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := s.Put(t.Context(), strings.NewReader("hello, body"), "text/plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Open(ref.SHA256)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", ref.SHA256, err)
+	}
+	got, err := io.ReadAll(f)
+	f.Close()
+	if err != nil || string(got) != "hello, body" {
+		t.Errorf("Open read %q, %v; want the stored body", got, err)
+	}
+	for _, bad := range []string{"", "../../etc/passwd", strings.Repeat("g", 64), ref.SHA256[:63]} {
+		if f, err := s.Open(bad); err == nil {
+			f.Close()
+			t.Errorf("Open(%q) opened a file, want an error", bad)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if ref, err := s.Put(ctx, strings.NewReader("never stored"), "text/plain"); err == nil {
+		t.Errorf("Put after cancel = %+v, want the context's error", ref)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, body.KeyPrefix))
+	if err != nil || len(entries) != 1 {
+		t.Errorf("folder holds %d bodies (%v), want only the first", len(entries), err)
 	}
 }

@@ -115,6 +115,9 @@ func TestRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ref.Bucket != bucket || s.Bucket() != bucket {
+		t.Errorf("reference names bucket %q, store %q; want %q", ref.Bucket, s.Bucket(), bucket)
+	}
 	first := modified(t, client, bucket, ref.Key)
 	time.Sleep(1100 * time.Millisecond) // S3 times are whole seconds
 	if _, err := s.Put(t.Context(), bytes.NewReader(data), "text/plain"); err != nil {
