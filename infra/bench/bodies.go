@@ -70,9 +70,11 @@ type BodiesResult struct {
 	StoredBytes    int64
 	BodyBytes      int64
 	// PeakLive is the process's most live heap (after a collection's
-	// mark); PeakHeap its most heap in objects, garbage included.
-	PeakLive, PeakHeap uint64
-	S3                 []billing.S3Line
+	// mark); PeakHeap its most heap in objects, garbage included; BaseLive
+	// the live heap just before the run, which earlier parts of a full
+	// benchmark (moto clients, pipelines, caches) leave behind.
+	PeakLive, PeakHeap, BaseLive uint64
+	S3                           []billing.S3Line
 	// SendChunks and ReceiveChunks are the output queue's billed 64 KB
 	// chunks: sent by the check function, received by the consumer (the
 	// pipeline's collector); Deletes its delete requests.
@@ -167,6 +169,9 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, e
 	sampled := make(chan struct{})
 	var peakLive, peakHeap atomic.Uint64
 	runtime.GC()
+	base := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(base)
+	res.BaseLive = base[0].Value.Uint64()
 	go func() {
 		defer close(sampled)
 		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
@@ -240,9 +245,9 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, e
 func bodiesTable(rs []*BodiesResult) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("Each size is its own run on moto: the real ingest and check handlers, the template's bucket and output queue (256 KiB messages, `InlineBodyBytes` %d), `MaxBodyBytes` at least the body, `FetchDelay` 0 (throughput, not politeness, is measured), each URL a distinct body of pseudo-random bytes (binary: inline as base64) from a loopback site. *bytes/s* are body bytes fetched and kept (inline, or streamed to S3 on moto) per second of wall time from sending the URLs to the last result. *peak live heap* is the most the process running the check function (with the pipeline's collector and ingest) held live after a collection; *peak heap* counts garbage not yet collected too. Dollars per million URLs at us-east-1 list prices, for the bodies only (the per-URL DynamoDB and SQS costs of the cost section come on top): the output queue's billed 64 KB chunks as sent ($0.40 per million), S3 PUT-class requests (PUT, multipart create/part/complete, COPY: $0.005 per 1,000) and GET-class (HEAD: $0.0004 per 1,000), storage of the distinct bodies for %d days ($0.023 per GB-month), and a consumer's reading: receiving the chunks and deleting, plus one GET per stored body.\n\n",
+	w("Each size is its own run on moto: the real ingest and check handlers, the template's bucket and output queue (256 KiB messages, `InlineBodyBytes` %d), `MaxBodyBytes` at least the body, `FetchDelay` 0 (throughput, not politeness, is measured), each URL a distinct body of pseudo-random bytes (binary: inline as base64) from a loopback site. *bytes/s* are body bytes fetched and kept (inline, or streamed to S3 on moto) per second of wall time from sending the URLs to the last result. *peak live heap* is the most the process running the check function (with the pipeline's collector and ingest) held live after a collection; *peak heap* counts garbage not yet collected too; *before* is the live heap just before the run, which earlier sizes and parts of a full run (moto clients, pipelines, caches) leave behind. The live figure is read at collections only, so a run that triggers few of them shows little above *before*. Dollars per million URLs at us-east-1 list prices, for the bodies only (the per-URL DynamoDB and SQS costs of the cost section come on top): the output queue's billed 64 KB chunks as sent ($0.40 per million), S3 PUT-class requests (PUT, multipart create/part/complete, COPY: $0.005 per 1,000) and GET-class (HEAD: $0.0004 per 1,000), storage of the distinct bodies for %d days ($0.023 per GB-month), and a consumer's reading: receiving the chunks and deleting, plus one GET per stored body.\n\n",
 		params.DefaultInlineBodyBytes, bodyRetentionDays)
-	w("| body | URLs / hosts | inline / stored | wall | bytes/s | peak live heap / peak heap | SQS chunks sent per URL | S3 requests per URL (put-class / get-class) | $/M: SQS send | $/M: S3 requests | $/M: S3 storage %dd | $/M: consumer reads | **$/M total** |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", bodyRetentionDays)
+	w("| body | URLs / hosts | inline / stored | wall | bytes/s | peak live heap / peak heap (before) | SQS chunks sent per URL | S3 requests per URL (put-class / get-class) | $/M: SQS send | $/M: S3 requests | $/M: S3 storage %dd | $/M: consumer reads | **$/M total** |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", bodyRetentionDays)
 	for _, r := range rs {
 		n := float64(r.URLs)
 		put, get := 0, 0
@@ -254,9 +259,9 @@ func bodiesTable(rs []*BodiesResult) string {
 				get += l.Requests
 			}
 		}
-		w("| %s | %d / %d | %d / %d | %s | %s | %.1f / %.1f MiB | %.2f | %.2f / %.2f | %.2f | %.2f | %.2f | %.2f | **%.2f** |\n",
+		w("| %s | %d / %d | %d / %d | %s | %s | %.1f / %.1f MiB (%.1f) | %.2f | %.2f / %.2f | %.2f | %.2f | %.2f | %.2f | **%.2f** |\n",
 			r.Name, r.URLs, r.Hosts, r.Inline, r.Stored, secs(r.Wall), rate(float64(r.BodyBytes)/r.Wall.Seconds()),
-			float64(r.PeakLive)/(1<<20), float64(r.PeakHeap)/(1<<20), float64(r.SendChunks)/n,
+			float64(r.PeakLive)/(1<<20), float64(r.PeakHeap)/(1<<20), float64(r.BaseLive)/(1<<20), float64(r.SendChunks)/n,
 			float64(put)/n, float64(get)/n, r.sqsSend(), r.s3Requests(billing.S3ClassPut)+r.s3Requests(billing.S3ClassGet),
 			r.storage(), r.consumer()+r.consumerGets(), r.total())
 	}
