@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/urldownloader/urldownloader/shared/backoff"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -43,19 +44,7 @@ type RealClock struct{}
 func (RealClock) Now() time.Time { return time.Now() }
 
 // Sleep waits d or until ctx is done.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error { return backoff.Sleep(ctx, d) }
 
 const (
 	// headBatch is how many URLs a host worker takes per round: its results
