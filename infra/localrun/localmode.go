@@ -267,6 +267,13 @@ func runLocalMode() int {
 	}
 
 	rt, err := standalone.Open(ctx, opts)
+	if err != nil && sigCtx.Err() != nil {
+		// Ctrl-C while the state was being read: nothing was taken from
+		// the input or the queues yet, so this is a clean stop like any
+		// other, not a broken state.
+		fmt.Fprintf(os.Stderr, "localrun: stopped while opening the state (%v); nothing was taken from the input or the queues: run the same command again to continue\n", err)
+		return 130
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
 		return 2
