@@ -276,14 +276,10 @@ func (d *deployer) createOrder() ([]string, error) {
 		if !creatable[r.Type] {
 			continue
 		}
-		if r.Condition != "" {
-			on, err := d.ev.condition(r.Condition)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", id, err)
-			}
-			if !on {
-				continue
-			}
+		if on, err := d.enabled(id); err != nil {
+			return nil, err
+		} else if !on {
+			continue
 		}
 		ids = append(ids, id)
 	}
@@ -706,6 +702,20 @@ func (d *deployer) wholeNumber(props map[string]any, key string, def int) (int, 
 	return n, nil
 }
 
+// enabled reports whether resource id is created in this deployment: it has
+// no Condition, or its condition holds.
+func (d *deployer) enabled(id string) (bool, error) {
+	c := d.t.resources[id].Condition
+	if c == "" {
+		return true, nil
+	}
+	on, err := d.ev.condition(c)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", id, err)
+	}
+	return on, nil
+}
+
 // eventSourceMappings reads the enabled SQS event source mappings of the
 // template's functions: a SAM function's SQS events, which the translator
 // makes AWS::Lambda::EventSourceMapping resources.
@@ -715,14 +725,10 @@ func (d *deployer) eventSourceMappings() error {
 		if r.Type != "AWS::Lambda::EventSourceMapping" {
 			continue
 		}
-		if r.Condition != "" {
-			on, err := d.ev.condition(r.Condition)
-			if err != nil {
-				return fmt.Errorf("%s: %w", id, err)
-			}
-			if !on {
-				continue
-			}
+		if on, err := d.enabled(id); err != nil {
+			return err
+		} else if !on {
+			continue
 		}
 		// FunctionName refers to a function, which is not created
 		// locally: read the reference, evaluate the rest.
@@ -799,14 +805,10 @@ func (d *deployer) rules() error {
 		if r.Type != "AWS::Events::Rule" {
 			continue
 		}
-		if r.Condition != "" {
-			on, err := d.ev.condition(r.Condition)
-			if err != nil {
-				return fmt.Errorf("%s: %w", id, err)
-			}
-			if !on {
-				continue
-			}
+		if on, err := d.enabled(id); err != nil {
+			return err
+		} else if !on {
+			continue
 		}
 		expr, ok := r.Properties["ScheduleExpression"]
 		if !ok {
