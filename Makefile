@@ -118,8 +118,10 @@ validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-l
 	$(SAM) validate --lint --region $(REGION) --template-file template.yaml
 	$(CFN_LINT) template.yaml
 
-# Two modules: the product (functions/, shared/) and infra/ (the local
-# stack, the benchmark and their dependencies), joined by go.work. In
+# Two modules: the product (functions/, shared/, and internal/: what its
+# tests stand on) and infra/ (local mode, the moto pipeline, the benchmark
+# and their dependencies), which requires the product, never the other way
+# round; go.work joins them. In
 # workspace mode ./... matches only the module of the current directory,
 # so both trees are named.
 #

@@ -12,7 +12,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.83.0
 	github.com/aws/smithy-go v1.28.9
-	github.com/urldownloader/urldownloader/infra v0.0.0-00010101000000-000000000000
 	golang.org/x/net v0.62.0
 	modernc.org/sqlite v1.62.0
 )
@@ -39,9 +38,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-// The product's code never imports infra/; its tests use infra/'s local
-// stack (infra/stack, infra/moto, infra/demosite, infra/billing), which
-// needs nothing beyond this module's own requirements. The benchmark's
-// dependencies stay in infra/go.mod.
-replace github.com/urldownloader/urldownloader/infra => ./infra

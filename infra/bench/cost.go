@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/urldownloader/urldownloader/infra/billing"
+	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -213,7 +213,7 @@ func (e *benchEnv) burst(ctx context.Context) (*CostResult, error) {
 // large as the template's event source mapping delivers them. The producer
 // keeps one to two batches' worth of messages on the queue, sending the
 // next batch's worth when at most one is left (rather than all at once:
-// moto's queue slows down with its length, see infra/moto's patches).
+// moto's queue slows down with its length, see internal/moto's patches).
 func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 	h, u := e.cfg.WideHosts, e.cfg.WidePerHost
 	site, err := e.site(h, "")

@@ -22,9 +22,9 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
-	"github.com/urldownloader/urldownloader/infra/billing"
+	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/infra/local"
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -32,7 +32,7 @@ import (
 // loopback that accepts SendMessageBatch as SQS does (JSON protocol, MD5s
 // of the bodies) and records each result's ID. The publisher's requests
 // still go through the SDK and HTTP and are counted; only moto's queue,
-// whose cost grows with its length (see infra/moto's patches), is left out, together
+// whose cost grows with its length (see internal/moto's patches), is left out, together
 // with a consumer receiving and deleting results, which is not part of the
 // downloader.
 type sink struct {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/infra/rie"
 )
 

@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/demosite"
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/internal/proc"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 

@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
 // Config sizes one benchmark run.
@@ -84,7 +84,7 @@ type Config struct {
 	Out, PNG string
 	Smoke    bool
 	// StockMoto runs moto without the patches that remove its O(queue
-	// length) SQS and O(table) Query costs (see infra/moto's patches).
+	// length) SQS and O(table) Query costs (see internal/moto's patches).
 	StockMoto bool
 }
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/gocolly/colly/v2"
 
-	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"

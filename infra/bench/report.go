@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/billing"
+	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/infra/standalone"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -82,7 +82,7 @@ func (r *Results) Table() string {
 		w("d = %s; the site answers every page after a fixed %s and serves a robots.txt that disallows `%s`. Ours get, beside the U pages per host, one URL per host under `%s`, which must end `denied` without a request; Colly gets the pages only (it ignores robots.txt by default).\n\n", p0.Delay, r.Config.Latency, privatePath, privatePath)
 		w("- *local mode*: `make run` as users run it: the runner (`go build ./infra/localrun`, built once) in its own process with `--urls FILE --out FILE --state NEW_FILE --allow-private --param FetchDelay=d`, its defaults otherwise (SQLite state, %d check loops, template parameter defaults). Wall time runs from starting the process to its exit, every result written and synced.\n", standaloneShards)
 		if p0.Moto != nil {
-			w("- *on moto*: the real check engine and DynamoDB store on moto (with infra/moto's patches), the URLs handed over through `POST /urls` (the real ingest handler, %d URLs per request, 8 requests at once: the synchronous entry, stored when it answers; through the SQS input queue the event source mapping's batching window, `IngestBatchingWindowSeconds`, comes first), template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d), results sent to a loopback SQS sink. The deployment is idle when the URLs arrive (each shard's scheduled invocation has run, found nothing and ended; the next is a minute away), so ingest's wake-ups start the work. Wall time runs from handing over the URLs to the last result.\n",
+			w("- *on moto*: the real check engine and DynamoDB store on moto (with internal/moto's patches), the URLs handed over through `POST /urls` (the real ingest handler, %d URLs per request, 8 requests at once: the synchronous entry, stored when it answers; through the SQS input queue the event source mapping's batching window, `IngestBatchingWindowSeconds`, comes first), template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d), results sent to a loopback SQS sink. The deployment is idle when the URLs arrive (each shard's scheduled invocation has run, found nothing and ended; the next is a minute away), so ingest's wake-ups start the work. Wall time runs from handing over the URLs to the last result.\n",
 				urlmsg.MaxItems, p0.ShardCount, p0.CheckHostPeriod, p0.MaxConcurrentHosts)
 		}
 		w("- *Colly*: async, one `LimitRule{DomainGlob: host, Delay: d, Parallelism: 1}` per host, in process, the same site and pages in the same shuffled order, run right after ours; wall from the first `Visit` to `Wait`'s return.\n\n")
@@ -136,7 +136,7 @@ func (r *Results) Table() string {
 	}
 	if len(r.Cost) > 0 {
 		w("### 2. DynamoDB billed units and SQS requests per URL\n\n")
-		w("Computed by infra/billing from every request the store and the pipeline made (item sizes before and after, 1 KB write units, 4 KB read units, eventually consistent reads at half, KEYS_ONLY GSI puts and deletes, failed conditions billed). \"Background\" is what costs by the hour, not by the URL: shard-lease renewals and the due-index polls. Fetch delay %s for all three.\n\n", r.Cost[0].Delay)
+		w("Computed by internal/billing from every request the store and the pipeline made (item sizes before and after, 1 KB write units, 4 KB read units, eventually consistent reads at half, KEYS_ONLY GSI puts and deletes, failed conditions billed). \"Background\" is what costs by the hour, not by the URL: shard-lease renewals and the due-index polls. Fetch delay %s for all three.\n\n", r.Cost[0].Delay)
 		w("| scenario | shape | URLs | wall | **write units / URL** | table / GSI | per-URL items / background | read units / URL | one-item-per-URL model | **SQS requests / URL** | idle ESM polls | producer + consumer requests / URL | $ per million URLs |\n")
 		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {

@@ -36,9 +36,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/urldownloader/urldownloader/infra/moto"
-	"github.com/urldownloader/urldownloader/infra/proc"
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/moto"
+	"github.com/urldownloader/urldownloader/internal/proc"
+	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
 // TestResourcesSmoke runs the resources scenario at tiny sizes, so `make

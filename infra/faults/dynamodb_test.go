@@ -10,7 +10,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/urldownloader/urldownloader/infra/faults"
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/stack"
 )
 
 // TestLostResponse runs the lost-response faults against moto: the write

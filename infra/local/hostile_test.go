@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/shared/result"
 )

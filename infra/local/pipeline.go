@@ -32,8 +32,8 @@ import (
 	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
 	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/infra/faults"
-	"github.com/urldownloader/urldownloader/infra/moto"
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/moto"
+	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/result"
@@ -45,7 +45,7 @@ import (
 // Options shape a local pipeline.
 type Options struct {
 	// Endpoint of a running moto; empty starts one for the pipeline, with
-	// infra/moto's patches (a moto started elsewhere has them only if it
+	// internal/moto's patches (a moto started elsewhere has them only if it
 	// was started with moto.Start).
 	Endpoint string
 	// Prefix names the resources, so pipelines can share one moto.

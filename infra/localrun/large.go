@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 

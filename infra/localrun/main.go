@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/shared/result"

@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)

@@ -40,7 +40,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 // EnvEmulator names the environment variable that gives the aws-lambda-rie

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 var testFn struct {

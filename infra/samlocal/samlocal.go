@@ -37,8 +37,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/proc"
+	"github.com/urldownloader/urldownloader/internal/stack"
 )
 
 // EndpointVar is the variable the functions read to talk to an emulator

@@ -8,7 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/urldownloader/urldownloader/infra/samlocal"
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/stack"
 )
 
 // The local template is the template plus one declared variable: SAM

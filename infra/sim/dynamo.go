@@ -16,7 +16,7 @@ import "math"
 // average seen before ("throttling can occur if the throughput exceeds
 // twice the previous peak within the same 30 minutes").
 //
-// Billing (on demand, as infra/billing meters it on moto): a write costs
+// Billing (on demand, as internal/billing meters it on moto): a write costs
 // ceil(max(old, new) / 1 KB) units, a failed condition the same; a read
 // ceil(size / 4 KB), half when eventually consistent; the KEYS_ONLY due
 // index a put when a host enters it, a delete when it leaves, both when its

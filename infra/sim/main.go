@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 // Scenarios are the runs `make sim` makes, in the page's order.

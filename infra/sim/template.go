@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/stack"
 )
 
 // fromTemplate sets the deployment's settings from template.yaml as the

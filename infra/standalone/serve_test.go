@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
-	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/proc"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 

@@ -37,8 +37,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/urldownloader/urldownloader/infra/demosite"
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/fetch"

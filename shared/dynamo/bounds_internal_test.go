@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/urldownloader/urldownloader/infra/billing"
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/billing"
+	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/params"
 )
@@ -62,7 +62,7 @@ func worstHostItem(limit int) *hostItem {
 
 // TestPersistLimitBoundFitsAnItem: at params.MaxPersistLimit the worst
 // host item stays under DynamoDB's 400 KB with a quarter to spare, by
-// DynamoDB's size rules (infra/billing), and moto stores it.
+// DynamoDB's size rules (internal/billing), and moto stores it.
 func TestPersistLimitBoundFitsAnItem(t *testing.T) {
 	t.Parallel()
 	it := worstHostItem(params.MaxPersistLimit)

@@ -1,7 +1,7 @@
 package dynamo_test
 
 // Integration tests of the DynamoDB store against a real moto server, on a
-// table created from template.yaml by infra/stack (one table per test, so
+// table created from template.yaml by internal/stack (one table per test, so
 // tests run in parallel on the shared server). They read the raw items too,
 // through the layout documented in layout.go: host item pk "h#<key>" sk "h",
 // chunk items sk "c#<id>".
@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )

@@ -1,7 +1,7 @@
 package sqsout_test
 
 // Integration tests of the publisher against a real moto server, on the
-// output queue template.yaml declares (created per test by infra/stack).
+// output queue template.yaml declares (created per test by internal/stack).
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/sqsout"
 )

@@ -1,7 +1,7 @@
 package wake_test
 
 // Wake-ups against a real moto server, on the wake queue template.yaml
-// declares (created per test by infra/stack).
+// declares (created per test by internal/stack).
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/urldownloader/urldownloader/infra/stack"
+	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/wake"
 )
 

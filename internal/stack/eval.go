@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
 // noValue is what {"Ref": "AWS::NoValue"} evaluates to: the property or
@@ -228,7 +228,7 @@ func (e *evaluator) intrinsic(fn string, arg any) (any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%s is not supported locally: teach infra/stack", fn)
+	return nil, fmt.Errorf("%s is not supported locally: teach internal/stack", fn)
 }
 
 func (e *evaluator) boolean(v any) (bool, error) {

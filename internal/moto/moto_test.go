@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dt "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
 // TestStartServesDynamoDB starts a private server (not the shared one, so

@@ -12,7 +12,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// cfnBucket is an AWS::S3::Bucket's properties as infra/stack creates them
+// cfnBucket is an AWS::S3::Bucket's properties as internal/stack creates them
 // on moto: encryption, the public access block and the lifecycle rules
 // are applied (moto keeps and reports them), so the local bucket is
 // configured as the deployed one.

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/urldownloader/urldownloader/infra/billing"
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/billing"
+	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
 // TestMeterOnMoto runs real requests through the middleware and checks the

@@ -329,7 +329,7 @@ func (d *deployer) decode(r resource, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("%s (%s): %w; teach infra/stack the property or drop it", r.ID, r.Type, err)
+		return fmt.Errorf("%s (%s): %w; teach internal/stack the property or drop it", r.ID, r.Type, err)
 	}
 	return nil
 }

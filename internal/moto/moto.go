@@ -27,7 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 // Region is the region of every configuration this package makes. moto

@@ -1,8 +1,8 @@
 // Command demosite serves the demo site on loopback hosts for a local run
 // with --urls, and verifies a run's results against what the site saw.
 //
-//	go run ./infra/demosite/cmd serve --hosts 20 --pages 10 --urls urls.jsonl --log requests.jsonl
-//	go run ./infra/demosite/cmd verify --results results.jsonl --log requests.jsonl --min-gap 300ms
+//	go run ./internal/demosite/cmd serve --hosts 20 --pages 10 --urls urls.jsonl --log requests.jsonl
+//	go run ./internal/demosite/cmd verify --results results.jsonl --log requests.jsonl --min-gap 300ms
 package main
 
 import (
@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/demosite"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 

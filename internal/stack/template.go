@@ -11,7 +11,7 @@
 //
 // The template is first translated into plain CloudFormation by the SAM
 // translator (samtranslator, installed with the SAM CLI in .venv; see
-// infra/scripts/sam-translate.py), the code `sam deploy` runs in the
+// internal/stack/sam-translate.py), the code `sam deploy` runs in the
 // cloud: it parses the YAML, merges Globals into each function and expands
 // every AWS::Serverless::* resource (a function's SQS events into
 // AWS::Lambda::EventSourceMapping, its Schedule events into
@@ -19,7 +19,7 @@
 // does for a local stack: it evaluates CloudFormation's intrinsic functions
 // and conditions for one deployment's parameters (eval.go; neither the
 // translator nor cfn-lint evaluates them, and moto's own CloudFormation
-// cannot take this template: see infra/moto/NOTES.md), and it creates the
+// cannot take this template: see internal/moto/NOTES.md), and it creates the
 // tables and queues with the SDK under names of its own and reads what the
 // local pipeline needs (deploy.go).
 package stack
@@ -40,7 +40,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/urldownloader/urldownloader/infra/proc"
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 // The logical ids of template.yaml that the Go code relies on.
@@ -183,7 +183,7 @@ func Parse(data []byte) (*Template, error) {
 	return t, nil
 }
 
-// translation is what infra/scripts/sam-translate.py prints.
+// translation is what internal/stack/sam-translate.py prints.
 type translation struct {
 	Template       map[string]any `json:"template"`
 	ResourceOrder  []string       `json:"resourceOrder"`
@@ -227,7 +227,7 @@ func translate(data []byte) (*translation, error) {
 	return &tr, nil
 }
 
-// runTranslator returns what infra/scripts/sam-translate.py prints for
+// runTranslator returns what internal/stack/sam-translate.py prints for
 // data, from the disk cache when it holds it.
 func runTranslator(data []byte) ([]byte, error) {
 	root, err := proc.ModuleRoot()
@@ -238,7 +238,7 @@ func runTranslator(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	script := filepath.Join(root, "infra", "scripts", "sam-translate.py")
+	script := filepath.Join(root, "internal", "stack", "sam-translate.py")
 	cached := cachedTranslation(data, script, python)
 	if out, err := os.ReadFile(cached); cached != "" && err == nil {
 		return out, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	st "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/urldownloader/urldownloader/infra/moto"
+	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
 // TestPatches checks that the patched moto (what Start runs) answers as

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Turn a SAM template into plain CloudFormation with the SAM translator.
 
-    .venv/bin/python infra/scripts/sam-translate.py template.yaml
-    .venv/bin/python infra/scripts/sam-translate.py - < template.yaml
+    .venv/bin/python internal/stack/sam-translate.py template.yaml
+    .venv/bin/python internal/stack/sam-translate.py - < template.yaml
 
-infra/stack runs it (with the .venv's Python, where `make tools` installs
+internal/stack runs it (with the .venv's Python, where `make tools` installs
 the SAM CLI and its translator, samtranslator) and reads what it prints,
 one JSON object:
 
@@ -20,9 +20,9 @@ resources in an order of its own, and JSON objects keep none), with the
 resources the translator added after them, sorted.
 
 What the translator leaves to CloudFormation stays as it is, and
-infra/stack evaluates it for each deployment: intrinsic functions and
+internal/stack evaluates it for each deployment: intrinsic functions and
 conditions (the translator substitutes parameter values only into a few
-SAM properties: none that infra/stack reads, so one translation serves every
+SAM properties: none that internal/stack reads, so one translation serves every
 deployment's parameters) and the AWS::LanguageExtensions transform, which
 CloudFormation runs before SAM's and the translator does not implement: in
 template.yaml it only lets the table's DeletionPolicy be an Fn::If, which
@@ -44,7 +44,7 @@ from samtranslator.yaml_helper import yaml_parse
 SAM_TRANSFORM = "AWS::Serverless-2016-10-31"
 
 # The translator reads the region from boto3's configuration to pick the
-# partition of the ARNs it writes. infra/stack's pseudo parameters say
+# partition of the ARNs it writes. internal/stack's pseudo parameters say
 # us-east-1 whatever the developer's AWS settings, and so does this.
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 os.environ.pop("AWS_REGION", None)

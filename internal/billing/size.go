@@ -1,7 +1,7 @@
 // Package billing computes what AWS would bill for the requests a program
 // makes, where the local emulator cannot say: moto reports a
 // ConsumedCapacity of 1 for every DynamoDB request whatever the item size
-// (see infra/moto/NOTES.md). Meter is an aws-sdk-go-v2 DynamoDB middleware
+// (see internal/moto/NOTES.md). Meter is an aws-sdk-go-v2 DynamoDB middleware
 // that applies DynamoDB's capacity rules to every request; SQSCounter is an
 // SQS middleware that counts requests per API and queue, and the 64 KB
 // chunks SQS bills them by.
