@@ -159,7 +159,7 @@ fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (seed corp
 # install, make's own echo) goes to stderr.
 run: ## Run the whole downloader locally: make run ARGS='...'.
 	@$(MAKE) --no-print-directory $(VENV_STAMP) $(RIE_STAMP) >&2
-	@$(TOOL_ENV) go run ./infra/localrun $(ARGS)
+	@$(TOOL_ENV) go run ./infra/cmd/urldownloader $(ARGS)
 
 bench: $(VENV_STAMP) $(RIE_STAMP) ## Run the benchmark locally: make bench ARGS='...'.
 	$(TOOL_ENV) go run ./infra/bench $(ARGS)

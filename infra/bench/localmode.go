@@ -36,7 +36,7 @@ type localRunner struct {
 	bin, dir string
 }
 
-// runner builds the runner once per bench run (`go build ./infra/localrun`
+// runner builds the runner once per bench run (`go build ./infra/cmd/urldownloader`
 // into a scratch directory removed at the end of the run).
 func (e *benchEnv) runner(ctx context.Context) (*localRunner, error) {
 	e.runnerOnce.Do(func() {
@@ -46,11 +46,11 @@ func (e *benchEnv) runner(ctx context.Context) (*localRunner, error) {
 			return
 		}
 		bin := filepath.Join(dir, "localrun")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./infra/localrun")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./infra/cmd/urldownloader")
 		cmd.Dir = e.root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.RemoveAll(dir)
-			e.runnerErr = fmt.Errorf("go build ./infra/localrun: %w\n%s", err, out)
+			e.runnerErr = fmt.Errorf("go build ./infra/cmd/urldownloader: %w\n%s", err, out)
 			return
 		}
 		e.local = &localRunner{bin: bin, dir: dir}
