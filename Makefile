@@ -58,7 +58,7 @@ GO_BUILD := GOWORK=off GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lamb
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run bench sim sam-build deploy clean distclean sam-local up
+.PHONY: help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run install bench sim sam-build deploy clean distclean sam-local up
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -155,11 +155,37 @@ fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (seed corp
 	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
 	go test -run='^$$' -fuzz='^FuzzNormalize$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
 
-# Results go to stdout as JSON lines, so everything else (the tools'
-# install, make's own echo) goes to stderr.
-run: ## Run the whole downloader locally: make run ARGS='...'.
-	@$(MAKE) --no-print-directory $(VENV_STAMP) $(RIE_STAMP) >&2
-	@$(TOOL_ENV) go run ./infra/cmd/urldownloader $(ARGS)
+# The command: one binary, urldownloader (infra/cmd/urldownloader, so
+# `go install` names it too). `make run` builds it into .build/ and runs it;
+# local mode needs nothing else, so moto (.venv) is installed first only
+# when ARGS name `--backend moto`. Results go to stdout as JSON lines, so
+# everything else (the build, the tools' install) goes to stderr.
+#
+# The binary is the recipe shell's child in the terminal's process group,
+# so Ctrl-C reaches it directly; it stops cleanly and exits 130 ("run again
+# to continue"), which the recipe takes as success: make then ends on the
+# SIGINT it got itself (exit 130 to the shell) without printing an error.
+# Any other code is make's failure, as usual.
+URLDOWNLOADER := .build/urldownloader
+RUN_MOTO := $(filter moto --backend=moto -backend=moto,$(ARGS))
+run: ## Build .build/urldownloader and run it (local mode: installs nothing): make run ARGS='...'.
+	@$(if $(RUN_MOTO),$(MAKE) --no-print-directory $(VENV_STAMP) >&2)
+	@go build -o $(URLDOWNLOADER) ./infra/cmd/urldownloader >&2
+	@$(if $(RUN_MOTO),$(TOOL_ENV)) $(URLDOWNLOADER) $(ARGS) || { rc=$$?; [ $$rc -eq 130 ] || exit $$rc; }
+
+# `go install` puts the binary in GOBIN, else $(go env GOPATH)/bin
+# (~/go/bin by default); PREFIX=/usr/local installs into $(PREFIX)/bin.
+PREFIX ?=
+install: ## Install the urldownloader command: into $(go env GOPATH)/bin, or PREFIX=/usr/local for /usr/local/bin.
+	@if [ -n "$(PREFIX)" ]; then \
+		mkdir -p "$(PREFIX)/bin" && go build -trimpath -o "$(PREFIX)/bin/urldownloader" ./infra/cmd/urldownloader && \
+		echo "installed $(PREFIX)/bin/urldownloader"; \
+	else \
+		go install -trimpath ./infra/cmd/urldownloader && \
+		dir=$$(go env GOBIN); dir=$${dir:-$$(go env GOPATH)/bin}; \
+		echo "installed $$dir/urldownloader"; \
+		case ":$$PATH:" in *":$$dir:"*) ;; *) echo "note: $$dir is not on your PATH: add it, e.g. export PATH=\"$$dir:\$$PATH\"";; esac; \
+	fi
 
 bench: $(VENV_STAMP) $(RIE_STAMP) ## Run the benchmark locally: make bench ARGS='...'.
 	$(TOOL_ENV) go run ./infra/bench $(ARGS)

@@ -156,6 +156,8 @@ type Runtime struct {
 	// lastFetch is when this process last started a request (Unix
 	// nanoseconds).
 	lastFetch atomic.Int64
+	// crawl keeps the robots.txt Crawl-delays seen, for HostDelay.
+	crawl *crawlDelays
 
 	// Resumed counts the URLs found queued in the state at Open: accepted
 	// by an earlier run and still without a result there.
@@ -227,6 +229,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 
 	rt.tally = newTally(p.FollowCrossHostRedirects)
+	rt.crawl = &crawlDelays{userAgent: p.UserAgent, queueKey: rt.QueueKey}
 	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
 		rt.tally.seen(rs)
 		if opts.OnResult != nil {
@@ -247,7 +250,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
 			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
 			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
-		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
+		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight, crawl: rt.crawl}
 		engine := &check.Engine{
 			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
 			Fetcher: func(params.Params) check.Fetcher { return fetcher },
@@ -407,6 +410,7 @@ type activeFetcher struct {
 	f                  check.Fetcher
 	last               *atomic.Int64
 	requests, inFlight *atomic.Int64
+	crawl              *crawlDelays
 }
 
 func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
@@ -414,5 +418,7 @@ func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Re
 	a.requests.Add(1)
 	a.inFlight.Add(1)
 	defer a.inFlight.Add(-1)
-	return a.f.Fetch(ctx, req)
+	resp, err := a.f.Fetch(ctx, req)
+	a.crawl.saw(req, resp)
+	return resp, err
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/infra/standalone"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/result"
@@ -55,6 +56,13 @@ func runBackend() (code int, handled bool) {
 			if flagSet(name) {
 				fmt.Fprintf(os.Stderr, "localrun: --%s is for --backend local\n", name)
 				return 2, true
+			}
+		}
+		if sharedFlag("endpoint") == "" {
+			if _, err := moto.FindServer(); err != nil {
+				fmt.Fprintf(os.Stderr, "localrun: --backend moto runs the AWS emulator moto, which is not installed here: %v\n", err)
+				fmt.Fprintln(os.Stderr, "localrun: local mode (the default, without --backend) needs no emulator")
+				return exitUsage, true
 			}
 		}
 		return 0, false
@@ -258,8 +266,10 @@ func runLocalMode() int {
 		opts.Bodies = filepath.Join(filepath.Dir(state), "bodies")
 	}
 	bodies := &bodyTally{}
+	var outs *outcomes // set once the runtime is open, before any result
 	opts.OnResult = func(r result.Result) {
 		bodies.add(r)
+		outs.add(r)
 		if hostile != nil {
 			// tally is set once the runtime is open, before any result.
 			tally.add(r)
@@ -279,6 +289,7 @@ func runLocalMode() int {
 		return 2
 	}
 	defer rt.Close()
+	outs = newOutcomes(rt.QueueKey, rt.Params())
 	if hostile != nil {
 		tally = newHostileTally(hostile, rt.AcceptedAt)
 	}
@@ -305,10 +316,9 @@ func runLocalMode() int {
 		go func() { _ = srv.Serve(ln) }()
 		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls until Ctrl-C\n", ln.Addr())
 	}
-	stopProgress := func() {}
-	if isTerminal(os.Stderr) && !sharedBool("v") {
-		stopProgress = startProgress(os.Stderr, rt.Progress)
-	}
+	// A terminal gets a line redrawn in place (not under -v, whose logs
+	// would break it); anything else a line every logEvery.
+	stopProgress := startProgress(os.Stderr, rt, isTerminal(os.Stderr) && !sharedBool("v"))
 	rep, runErr := rt.Run(ctx, standalone.RunOptions{Input: input, Serve: listen != ""})
 	stopProgress()
 	if srv != nil {
@@ -317,9 +327,9 @@ func runLocalMode() int {
 		cancel()
 	}
 
-	printLocalSummary(rep)
+	printLocalSummary(os.Stderr, rep, outs, rt.HostDelay, sharedBool("v"))
 	bodies.print(os.Stderr, opts.Bodies)
-	if err := printMetrics(os.Stderr, emf.Bytes()); err != nil {
+	if err := printMetrics(os.Stderr, emf.Bytes(), sharedBool("v")); err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
 	}
 	if site != nil {
@@ -373,24 +383,11 @@ func runLocalMode() int {
 		fmt.Fprintf(os.Stderr, "localrun: %d input lines were not accepted\n", rejected)
 		return 1
 	}
-	return 0
-}
-
-func printLocalSummary(r standalone.Report) {
-	var parts []string
-	for _, s := range slices.Sorted(maps.Keys(r.ByStatus)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", s, r.ByStatus[s]))
+	if n := failures(rep.ByStatus); n > 0 {
+		fmt.Fprintf(os.Stderr, "localrun: %d urls ended %s (exit 1): see above\n", n, strings.Join(statusNames(failedStatuses), ", "))
+		return exitFailed
 	}
-	in := r.Input
-	if in.Skipped > 0 {
-		fmt.Fprintf(os.Stderr, "localrun: input: %d lines read by earlier runs (%d urls accepted, %d lines rejected) skipped\n", in.Skipped, in.SkippedURLs, in.SkippedRejected)
-	}
-	if r.DoneElsewhere > 0 {
-		parts = append(parts, fmt.Sprintf("doneByAnotherProcess=%d", r.DoneElsewhere))
-	}
-	fmt.Fprintf(os.Stderr, "localrun: summary: read=%d lines accepted=%d rejected=%d resumed=%d expected=%d results=%d %sduplicates=%d missing=%d elapsed=%s requests=%d checkInvocations=%d ingestInvocations=%d\n",
-		in.Lines, in.URLs, in.Rejected, r.Resumed, r.Expected, r.Results, strings.Join(append(parts, ""), " "), r.Duplicates, len(r.Missing),
-		r.Elapsed.Round(time.Millisecond), r.Requests, r.CheckRuns, in.Batches)
+	return exitOK
 }
 
 // stdinInput names standard input by its first line: piping the same list

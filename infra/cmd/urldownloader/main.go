@@ -1,13 +1,17 @@
-// Command localrun runs the downloader end to end on the embedded local
-// stack (moto, the template's resources, the real handlers), with no AWS
-// account and no Docker. Without --urls it serves a small demo site on
-// loopback hosts and downloads it. See the README's "Local run".
+// Command urldownloader downloads a list of URLs politely on one machine:
+// local mode (localmode.go, the default) on an embedded SQLite state, or
+// with --backend moto on the emulated AWS stack (moto, the template's
+// resources, the real handlers), with no AWS account and no Docker.
+// Without --urls it serves a small demo site on loopback hosts and
+// downloads it. --help lists the flags by mode, the parameters and the exit
+// codes (usage.go). See the README's "Local mode".
 package main
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,9 +52,9 @@ func run() int {
 	outPath := flag.String("out", "", "write results as JSON lines to this file (default stdout)")
 	flag.Var(params, "param", "runtime parameter Name=Value, repeatable (e.g. --param FetchDelay=200ms)")
 	allowPrivate := flag.Bool("allow-private", false, "permit loopback and private-address targets (needed for local sites)")
-	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long, print what is missing and exit non-zero")
-	shards := flag.Int("shards", 0, "ShardCount (default: the template's)")
-	checkRun := flag.Duration("check-run", 20*time.Second, "how long each local check invocation starts requests (3s in a fault run)")
+	timeout := flag.Duration("timeout", 0, "give up after this long, print what is missing and exit 1")
+	shards := flag.Int("shards", 0, "check loops (local) or the template's ShardCount (moto), 1 to 16")
+	checkRun := flag.Duration("check-run", 0, "how long each check invocation keeps starting requests")
 	endpoint := flag.String("endpoint", "", "use a running moto at this URL instead of starting one")
 	demoHosts := flag.Int("demo-hosts", 3, "demo site: loopback hosts to serve")
 	demoPages := flag.Int("demo-pages", 4, "demo site: pages per host")
@@ -69,6 +73,7 @@ func run() int {
 	if code, handled := runBackend(); handled {
 		return code
 	}
+	applyMotoDefaults(timeout, checkRun)
 
 	logw := io.Discard
 	if *verbose {
@@ -239,9 +244,12 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "localrun: missing result: %s %s\n", m.ID, m.URL)
 		}
 		fmt.Fprintln(os.Stderr, "localrun:", runErr)
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return exitInterrupted
+		}
 		return 1
 	}
-	if len(sent.Rejected) > 0 {
+	if len(sent.Rejected) > 0 || failures(report.ByStatus) > 0 {
 		return 1
 	}
 	return 0

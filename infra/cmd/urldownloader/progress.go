@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -13,8 +15,16 @@ import (
 	"github.com/urldownloader/urldownloader/shared/metrics"
 )
 
-// progressEvery is how often the live progress line is redrawn.
-const progressEvery = 500 * time.Millisecond
+// progressEvery is how often the live progress line is redrawn on a
+// terminal; logEvery how often a progress line is written when stderr is
+// not one (a file, a pipe, a CI log), one line each; boundEvery how often
+// the ETA's politeness bound is read again from the state (a read per
+// queue).
+const (
+	progressEvery = 500 * time.Millisecond
+	logEvery      = 10 * time.Second
+	boundEvery    = 2 * time.Second
+)
 
 // isTerminal reports whether f is a terminal (a character device): the
 // progress line redraws itself with \r, which only a terminal shows well.
@@ -23,11 +33,20 @@ func isTerminal(f *os.File) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// startProgress redraws one line on w every progressEvery until the
-// returned stop is called (which clears it): URLs done of those owed a
-// result, requests per second over the last seconds, hosts being worked,
-// the backlog and an ETA from the results' pace so far.
-func startProgress(w io.Writer, progress func() standalone.Progress) (stop func()) {
+// progressSource is what the progress line reads (a standalone.Runtime).
+type progressSource interface {
+	Progress() standalone.Progress
+	HostsLeft(ctx context.Context) ([]standalone.HostLoad, error)
+}
+
+// startProgress shows the run's progress on w until the returned stop is
+// called: redrawn in place every progressEvery when redraw is set (a
+// terminal; stop clears it), else one line every logEvery. It says the
+// URLs done of those owed a result, requests per second over the last
+// seconds, hosts being worked, the backlog and an ETA: the politeness
+// bound of the URLs still queued (each host's URLs left × its FetchDelay
+// or Crawl-delay, the slowest host's).
+func startProgress(w io.Writer, src progressSource, redraw bool) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -36,21 +55,43 @@ func startProgress(w io.Writer, progress func() standalone.Progress) (stop func(
 		reqs int64
 	}
 	var window []sample
+	every := progressEvery
+	if !redraw {
+		every = logEvery
+	}
 	wg.Go(func() {
-		t := time.NewTicker(progressEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
+		eta, etaKnown := time.Duration(0), false
+		var etaAt time.Time
 		for {
 			select {
 			case <-done:
-				fmt.Fprint(w, "\r\033[K")
+				if redraw {
+					fmt.Fprint(w, "\r\033[K")
+				}
 				return
 			case now := <-t.C:
-				p := progress()
+				p := src.Progress()
+				if now.Sub(etaAt) >= boundEvery {
+					ctx, cancel := context.WithTimeout(context.Background(), boundEvery)
+					left, err := src.HostsLeft(ctx)
+					cancel()
+					if etaKnown = err == nil; etaKnown {
+						eta, _ = standalone.Bound(left)
+					}
+					etaAt = now
+				}
 				window = append(window, sample{now, p.Requests})
-				for len(window) > 10 { // five seconds
+				for len(window) > 1 && now.Sub(window[0].at) > 5*time.Second {
 					window = window[1:]
 				}
-				fmt.Fprint(w, "\r\033[K"+progressLine(p, window[0].reqs, now.Sub(window[0].at), now.Sub(start)))
+				line := progressLine(p, window[0].reqs, now.Sub(window[0].at), eta, etaKnown)
+				if redraw {
+					fmt.Fprint(w, "\r\033[K"+line)
+				} else {
+					fmt.Fprintf(w, "%s  elapsed %s\n", line, now.Sub(start).Round(time.Second))
+				}
 			}
 		}
 	})
@@ -61,27 +102,29 @@ func startProgress(w io.Writer, progress func() standalone.Progress) (stop func(
 }
 
 // progressLine renders p; reqsBefore were the requests span ago (the
-// rate's window), elapsed is the run's time so far.
-func progressLine(p standalone.Progress, reqsBefore int64, span, elapsed time.Duration) string {
+// rate's window); eta is the politeness bound of what is left, when known.
+func progressLine(p standalone.Progress, reqsBefore int64, span, eta time.Duration, etaKnown bool) string {
 	rate := 0.0
 	if span > 0 {
 		rate = float64(p.Requests-reqsBefore) / span.Seconds()
 	}
-	eta := "-"
-	if p.Results > 0 && p.Backlog > 0 {
-		eta = (time.Duration(float64(elapsed) / float64(p.Results) * float64(p.Backlog))).Round(time.Second).String()
-	} else if p.Backlog == 0 && p.Expected > 0 {
-		eta = "0s"
+	etaText := "-"
+	switch {
+	case p.Backlog == 0 && p.Expected > 0:
+		etaText = "0s"
+	case etaKnown && p.Backlog > 0:
+		etaText = eta.Round(time.Second).String()
 	}
 	return fmt.Sprintf("localrun: %d/%d urls  %.1f req/s  %d hosts active  backlog %d  ETA %s",
-		p.Results, p.Expected, rate, p.Hosts, p.Backlog, eta)
+		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText)
 }
 
 // printMetrics writes the table of the metrics the functions wrote as EMF
 // during the run (read back with metrics.Parse, as CloudWatch would):
 // counts summed, distributions as count, p50, p99 and max, results also by
-// status.
-func printMetrics(w io.Writer, emf []byte) error {
+// status. Rows that are all zero (an idle shard's gauges, counters that
+// never moved) are left out unless all is set (-v).
+func printMetrics(w io.Writer, emf []byte, all bool) error {
 	docs, err := metrics.Parse(bytes.NewReader(emf))
 	if err != nil {
 		return fmt.Errorf("read the functions' metrics back: %w", err)
@@ -97,16 +140,23 @@ func printMetrics(w io.Writer, emf []byte) error {
 			dim = t.Dim + "=" + t.DimValue
 		}
 		var v string
+		zero := false
 		switch m.Kind {
 		case metrics.Distribution:
+			zero = len(t.Values) == 0
 			v = fmt.Sprintf("n=%d p50=%.1f p99=%.1f max=%.1f", len(t.Values), t.Quantile(0.5), t.Quantile(0.99), t.Max())
 		case metrics.Gauge:
 			if len(t.Values) == 0 {
 				continue
 			}
+			zero = !slices.ContainsFunc(t.Values, func(x float64) bool { return x != 0 })
 			v = fmt.Sprintf("last=%g max=%g", t.Values[len(t.Values)-1], t.Max())
 		default:
+			zero = t.Sum() == 0
 			v = fmt.Sprintf("%g", t.Sum())
+		}
+		if zero && !all {
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", t.Name, dim, v, t.Unit)
 	}

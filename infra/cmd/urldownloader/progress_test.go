@@ -12,10 +12,23 @@ import (
 
 func TestProgressLine(t *testing.T) {
 	p := standalone.Progress{Expected: 100, Results: 25, Backlog: 75, Requests: 40, Hosts: 7}
-	got := progressLine(p, 30, 2*time.Second, 10*time.Second)
-	want := "localrun: 25/100 urls  5.0 req/s  7 hosts active  backlog 75  ETA 30s"
+	// The ETA is the politeness bound of the hosts left: 40 URLs 1 s apart
+	// on the slowest, whatever the pace so far.
+	eta, _ := standalone.Bound([]standalone.HostLoad{
+		{Key: "a.test", URLs: 35, Delay: time.Second},
+		{Key: "b.test", URLs: 10, Delay: 4 * time.Second}, // a Crawl-delay
+	})
+	got := progressLine(p, 30, 2*time.Second, eta, true)
+	want := "localrun: 25/100 urls  5.0 req/s  7 hosts active  backlog 75  ETA 40s"
 	if got != want {
 		t.Errorf("progress line\n got %q\nwant %q", got, want)
+	}
+	if got := progressLine(p, 30, 2*time.Second, 0, false); !strings.HasSuffix(got, "ETA -") {
+		t.Errorf("bound not known yet: %q, want ETA -", got)
+	}
+	done := standalone.Progress{Expected: 100, Results: 100}
+	if got := progressLine(done, 30, 2*time.Second, 0, true); !strings.HasSuffix(got, "ETA 0s") {
+		t.Errorf("nothing left: %q, want ETA 0s", got)
 	}
 }
 
@@ -29,7 +42,7 @@ func TestPrintMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := printMetrics(&out, emf.Bytes()); err != nil {
+	if err := printMetrics(&out, emf.Bytes(), false); err != nil {
 		t.Fatal(err)
 	}
 	for _, row := range []string{"Results  -", "Results  Status=fetched  3", "Requests  -", "n=1 p50=20.0"} {

@@ -1,0 +1,253 @@
+package main
+
+// The end of a local run, for people: counts by status, the time against
+// the job's politeness bound, and for each kind of failure how many, an
+// example and what to change.
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/result"
+)
+
+// failedStatuses are the endings that make the exit code 1: the URL's
+// content was not obtained. A redirect is a success: its target, on
+// another host, has a result of its own (or is not followed, by choice).
+var failedStatuses = []result.Status{result.StatusFetchError, result.StatusDenied, result.StatusDropped}
+
+// failures counts the results that ended in failedStatuses.
+func failures(byStatus map[result.Status]int) int {
+	n := 0
+	for _, s := range failedStatuses {
+		n += byStatus[s]
+	}
+	return n
+}
+
+// cause is one kind of failure: which results it takes, how to say it, and
+// what to change (from the parameters in force; "" when nothing here can
+// change it).
+type cause struct {
+	status result.Status
+	// in are substrings of the result's Error, all of which must appear.
+	in     []string
+	what   string
+	advice func(p params.Params) string
+}
+
+// causes are tried in order; the first that matches takes the result. The
+// substrings are those of the messages the engine and the fetcher write
+// (shared/check, shared/fetch, shared/hostqueue).
+var causes = []cause{
+	{result.StatusDenied, []string{"check address", "not allowed"}, "denied by the address policy",
+		func(params.Params) string {
+			return "add --allow-private to reach loopback and private addresses (only for sites you run)"
+		}},
+	{result.StatusDenied, []string{"port", "is not allowed"}, "denied: port not in AllowedPorts",
+		func(p params.Params) string {
+			return fmt.Sprintf("add the port to --param AllowedPorts=%s,PORT", p.AllowedPorts)
+		}},
+	{result.StatusDenied, []string{"disallowed by robots.txt"}, "disallowed by the site's robots.txt",
+		func(params.Params) string { return "" }},
+	{result.StatusDenied, []string{"above MaxCrawlDelay"}, "denied: robots.txt asks for a Crawl-delay above MaxCrawlDelay",
+		func(p params.Params) string {
+			return fmt.Sprintf("to wait that long between requests, raise --param MaxCrawlDelay (now %s)", p.MaxCrawlDelay)
+		}},
+	{result.StatusDenied, []string{"robots.txt could not be read"}, "denied: robots.txt could not be read until GiveUpAfter",
+		func(p params.Params) string {
+			return fmt.Sprintf("the site did not answer: run again later, or raise --param GiveUpAfter (now %s)", p.GiveUpAfter)
+		}},
+	{result.StatusFetchError, []string{"beyond GiveUpAfter"}, "the host asked to wait (Retry-After) beyond GiveUpAfter",
+		func(p params.Params) string {
+			return fmt.Sprintf("to wait that long, raise --param GiveUpAfter (now %s)", p.GiveUpAfter)
+		}},
+	{result.StatusFetchError, []string{"host gave no usable answer"}, "given up: the host gave no usable answer for GiveUpAfter",
+		func(p params.Params) string {
+			return fmt.Sprintf("run again later, or raise --param GiveUpAfter (now %s)", p.GiveUpAfter)
+		}},
+	{result.StatusFetchError, []string{"no complete answer within"}, "timed out",
+		func(p params.Params) string {
+			return fmt.Sprintf("raise --param FetchTimeout (now %s)", p.FetchTimeout)
+		}},
+	{result.StatusFetchError, []string{"does not resolve"}, "host name does not resolve",
+		func(params.Params) string { return "check the host names in the input" }},
+	{result.StatusFetchError, []string{"no such host"}, "host name does not resolve",
+		func(params.Params) string { return "check the host names in the input" }},
+	{result.StatusDropped, nil, "dropped: the host's queue exceeded PersistLimit",
+		func(p params.Params) string {
+			return fmt.Sprintf("raise --param PersistLimit (now %d), or split the job", p.PersistLimit)
+		}},
+}
+
+// outcomes follows a run's results for the summary: the URLs of each
+// politeness queue, and the failures by cause.
+type outcomes struct {
+	queueKey func(host string) string
+	params   params.Params // in force, for the advice
+
+	mu     sync.Mutex
+	byKey  map[string]int
+	failed map[string]*failure // by failure.what
+}
+
+type failure struct {
+	what, advice string
+	n            int
+	example      result.Result
+}
+
+func newOutcomes(queueKey func(string) string, p params.Params) *outcomes {
+	return &outcomes{queueKey: queueKey, params: p, byKey: map[string]int{}, failed: map[string]*failure{}}
+}
+
+// add takes one result.
+func (o *outcomes) add(r result.Result) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// Refused before any request, a URL costs its host no delay.
+	if r.Status != result.StatusDenied && r.Status != result.StatusDropped {
+		o.byKey[o.queueKey(r.Host)]++
+	}
+	if !slices.Contains(failedStatuses, r.Status) {
+		return
+	}
+	what, advice := classify(r, o.params)
+	f := o.failed[what]
+	if f == nil {
+		f = &failure{what: what, advice: advice, example: r}
+		o.failed[what] = f
+	}
+	f.n++
+}
+
+// classify names a failed result's cause and what to change.
+func classify(r result.Result, p params.Params) (what, advice string) {
+	for _, c := range causes {
+		if c.status != r.Status || !containsAll(r.Error, c.in) {
+			continue
+		}
+		return c.what, c.advice(p)
+	}
+	if r.Status == result.StatusFetchError && r.HTTPStatus != 0 {
+		return fmt.Sprintf("answered HTTP %d", r.HTTPStatus), ""
+	}
+	return string(r.Status) + " (other)", "see the error field of these results in the output"
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// loads returns each queue's URLs in this run with its delay.
+func (o *outcomes) loads(delay func(key string) time.Duration) []standalone.HostLoad {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]standalone.HostLoad, 0, len(o.byKey))
+	for _, k := range slices.Sorted(maps.Keys(o.byKey)) {
+		out = append(out, standalone.HostLoad{Key: k, URLs: o.byKey[k], Delay: delay(k)})
+	}
+	return out
+}
+
+// adviceLines returns one line per cause of failure, the most frequent
+// first: how many, what, an example, what to change.
+func (o *outcomes) adviceLines() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fs := slices.Collect(maps.Values(o.failed))
+	slices.SortFunc(fs, func(a, b *failure) int {
+		if a.n != b.n {
+			return b.n - a.n
+		}
+		return strings.Compare(a.what, b.what)
+	})
+	var lines []string
+	for _, f := range fs {
+		line := fmt.Sprintf("%d %s (e.g. %s", f.n, f.what, f.example.URL)
+		if f.example.Error != "" {
+			line += ": " + shorten(f.example.Error, 160)
+		}
+		line += ")"
+		if f.advice != "" {
+			line += ": " + f.advice
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// boundText says a job's politeness bound and what sets it, e.g. "40s
+// (127.0.0.2:8080: 10 urls × 4s Crawl-delay)".
+func boundText(loads []standalone.HostLoad, fetchDelay time.Duration) string {
+	b, worst := standalone.Bound(loads)
+	if worst.URLs == 0 {
+		return "0s"
+	}
+	kind := "FetchDelay"
+	if worst.Delay > fetchDelay {
+		kind = "Crawl-delay"
+	}
+	return fmt.Sprintf("%s (%s: %d urls × %s %s)", b.Round(time.Millisecond), worst.Key, worst.URLs, worst.Delay, kind)
+}
+
+// printLocalSummary writes the end of a local run to w. verbose adds the
+// runtime's own counters.
+func printLocalSummary(w io.Writer, r standalone.Report, o *outcomes, delay func(string) time.Duration, verbose bool) {
+	in := r.Input
+	if in.Skipped > 0 {
+		fmt.Fprintf(w, "localrun: input: %d lines read by earlier runs (%d urls accepted, %d lines rejected) skipped\n", in.Skipped, in.SkippedURLs, in.SkippedRejected)
+	}
+	got := 0
+	for _, n := range r.ByStatus {
+		got += n
+	}
+	verb := "done"
+	if r.Stopped {
+		verb = "stopped"
+	}
+	fmt.Fprintf(w, "localrun: %s: %d of %d urls have a result, in %s; politeness bound %s\n",
+		verb, got+r.DoneElsewhere, r.Expected, r.Elapsed.Round(100*time.Millisecond), boundText(o.loads(delay), o.params.FetchDelay))
+	var parts []string
+	for _, s := range slices.Sorted(maps.Keys(r.ByStatus)) {
+		parts = append(parts, fmt.Sprintf("%s %d", s, r.ByStatus[s]))
+	}
+	if r.DoneElsewhere > 0 {
+		parts = append(parts, fmt.Sprintf("done by another process on the state %d", r.DoneElsewhere))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "localrun: by status: %s\n", strings.Join(parts, ", "))
+	}
+	for _, line := range o.adviceLines() {
+		fmt.Fprintf(w, "localrun: %s\n", line)
+	}
+	if r.Duplicates > 0 {
+		fmt.Fprintf(w, "localrun: %d results were written twice (at least once: consumers deduplicate by id)\n", r.Duplicates)
+	}
+	if verbose || in.Rejected > 0 {
+		fmt.Fprintf(w, "localrun: input: read=%d lines accepted=%d rejected=%d resumed=%d\n", in.Lines, in.URLs, in.Rejected, r.Resumed)
+	}
+	if verbose {
+		fmt.Fprintf(w, "localrun: counters: expected=%d results=%d duplicates=%d missing=%d requests=%d checkInvocations=%d ingestInvocations=%d\n",
+			r.Expected, r.Results, r.Duplicates, len(r.Missing), r.Requests, r.CheckRuns, in.Batches)
+	}
+}
