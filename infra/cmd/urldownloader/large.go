@@ -66,6 +66,9 @@ func (b *bodyTally) add(r result.Result) {
 func (b *bodyTally) print(w io.Writer, where string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.inline+b.stored == 0 {
+		return // nothing fetched: nothing to say
+	}
 	var kept int64
 	for _, n := range b.objects {
 		kept += n

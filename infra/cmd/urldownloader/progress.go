@@ -22,9 +22,10 @@ import (
 // queue).
 const (
 	progressEvery = 500 * time.Millisecond
-	logEvery      = 10 * time.Second
 	boundEvery    = 2 * time.Second
 )
+
+var logEvery = 10 * time.Second // a variable for the tests
 
 // isTerminal reports whether f is a terminal (a character device): the
 // progress line redraws itself with \r, which only a terminal shows well.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,9 @@ func TestPrintMetrics(t *testing.T) {
 	rec.AddBy(metrics.Results, metrics.DimStatus, "fetched", 3)
 	rec.Add(metrics.Requests, 4)
 	rec.AddDuration(metrics.FetchLatency, 20*time.Millisecond)
+	// An idle shard's backlog and a counter that never moved: rows of 0.
+	rec.AddBy(metrics.URLsPending, metrics.DimShard, "3", 0)
+	rec.Add(metrics.LeaseTakeovers, 0)
 	if err := rec.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +50,70 @@ func TestPrintMetrics(t *testing.T) {
 	if err := printMetrics(&out, emf.Bytes(), false); err != nil {
 		t.Fatal(err)
 	}
+	for _, zero := range []string{"URLsPending", "LeaseTakeovers"} {
+		if strings.Contains(out.String(), zero) {
+			t.Errorf("table shows the zero row %s without -v:\n%s", zero, out.String())
+		}
+	}
+	var all bytes.Buffer
+	if err := printMetrics(&all, emf.Bytes(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(all.String(), "URLsPending") || !strings.Contains(all.String(), "LeaseTakeovers") {
+		t.Errorf("with -v the table lacks the zero rows:\n%s", all.String())
+	}
 	for _, row := range []string{"Results  -", "Results  Status=fetched  3", "Requests  -", "n=1 p50=20.0"} {
 		if !strings.Contains(strings.Join(strings.Fields(out.String()), "  "), strings.Join(strings.Fields(row), "  ")) {
 			t.Errorf("table lacks %q:\n%s", row, out.String())
 		}
+	}
+}
+
+type fakeSource struct{ left []standalone.HostLoad }
+
+func (f fakeSource) Progress() standalone.Progress {
+	return standalone.Progress{Expected: 12, Results: 2, Backlog: 10, Hosts: 1}
+}
+
+func (f fakeSource) HostsLeft(context.Context) ([]standalone.HostLoad, error) { return f.left, nil }
+
+// lockedBuffer is written by the progress goroutine and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestProgressNotATerminal: when stderr is not a terminal the progress
+// comes as whole lines every logEvery (no carriage returns or escape
+// codes), its ETA the politeness bound of the hosts left.
+func TestProgressNotATerminal(t *testing.T) {
+	defer func(d time.Duration) { logEvery = d }(logEvery)
+	logEvery = 20 * time.Millisecond
+	var out lockedBuffer
+	stop := startProgress(&out, fakeSource{left: []standalone.HostLoad{{Key: "slow.test", URLs: 10, Delay: 4 * time.Second}}}, false)
+	deadline := time.Now().Add(30 * time.Second) // bounds a hang only
+	for strings.Count(out.String(), "\n") < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	got := out.String()
+	if strings.Count(got, "\n") < 2 || strings.ContainsAny(got, "\r\033") {
+		t.Fatalf("want whole lines, got %q", got)
+	}
+	first, _, _ := strings.Cut(got, "\n")
+	if !strings.Contains(first, "2/12 urls") || !strings.Contains(first, "ETA 40s") || !strings.Contains(first, "elapsed ") {
+		t.Errorf("progress line %q: want 2/12 urls, ETA 40s (10 urls × 4 s) and the elapsed time", first)
 	}
 }

@@ -40,7 +40,7 @@ type cause struct {
 	// in are substrings of the result's Error, all of which must appear.
 	in     []string
 	what   string
-	advice func(p params.Params) string
+	advice func(now map[string]string) string
 }
 
 // causes are tried in order; the first that matches takes the result. The
@@ -48,42 +48,50 @@ type cause struct {
 // (shared/check, shared/fetch, shared/hostqueue).
 var causes = []cause{
 	{result.StatusDenied, []string{"check address", "not allowed"}, "denied by the address policy",
-		func(params.Params) string {
+		func(map[string]string) string {
 			return "add --allow-private to reach loopback and private addresses (only for sites you run)"
 		}},
 	{result.StatusDenied, []string{"port", "is not allowed"}, "denied: port not in AllowedPorts",
-		func(p params.Params) string {
-			return fmt.Sprintf("add the port to --param AllowedPorts=%s,PORT", p.AllowedPorts)
+		func(now map[string]string) string {
+			return fmt.Sprintf("add the port to --param AllowedPorts=%s,PORT", now[params.NameAllowedPorts])
 		}},
 	{result.StatusDenied, []string{"disallowed by robots.txt"}, "disallowed by the site's robots.txt",
-		func(params.Params) string { return "" }},
+		func(map[string]string) string { return "" }},
 	{result.StatusDenied, []string{"above MaxCrawlDelay"}, "denied: robots.txt asks for a Crawl-delay above MaxCrawlDelay",
-		func(p params.Params) string {
-			return fmt.Sprintf("to wait that long between requests, raise --param MaxCrawlDelay (now %s)", p.MaxCrawlDelay)
+		func(now map[string]string) string {
+			return fmt.Sprintf("to wait that long between requests, raise --param MaxCrawlDelay (now %s)", now[params.NameMaxCrawlDelay])
 		}},
 	{result.StatusDenied, []string{"robots.txt could not be read"}, "denied: robots.txt could not be read until GiveUpAfter",
-		func(p params.Params) string {
-			return fmt.Sprintf("the site did not answer: run again later, or raise --param GiveUpAfter (now %s)", p.GiveUpAfter)
+		func(now map[string]string) string {
+			return fmt.Sprintf("the site did not answer: run again later, or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"beyond GiveUpAfter"}, "the host asked to wait (Retry-After) beyond GiveUpAfter",
-		func(p params.Params) string {
-			return fmt.Sprintf("to wait that long, raise --param GiveUpAfter (now %s)", p.GiveUpAfter)
+		func(now map[string]string) string {
+			return fmt.Sprintf("to wait that long, raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"host gave no usable answer"}, "given up: the host gave no usable answer for GiveUpAfter",
-		func(p params.Params) string {
-			return fmt.Sprintf("run again later, or raise --param GiveUpAfter (now %s)", p.GiveUpAfter)
+		func(now map[string]string) string {
+			return fmt.Sprintf("run again later, or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"no complete answer within"}, "timed out",
-		func(p params.Params) string {
-			return fmt.Sprintf("raise --param FetchTimeout (now %s)", p.FetchTimeout)
+		func(now map[string]string) string {
+			return fmt.Sprintf("raise --param FetchTimeout (now %s)", now[params.NameFetchTimeout])
 		}},
 	{result.StatusFetchError, []string{"does not resolve"}, "host name does not resolve",
-		func(params.Params) string { return "check the host names in the input" }},
+		func(map[string]string) string { return "check the host names in the input" }},
 	{result.StatusFetchError, []string{"no such host"}, "host name does not resolve",
-		func(params.Params) string { return "check the host names in the input" }},
+		func(map[string]string) string { return "check the host names in the input" }},
+	{result.StatusFetchError, []string{"redirects"}, "too many redirects (a redirect loop?)",
+		func(map[string]string) string { return "" }},
+	{result.StatusFetchError, []string{"connection reset"}, "connection reset by the server",
+		func(now map[string]string) string {
+			return fmt.Sprintf("run again later, or raise --param MaxAttempts (now %s)", now[params.NameMaxAttempts])
+		}},
+	{result.StatusFetchError, []string{"connection refused"}, "connection refused",
+		func(map[string]string) string { return "nothing listens there: check the URLs' ports, or run again later" }},
 	{result.StatusDropped, nil, "dropped: the host's queue exceeded PersistLimit",
-		func(p params.Params) string {
-			return fmt.Sprintf("raise --param PersistLimit (now %d), or split the job", p.PersistLimit)
+		func(now map[string]string) string {
+			return fmt.Sprintf("raise --param PersistLimit (now %s), or split the job", now[params.NamePersistLimit])
 		}},
 }
 
@@ -134,7 +142,7 @@ func classify(r result.Result, p params.Params) (what, advice string) {
 		if c.status != r.Status || !containsAll(r.Error, c.in) {
 			continue
 		}
-		return c.what, c.advice(p)
+		return c.what, c.advice(p.Format())
 	}
 	if r.Status == result.StatusFetchError && r.HTTPStatus != 0 {
 		return fmt.Sprintf("answered HTTP %d", r.HTTPStatus), ""
@@ -228,7 +236,9 @@ func printLocalSummary(w io.Writer, r standalone.Report, o *outcomes, delay func
 	fmt.Fprintf(w, "localrun: %s: %d of %d urls have a result, in %s; politeness bound %s\n",
 		verb, got+r.DoneElsewhere, r.Expected, r.Elapsed.Round(100*time.Millisecond), boundText(o.loads(delay), o.params.FetchDelay))
 	var parts []string
-	for _, s := range slices.Sorted(maps.Keys(r.ByStatus)) {
+	statuses := slices.Sorted(maps.Keys(r.ByStatus))
+	slices.SortStableFunc(statuses, func(a, b result.Status) int { return r.ByStatus[b] - r.ByStatus[a] })
+	for _, s := range statuses {
 		parts = append(parts, fmt.Sprintf("%s %d", s, r.ByStatus[s]))
 	}
 	if r.DoneElsewhere > 0 {

@@ -32,7 +32,7 @@ const (
 const (
 	exitOK          = 0   // every URL ended fetched, not_modified or redirect
 	exitFailed      = 1   // some ended in failedStatuses, or lines were rejected, or the run failed
-	exitUsage       = 2   // a bad flag or argument, or a missing tool: nothing was run
+	exitUsage       = 2   // a bad flag or argument, a changed input, or a missing tool
 	exitInterrupted = 130 // Ctrl-C or SIGTERM: run the same command again to continue
 )
 
@@ -160,7 +160,7 @@ Usage:
 Exit codes:
   %d    every URL ended fetched, not_modified or redirect
   %d    some ended %s, input lines were rejected, or the run failed (the summary says which and what to change)
-  %d    usage error: a bad flag or argument, or a needed tool is missing; nothing was run
+  %d    usage error: a bad flag or argument, an input that changed under its --state, or a needed tool is missing
   %d  interrupted (Ctrl-C, SIGTERM): run the same command again to continue
 `, exitOK, exitFailed, strings.Join(statusNames(failedStatuses), ", "), exitUsage, exitInterrupted)
 }
