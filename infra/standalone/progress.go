@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/params"
@@ -107,6 +108,28 @@ func (rt *Runtime) HostsLeft(ctx context.Context) ([]HostLoad, error) {
 		}
 	}
 	return out, nil
+}
+
+// watchCrawlDelays puts each engine's fetcher behind one that notes the
+// Crawl-delays of the robots.txt answers going by (HostDelay).
+func (rt *Runtime) watchCrawlDelays() {
+	rt.crawl = &crawlDelays{userAgent: rt.params.UserAgent, queueKey: rt.QueueKey}
+	for _, e := range rt.engines {
+		inner := e.Fetcher
+		e.Fetcher = func(p params.Params) check.Fetcher { return robotsWatch{f: inner(p), crawl: rt.crawl} }
+	}
+}
+
+// robotsWatch passes requests on and shows the answers to crawl.
+type robotsWatch struct {
+	f     check.Fetcher
+	crawl *crawlDelays
+}
+
+func (w robotsWatch) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
+	resp, err := w.f.Fetch(ctx, req)
+	w.crawl.saw(req, resp)
+	return resp, err
 }
 
 // crawlDelays keeps the Crawl-delay each queue's robots.txt asked for, as

@@ -229,7 +229,6 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 
 	rt.tally = newTally(p.FollowCrossHostRedirects)
-	rt.crawl = &crawlDelays{userAgent: p.UserAgent, queueKey: rt.QueueKey}
 	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
 		rt.tally.seen(rs)
 		if opts.OnResult != nil {
@@ -250,7 +249,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
 			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
 			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
-		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight, crawl: rt.crawl}
+		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 		engine := &check.Engine{
 			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
 			Fetcher: func(params.Params) check.Fetcher { return fetcher },
@@ -286,6 +285,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt.tally.expect(queued)
 	rt.Resumed = len(queued)
+	rt.watchCrawlDelays()
 	return rt, nil
 }
 
@@ -410,7 +410,6 @@ type activeFetcher struct {
 	f                  check.Fetcher
 	last               *atomic.Int64
 	requests, inFlight *atomic.Int64
-	crawl              *crawlDelays
 }
 
 func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
@@ -418,7 +417,5 @@ func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Re
 	a.requests.Add(1)
 	a.inFlight.Add(1)
 	defer a.inFlight.Add(-1)
-	resp, err := a.f.Fetch(ctx, req)
-	a.crawl.saw(req, resp)
-	return resp, err
+	return a.f.Fetch(ctx, req)
 }

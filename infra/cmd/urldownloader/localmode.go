@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
-	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/infra/standalone"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/result"
@@ -58,12 +57,8 @@ func runBackend() (code int, handled bool) {
 				return 2, true
 			}
 		}
-		if sharedFlag("endpoint") == "" {
-			if _, err := moto.FindServer(); err != nil {
-				fmt.Fprintf(os.Stderr, "localrun: --backend moto runs the AWS emulator moto, which was not found (%v)\n", err)
-				fmt.Fprintln(os.Stderr, "localrun: install it with `make tools` in the checkout (into .venv), or set MOTO_SERVER=/path/to/moto_server; local mode (the default) needs no emulator")
-				return exitUsage, true
-			}
+		if motoMissing() {
+			return exitUsage, true
 		}
 		return 0, false
 	default:

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

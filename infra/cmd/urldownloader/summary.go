@@ -88,7 +88,9 @@ var causes = []cause{
 			return fmt.Sprintf("run again later, or raise --param MaxAttempts (now %s)", now[params.NameMaxAttempts])
 		}},
 	{result.StatusFetchError, []string{"connection refused"}, "connection refused",
-		func(map[string]string) string { return "nothing listens there: check the URLs' ports, or run again later" }},
+		func(map[string]string) string {
+			return "nothing listens there: check the URLs' ports, or run again later"
+		}},
 	{result.StatusDropped, nil, "dropped: the host's queue exceeded PersistLimit",
 		func(now map[string]string) string {
 			return fmt.Sprintf("raise --param PersistLimit (now %s), or split the job", now[params.NamePersistLimit])

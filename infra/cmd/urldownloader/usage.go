@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -45,6 +46,21 @@ func applyMotoDefaults(timeout, checkRun *time.Duration) {
 	if !flagSet("check-run") {
 		*checkRun = motoCheckRun
 	}
+}
+
+// motoMissing reports, and says how to get it, when --backend moto has no
+// moto to start (and no --endpoint of a running one).
+func motoMissing() bool {
+	if sharedFlag("endpoint") != "" {
+		return false
+	}
+	_, err := moto.FindServer()
+	if err == nil {
+		return false
+	}
+	fmt.Fprintf(os.Stderr, "localrun: --backend moto runs the AWS emulator moto, which was not found (%v)\n", err)
+	fmt.Fprintln(os.Stderr, "localrun: install it with `make tools` in the checkout (into .venv), or set MOTO_SERVER=/path/to/moto_server; local mode (the default) needs no emulator")
+	return true
 }
 
 // modeDefaults are the defaults --help shows, by mode, for the flags whose
