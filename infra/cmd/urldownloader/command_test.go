@@ -113,11 +113,14 @@ func TestHelpByMode(t *testing.T) {
 	}
 }
 
-// site serves pages on two loopback hosts whose robots.txt asks for a
-// Crawl-delay of 1 s, and writes their URLs to a file.
-func site(t *testing.T, pages int) (urls string) {
+// crawlDelay1 asks for a Crawl-delay of 1 s.
+const crawlDelay1 = "User-agent: *\nCrawl-delay: 1\n"
+
+// site serves pages on two loopback hosts with this robots.txt, and
+// writes their URLs to a file.
+func site(t *testing.T, pages int, robots string) (urls string) {
 	t.Helper()
-	s, err := demosite.Start(demosite.Options{Hosts: 2, Robots: "User-agent: *\nCrawl-delay: 1\n"})
+	s, err := demosite.Start(demosite.Options{Hosts: 2, Robots: robots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +134,7 @@ func site(t *testing.T, pages int) (urls string) {
 
 func TestExitCodes(t *testing.T) {
 	t.Run("all fetched: 0, the bound set by Crawl-delay", func(t *testing.T) {
-		urls := site(t, 2)
+		urls := site(t, 2, crawlDelay1)
 		dir := t.TempDir()
 		code, _, stderr := runCmd(t, "--urls", urls, "--state", filepath.Join(dir, "s.db"), "--out", filepath.Join(dir, "out.jsonl"),
 			"--allow-private", "--param", "FetchDelay=100ms")
@@ -151,8 +154,17 @@ func TestExitCodes(t *testing.T) {
 			}
 		}
 	})
+	t.Run("disallowed by robots.txt: 0, the site's word", func(t *testing.T) {
+		urls := site(t, 2, "User-agent: *\nDisallow: /page/1\n")
+		dir := t.TempDir()
+		code, _, stderr := runCmd(t, "--urls", urls, "--state", filepath.Join(dir, "s.db"), "--out", filepath.Join(dir, "out.jsonl"),
+			"--allow-private", "--param", "FetchDelay=100ms")
+		if code != 0 || !strings.Contains(stderr, "2 disallowed by the site's robots.txt (not a failure)") {
+			t.Errorf("exit %d, want 0 and the denials counted:\n%s", code, stderr)
+		}
+	})
 	t.Run("denied by the address policy: 1, naming the flag", func(t *testing.T) {
-		urls := site(t, 1)
+		urls := site(t, 1, crawlDelay1)
 		dir := t.TempDir()
 		code, _, stderr := runCmd(t, "--urls", urls, "--state", filepath.Join(dir, "s.db"), "--out", filepath.Join(dir, "out.jsonl"))
 		if code != 1 {
@@ -184,7 +196,7 @@ func TestExitCodes(t *testing.T) {
 		}
 	})
 	t.Run("SIGINT: 130, run again to continue", func(t *testing.T) {
-		urls := site(t, 30) // 30 s at the Crawl-delay: stopped long before
+		urls := site(t, 30, crawlDelay1) // 30 s at the Crawl-delay: stopped long before
 		dir := t.TempDir()
 		cmd := exec.Command(binary(t), "--urls", urls, "--state", filepath.Join(dir, "s.db"), "--out", filepath.Join(dir, "out.jsonl"), "--allow-private")
 		cmd.Dir = dir

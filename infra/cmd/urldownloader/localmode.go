@@ -386,8 +386,8 @@ func runLocalMode() int {
 		}
 		return exitOK
 	}
-	if n := failures(rep.ByStatus); n > 0 {
-		fmt.Fprintf(os.Stderr, "localrun: %d urls ended %s (exit 1): see above\n", n, strings.Join(statusNames(failedStatuses), ", "))
+	if n := outs.failed(); n > 0 {
+		fmt.Fprintf(os.Stderr, "localrun: %d urls failed (exit 1): see above\n", n)
 		return exitFailed
 	}
 	return exitOK

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -206,10 +207,14 @@ func run() int {
 		healthyURLs = len(items) - len(hostile.URLs())
 	}
 	bodies := &bodyTally{}
+	var failed atomic.Int64
 	report, runErr := p.Run(ctx, sent.Expected, func(r result.Result, line []byte) {
 		w.Write(line)
 		w.WriteByte('\n')
 		bodies.add(r)
+		if isFailure(r) {
+			failed.Add(1)
+		}
 		if tally == nil {
 			return
 		}
@@ -249,7 +254,7 @@ func run() int {
 		}
 		return 1
 	}
-	if len(sent.Rejected) > 0 || failures(report.ByStatus) > 0 {
+	if len(sent.Rejected) > 0 || failed.Load() > 0 {
 		return 1
 	}
 	return 0

@@ -18,18 +18,26 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
-// failedStatuses are the endings that make the exit code 1: the URL's
-// content was not obtained. A redirect is a success: its target, on
-// another host, has a result of its own (or is not followed, by choice).
+// failedStatuses are the endings where the URL's content was not
+// obtained. A redirect is a success: its target, on another host, has a
+// result of its own (or is not followed, by choice).
 var failedStatuses = []result.Status{result.StatusFetchError, result.StatusDenied, result.StatusDropped}
 
-// failures counts the results that ended in failedStatuses.
-func failures(byStatus map[result.Status]int) int {
-	n := 0
-	for _, s := range failedStatuses {
-		n += byStatus[s]
+// robotsDisallowed is how the engine words a URL its site's robots.txt
+// forbids (shared/check's robotsVerdict).
+const robotsDisallowed = "disallowed by robots.txt"
+
+// isFailure reports whether a result makes the exit code 1: it ended in
+// failedStatuses, except when the site's robots.txt forbids the URL, which
+// is the polite ending the site asked for and nothing to change here
+// (wget's robots skips do not fail it either). Denied by the address
+// policy, by a Crawl-delay above MaxCrawlDelay or an unreadable robots.txt
+// are failures: a flag or a later run changes them.
+func isFailure(r result.Result) bool {
+	if !slices.Contains(failedStatuses, r.Status) {
+		return false
 	}
-	return n
+	return r.Status != result.StatusDenied || !strings.Contains(r.Error, robotsDisallowed)
 }
 
 // cause is one kind of failure: which results it takes, how to say it, and
@@ -55,7 +63,7 @@ var causes = []cause{
 		func(now map[string]string) string {
 			return fmt.Sprintf("add the port to --param AllowedPorts=%s,PORT", now[params.NameAllowedPorts])
 		}},
-	{result.StatusDenied, []string{"disallowed by robots.txt"}, "disallowed by the site's robots.txt",
+	{result.StatusDenied, []string{robotsDisallowed}, "disallowed by the site's robots.txt (not a failure)",
 		func(map[string]string) string { return "" }},
 	{result.StatusDenied, []string{"above MaxCrawlDelay"}, "denied: robots.txt asks for a Crawl-delay above MaxCrawlDelay",
 		func(now map[string]string) string {
@@ -103,9 +111,11 @@ type outcomes struct {
 	queueKey func(host string) string
 	params   params.Params // in force, for the advice
 
-	mu     sync.Mutex
-	byKey  map[string]int
-	failed map[string]*failure // by failure.what
+	mu      sync.Mutex
+	byKey   map[string]int
+	byCause map[string]*failure // by failure.what
+	// failures counts the results that are failures (isFailure).
+	failures int
 }
 
 type failure struct {
@@ -115,7 +125,7 @@ type failure struct {
 }
 
 func newOutcomes(queueKey func(string) string, p params.Params) *outcomes {
-	return &outcomes{queueKey: queueKey, params: p, byKey: map[string]int{}, failed: map[string]*failure{}}
+	return &outcomes{queueKey: queueKey, params: p, byKey: map[string]int{}, byCause: map[string]*failure{}}
 }
 
 // add takes one result.
@@ -129,11 +139,14 @@ func (o *outcomes) add(r result.Result) {
 	if !slices.Contains(failedStatuses, r.Status) {
 		return
 	}
+	if isFailure(r) {
+		o.failures++
+	}
 	what, advice := classify(r, o.params)
-	f := o.failed[what]
+	f := o.byCause[what]
 	if f == nil {
 		f = &failure{what: what, advice: advice, example: r}
-		o.failed[what] = f
+		o.byCause[what] = f
 	}
 	f.n++
 }
@@ -161,6 +174,13 @@ func containsAll(s string, subs []string) bool {
 	return true
 }
 
+// failed returns how many results were failures (isFailure).
+func (o *outcomes) failed() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failures
+}
+
 // loads returns each queue's URLs in this run with its delay.
 func (o *outcomes) loads(delay func(key string) time.Duration) []standalone.HostLoad {
 	o.mu.Lock()
@@ -177,7 +197,7 @@ func (o *outcomes) loads(delay func(key string) time.Duration) []standalone.Host
 func (o *outcomes) adviceLines() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fs := slices.Collect(maps.Values(o.failed))
+	fs := slices.Collect(maps.Values(o.byCause))
 	slices.SortFunc(fs, func(a, b *failure) int {
 		if a.n != b.n {
 			return b.n - a.n

@@ -41,7 +41,7 @@ func TestAdviceLines(t *testing.T) {
 		"3 timed out (e.g. http://slow.test/x: ",
 		"): raise --param FetchTimeout (now 3s)",
 		"2 answered HTTP 404 (e.g. http://a.test/gone: HTTP 404)",
-		"1 disallowed by the site's robots.txt (e.g. http://b.test/p: ",
+		"1 disallowed by the site's robots.txt (not a failure) (e.g. http://b.test/p: ",
 		"1 dropped: the host's queue exceeded PersistLimit (e.g. http://c.test/p: evicted: the host's queue exceeded PersistLimit (1000)): raise --param PersistLimit (now 1000)",
 		"1 given up: the host gave no usable answer for GiveUpAfter (e.g. http://d.test/p: host gave no usable answer for 1h (9 attempts); last: connection refused): run again later, or raise --param GiveUpAfter (now 1h)",
 	}
@@ -54,8 +54,14 @@ func TestAdviceLines(t *testing.T) {
 	if len(lines) != 6 || !strings.HasPrefix(lines[0], "12 ") || !strings.HasPrefix(lines[1], "3 ") {
 		t.Errorf("want 6 lines, most frequent first:\n%s", all)
 	}
-	if strings.Contains(lines[3], "robots") && strings.Contains(lines[3], "--param") {
-		t.Errorf("robots.txt's word is final, nothing to change: %s", lines[3])
+	for _, l := range lines {
+		if strings.Contains(l, "robots.txt (not a failure)") && !strings.HasSuffix(l, `for "urldownloader")`) {
+			t.Errorf("robots.txt's word is final, there is nothing to change: %s", l)
+		}
+	}
+	// Every failure but the one robots.txt forbids counts for the exit code.
+	if got := o.failed(); got != 12+3+2+1+1 {
+		t.Errorf("failed() = %d, want 19 (robots.txt's denial is not a failure)", got)
 	}
 
 	// The summary: counts by status, elapsed against the bound (denied

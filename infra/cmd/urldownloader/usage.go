@@ -31,8 +31,8 @@ const (
 
 // The exit codes, as --help and the README list them.
 const (
-	exitOK          = 0   // every URL ended fetched, not_modified or redirect
-	exitFailed      = 1   // some ended in failedStatuses, or lines were rejected, or the run failed
+	exitOK          = 0   // no URL failed (isFailure)
+	exitFailed      = 1   // some URLs failed, or lines were rejected, or the run failed
 	exitUsage       = 2   // a bad flag or argument, a changed input, or a missing tool
 	exitInterrupted = 130 // Ctrl-C or SIGTERM: run the same command again to continue
 )
@@ -174,8 +174,8 @@ Usage:
 	printParams(w)
 	fmt.Fprintf(w, `
 Exit codes:
-  %d    every URL ended fetched, not_modified or redirect
-  %d    some ended %s, input lines were rejected, or the run failed (the summary says which and what to change)
+  %d    every URL ended fetched, not_modified or redirect, or denied by its site's robots.txt
+  %d    some ended %s (other than by robots.txt), input lines were rejected, --timeout passed, or the run failed (the summary says which and what to change)
   %d    usage error: a bad flag or argument, an input that changed under its --state, or a needed tool is missing
   %d  interrupted (Ctrl-C, SIGTERM): run the same command again to continue
 `, exitOK, exitFailed, strings.Join(statusNames(failedStatuses), ", "), exitUsage, exitInterrupted)
