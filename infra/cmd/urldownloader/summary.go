@@ -48,7 +48,7 @@ type cause struct {
 	// in are substrings of the result's Error, all of which must appear.
 	in     []string
 	what   string
-	advice func(now map[string]string) string
+	advice func(now map[string]string, errText string) string
 }
 
 // causes are tried in order; the first that matches takes the result. The
@@ -56,51 +56,59 @@ type cause struct {
 // (shared/check, shared/fetch, shared/hostqueue).
 var causes = []cause{
 	{result.StatusDenied, []string{"check address", "not allowed"}, "denied by the address policy",
-		func(map[string]string) string {
+		func(_ map[string]string, errText string) string {
+			// A policy that names its remedy in the denial ("... not
+			// allowed (local mode: --allow-net 127.0.0.0/8 or
+			// --allow-private)") is quoted.
+			if _, fix, ok := strings.Cut(errText, "(local mode: "); ok {
+				if fix, _, ok = strings.Cut(fix, ")"); ok {
+					return "run again with " + fix
+				}
+			}
 			return "add --allow-private to reach loopback and private addresses (only for sites you run)"
 		}},
 	{result.StatusDenied, []string{"port", "is not allowed"}, "denied: port not in AllowedPorts",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("add the port to --param AllowedPorts=%s,PORT", now[params.NameAllowedPorts])
 		}},
 	{result.StatusDenied, []string{robotsDisallowed}, "disallowed by the site's robots.txt (not a failure)",
-		func(map[string]string) string { return "" }},
+		func(map[string]string, string) string { return "" }},
 	{result.StatusDenied, []string{"above MaxCrawlDelay"}, "denied: robots.txt asks for a Crawl-delay above MaxCrawlDelay",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("to wait that long between requests, raise --param MaxCrawlDelay (now %s)", now[params.NameMaxCrawlDelay])
 		}},
 	{result.StatusDenied, []string{"robots.txt could not be read"}, "denied: robots.txt could not be read until GiveUpAfter",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("the site did not answer: run again later, or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"beyond GiveUpAfter"}, "the host asked to wait (Retry-After) beyond GiveUpAfter",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("to wait that long, raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"host gave no usable answer"}, "given up: the host gave no usable answer for GiveUpAfter",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("run again later, or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"no complete answer within"}, "timed out",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("raise --param FetchTimeout (now %s)", now[params.NameFetchTimeout])
 		}},
 	{result.StatusFetchError, []string{"does not resolve"}, "host name does not resolve",
-		func(map[string]string) string { return "check the host names in the input" }},
+		func(map[string]string, string) string { return "check the host names in the input" }},
 	{result.StatusFetchError, []string{"no such host"}, "host name does not resolve",
-		func(map[string]string) string { return "check the host names in the input" }},
+		func(map[string]string, string) string { return "check the host names in the input" }},
 	{result.StatusFetchError, []string{"redirects"}, "too many redirects (a redirect loop?)",
-		func(map[string]string) string { return "" }},
+		func(map[string]string, string) string { return "" }},
 	{result.StatusFetchError, []string{"connection reset"}, "connection reset by the server",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("run again later, or raise --param MaxAttempts (now %s)", now[params.NameMaxAttempts])
 		}},
 	{result.StatusFetchError, []string{"connection refused"}, "connection refused",
-		func(map[string]string) string {
+		func(map[string]string, string) string {
 			return "nothing listens there: check the URLs' ports, or run again later"
 		}},
 	{result.StatusDropped, nil, "dropped: the host's queue exceeded PersistLimit",
-		func(now map[string]string) string {
+		func(now map[string]string, _ string) string {
 			return fmt.Sprintf("raise --param PersistLimit (now %s), or split the job", now[params.NamePersistLimit])
 		}},
 }
@@ -157,7 +165,7 @@ func classify(r result.Result, p params.Params) (what, advice string) {
 		if c.status != r.Status || !containsAll(r.Error, c.in) {
 			continue
 		}
-		return c.what, c.advice(p.Format())
+		return c.what, c.advice(p.Format(), r.Error)
 	}
 	if r.Status == result.StatusFetchError && r.HTTPStatus != 0 {
 		return fmt.Sprintf("answered HTTP %d", r.HTTPStatus), ""

@@ -34,6 +34,13 @@ func TestAdviceLines(t *testing.T) {
 	add(1, result.Result{Host: "d.test", URL: "http://d.test/p", Status: result.StatusFetchError,
 		Error: "host gave no usable answer for 1h (9 attempts); last: connection refused"})
 	add(5, result.Result{Host: "e.test", URL: "http://e.test/p", Status: result.StatusFetched})
+	// A denial that names its remedy is quoted.
+	named := newOutcomes(func(h string) string { return h }, p)
+	named.add(result.Result{Host: "10.1.2.3", URL: "http://10.1.2.3/", Status: result.StatusDenied,
+		Error: "get http://10.1.2.3/: check address: address 10.1.2.3 is private: not allowed (local mode: --allow-net 10.0.0.0/8 or --allow-private)"})
+	if l := named.adviceLines(); len(l) != 1 || !strings.HasSuffix(l[0], "): run again with --allow-net 10.0.0.0/8 or --allow-private") {
+		t.Errorf("a denial naming its remedy: %q", l)
+	}
 
 	lines := o.adviceLines()
 	want := []string{
