@@ -34,7 +34,6 @@ import (
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
@@ -226,16 +225,10 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.svc.Engine.LeaseTTL = 3 * time.Second
 	}
 	p.sqs = sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
-	// Wired as the deployed functions' main.go files wire them: neither
-	// runs on parameters it has never read, and a FetchTimeout that leaves
-	// a run no room is refused.
-	p.ingest = &ingesthandler.Handler{Ingester: p.ingestSvc.Ingester, Params: p.ingestSvc.Params.Get, ParamsReady: p.ingestSvc.Params.WaitLoaded, Log: opts.Log}
-	if p.ingestSvc.Waker != nil {
-		p.ingest.Waker = p.ingestSvc.Waker
-	}
-	p.svc.Params.LimitFetchTimeout(check.FetchTimeoutLimit(checkhandler.RunWindow(opts.CheckRun)))
-	p.svc.Engine.ParamsReady = p.svc.Params.WaitLoaded
-	p.check = &checkhandler.Handler{Runner: p.svc.Engine, ShardCount: cfg.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
+	// Wired as the deployed functions' main.go files wire them, through
+	// the same constructors.
+	p.ingest = p.ingestSvc.IngestHandler()
+	p.check = p.svc.CheckHandler(opts.CheckRun)
 	return p, nil
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 // Defaults of Options.
@@ -235,46 +236,41 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 		}
 	})
-	// Results are counted where they are published, as on AWS.
-	pub := &metrics.CountResults{Publisher: rt.out, Metrics: opts.Metrics}
-	fixed := func(context.Context) params.Params { return p }
+	rt.wakes = make([]chan struct{}, opts.ShardCount)
+	for i := range rt.wakes {
+		rt.wakes[i] = make(chan struct{}, 1)
+	}
+	// The deployed functions' parts, on the embedded store. Results are
+	// counted where they are published, as on AWS.
+	parts := wiring.Parts{
+		Store: rt.store, Idempotency: rt.store,
+		Publisher: &metrics.CountResults{Publisher: rt.out, Metrics: opts.Metrics},
+		Params:    func(context.Context) params.Params { return p },
+		Guard:     wiring.Guard(opts.AllowPrivate), Waker: waker{rt},
+		ShardCount: opts.ShardCount, Clock: rt.clock, Log: opts.Log, Metrics: opts.Metrics,
+	}
+	if bodies != nil {
+		parts.Bodies = bodies
+	}
 	// A check function per shard, each with its own fetcher, as each
 	// Lambda invocation has its own: a fetcher keeps at most 100 idle
 	// connections in all, so one shared by a thousand hosts would dial
 	// again for most requests.
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
 	for i := range rt.checks {
-		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
-			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
-			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
-		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
-		engine := &check.Engine{
-			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
-			Fetcher: func(params.Params) check.Fetcher { return fetcher },
-			Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
-			// SQLite reads cost nothing: a lingering host takes up URLs
-			// of a later input batch at once, not a period or two later.
-			LingerPoll: lingerPoll,
-		}
-		if bodies != nil {
-			engine.Bodies = bodies
-		}
+		fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.AllowPrivate, opts.Resolve, 0), rt.clock.Now),
+			last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
+		shard := parts
+		shard.Fetcher = func(params.Params) check.Fetcher { return fetcher }
+		engine := shard.Engine()
+		engine.LeaseTTL = opts.LeaseTTL
+		// SQLite reads cost nothing: a lingering host takes up URLs of a
+		// later input batch at once, not a period or two later.
+		engine.LingerPoll = lingerPoll
 		rt.engines = append(rt.engines, engine)
-		rt.checks[i] = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log,
-			Metrics: opts.Metrics}
+		rt.checks[i] = shard.CheckHandler(engine, opts.CheckRun)
 	}
-	ingester := &hostqueue.Ingester{
-		Store: rt.store, Publisher: pub, Now: time.Now,
-		Guard: func(addr netip.AddrPort, ports []int) error {
-			return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: opts.AllowPrivate, AllowedPorts: ports})
-		},
-	}
-	rt.wakes = make([]chan struct{}, opts.ShardCount)
-	for i := range rt.wakes {
-		rt.wakes[i] = make(chan struct{}, 1)
-	}
-	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log,
-		Metrics: opts.Metrics, Idempotency: &ingesthandler.Idempotency{Store: rt.store}}
+	rt.ingest = parts.IngestHandler(&counted{inner: parts.Ingester(), rt: rt})
 
 	queued, err := queuedEntries(ctx, rt.store)
 	if err != nil {
