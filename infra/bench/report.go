@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 

@@ -116,4 +116,3 @@ func TestIdempotencyKeyUnderRIE(t *testing.T) {
 	}
 	logReports(t, "ingest", ingest)
 }
-

@@ -15,10 +15,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
-	"github.com/urldownloader/urldownloader/internal/proc"
 	"github.com/urldownloader/urldownloader/infra/samlocal"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 // API modes: how POST /urls is served.
