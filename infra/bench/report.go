@@ -272,15 +272,6 @@ func statusList(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *Results) find(name string) *CostResult {
-	for _, c := range r.Cost {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
-
 func (r *Results) machineSection() string {
 	m := r.Machine
 	var b strings.Builder

@@ -19,8 +19,6 @@ import (
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
-var prefixes sync.Map
-
 // start brings up a pipeline on the shared moto with a unique prefix. Input
 // batches gather for 500ms unless opts says otherwise (the template's 5s
 // would hold up every test's first ingest).
