@@ -118,7 +118,7 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, pubOpts)
 	pub := &metrics.CountResults{Publisher: sqsPub, Metrics: rec}
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
-	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
+	fetchers := &fetcherCache{addresses: cfg.Addresses, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
 		waker = &wake.Queue{Client: sq, URL: cfg.WakeQueueURL, ShardCount: cfg.ShardCount, Now: clock.Now}
@@ -209,7 +209,8 @@ func Stage(paramPath string, getenv func(string) string) string {
 // fetcherCache keeps one fetcher (and so one pool of kept-alive connections)
 // for as long as the parameters that shape it do not change.
 type fetcherCache struct {
-	allowPrivate bool
+	// addresses is the deployment's address policy (config.Config.Addresses).
+	addresses fetch.AddressPolicy
 	// resolve is fixed for the life of the services, so it is not part of
 	// the cache key; fetch.New copies it into every fetcher.
 	resolve  map[string][]netip.Addr
@@ -224,7 +225,7 @@ type fetcherCache struct {
 // guard judges an IP-literal host at ingest by the fetcher's own address
 // policy, so ingest and dial refuse the same addresses and ports.
 func (c *fetcherCache) guard(addr netip.AddrPort, allowedPorts []int) error {
-	return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: c.allowPrivate, AllowedPorts: allowedPorts})
+	return c.addresses.Check(addr, allowedPorts)
 }
 
 func (c *fetcherCache) get(p params.Params) check.Fetcher {
@@ -232,7 +233,7 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 		UserAgent:    p.UserAgent,
 		Timeout:      p.FetchTimeout,
 		MaxBodyBytes: p.MaxBodyBytes,
-		AllowPrivate: c.allowPrivate,
+		Addresses:    c.addresses,
 		AllowedPorts: p.Ports(),
 		Resolve:      c.resolve,
 		MaxConns:     c.maxConns,
@@ -254,5 +255,5 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 
 func sameOptions(a, b fetch.Options) bool {
 	return a.UserAgent == b.UserAgent && a.Timeout == b.Timeout && a.MaxBodyBytes == b.MaxBodyBytes &&
-		a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
+		a.Addresses.Equal(b.Addresses) && a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
 }
