@@ -93,9 +93,10 @@ type Options struct {
 	// Params are runtime parameters, name to value, as --param gives them;
 	// an invalid one fails Open.
 	Params map[string]string
-	// AllowPrivate lets the fetcher (and ingest's address guard) reach
-	// loopback and private addresses and any port.
-	AllowPrivate bool
+	// Addresses is the address policy of the fetcher and of ingest's
+	// guard (fetch.AddressPolicy): local mode's --allow-net and
+	// --allow-private. The zero value allows public addresses only.
+	Addresses fetch.AddressPolicy
 	// Resolve, when set, resolves host names from this table instead of
 	// DNS (fetch.Options.Resolve).
 	Resolve map[string][]netip.Addr
@@ -246,7 +247,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	for i := range rt.checks {
 		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
 			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
-			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
+			Addresses: opts.Addresses, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
 		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 		engine := &check.Engine{
 			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
@@ -265,9 +266,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	ingester := &hostqueue.Ingester{
 		Store: rt.store, Publisher: pub, Now: time.Now,
-		Guard: func(addr netip.AddrPort, ports []int) error {
-			return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: opts.AllowPrivate, AllowedPorts: ports})
-		},
+		Guard: opts.Addresses.Check,
 	}
 	rt.wakes = make([]chan struct{}, opts.ShardCount)
 	for i := range rt.wakes {
