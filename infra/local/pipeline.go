@@ -35,6 +35,7 @@ import (
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/config"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -56,8 +57,10 @@ type Options struct {
 	// TemplateParams override template parameters (e.g.
 	// "OutputMaxMessageBytes"), as a deploy's --parameter-overrides do.
 	TemplateParams map[string]string
-	// AllowPrivate lets the fetcher reach loopback and private addresses.
-	AllowPrivate bool
+	// Addresses is the functions' address policy (fetch.AddressPolicy), in
+	// place of the template's closed one: local mode's --allow-net and
+	// --allow-private, whose names its denials give.
+	Addresses fetch.AddressPolicy
 	// Resolve, when set, resolves host names from this table instead of
 	// DNS, as curl's --resolve does (see fetch.Options.Resolve): local
 	// sites get real-looking names, a name missing from it is "no such
@@ -197,12 +200,12 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.esm.BatchSize = opts.IngestBatchSize
 	}
 	env := st.Env()
-	env["ALLOW_PRIVATE_NETWORKS"] = strconv.FormatBool(opts.AllowPrivate)
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
+	cfg.Addresses = opts.Addresses
 	svcOpts := wiring.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions,
 		S3Options: opts.S3Options, Resolve: opts.Resolve}
 	if opts.Faults != nil {

@@ -129,7 +129,7 @@ func runLocalMode() int {
 
 	params := sharedParams()
 	opts := standalone.Options{
-		Params: params, AllowPrivate: sharedBool("allow-private"), ShardCount: sharedInt("shards"), Log: log,
+		Params: params, Addresses: addressPolicy(allowNetFlag, *allowPrivateFlag, demo), ShardCount: sharedInt("shards"), Log: log,
 		OnReject: func(r standalone.Rejected) {
 			fmt.Fprintf(os.Stderr, "localrun: line %d not accepted: %s\n", r.Line, r.Error)
 		},
@@ -189,9 +189,6 @@ func runLocalMode() int {
 			fmt.Fprintf(os.Stderr, "localrun: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
 				demosite.HostileDomain, len(hostile.URLs()), params["GiveUpAfter"], params["FetchTimeout"])
 		}
-		// The demo site lives on loopback, which the fetcher refuses unless
-		// private networks are allowed: the demo allows them for itself.
-		opts.AllowPrivate = true
 		var b strings.Builder
 		for _, u := range list {
 			line, _ := json.Marshal(map[string]string{"url": u})
@@ -258,8 +255,10 @@ func runLocalMode() int {
 		opts.Bodies = filepath.Join(filepath.Dir(state), "bodies")
 	}
 	bodies := &bodyTally{}
+	denials := &addressDenials{}
 	opts.OnResult = func(r result.Result) {
 		bodies.add(r)
+		denials.add(r)
 		if hostile != nil {
 			// tally is set once the runtime is open, before any result.
 			tally.add(r)
@@ -318,6 +317,7 @@ func runLocalMode() int {
 	}
 
 	printLocalSummary(rep)
+	denials.print(os.Stderr)
 	bodies.print(os.Stderr, opts.Bodies)
 	if err := printMetrics(os.Stderr, emf.Bytes()); err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)

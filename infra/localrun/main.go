@@ -47,7 +47,6 @@ func run() int {
 	urlsPath := flag.String("urls", "", "JSON lines of {\"host\",\"url\"} or bare URLs, one per line; - is stdin (default: the built-in demo site)")
 	outPath := flag.String("out", "", "write results as JSON lines to this file (default stdout)")
 	flag.Var(params, "param", "runtime parameter Name=Value, repeatable (e.g. --param FetchDelay=200ms)")
-	allowPrivate := flag.Bool("allow-private", false, "permit loopback and private-address targets (needed for local sites)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long, print what is missing and exit non-zero")
 	shards := flag.Int("shards", 0, "ShardCount (default: the template's)")
 	checkRun := flag.Duration("check-run", 20*time.Second, "how long each local check invocation starts requests (3s in a fault run)")
@@ -111,9 +110,6 @@ func run() int {
 		for _, u := range list {
 			items = append(items, urlmsg.Input{URL: u})
 		}
-		// The demo site lives on loopback, which the fetcher refuses unless
-		// private networks are allowed: the demo allows them for itself.
-		*allowPrivate = true
 		hosts := site.Hosts()
 		shown := strings.Join(hosts[:min(len(hosts), 4)], ", ")
 		if len(hosts) > 4 {
@@ -171,7 +167,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj)
 	}
 	opts := local.Options{
-		ShardCount: *shards, Params: params, AllowPrivate: *allowPrivate, CheckRun: *checkRun,
+		ShardCount: *shards, Params: params, Addresses: addressPolicy(allowNetFlag, *allowPrivateFlag, site != nil), CheckRun: *checkRun,
 		Endpoint: *endpoint, Log: log, Faults: inj,
 	}
 	if hostile != nil {
@@ -201,10 +197,12 @@ func run() int {
 		healthyURLs = len(items) - len(hostile.URLs())
 	}
 	bodies := &bodyTally{}
+	denials := &addressDenials{}
 	report, runErr := p.Run(ctx, sent.Expected, func(r result.Result, line []byte) {
 		w.Write(line)
 		w.WriteByte('\n')
 		bodies.add(r)
+		denials.add(r)
 		if tally == nil {
 			return
 		}
@@ -216,6 +214,7 @@ func run() int {
 	})
 	w.Flush()
 	printSummary(report)
+	denials.print(os.Stderr)
 	bodies.print(os.Stderr, "s3://"+p.Stack.BodyBucket)
 	if inj != nil {
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj.Summary())

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -65,7 +66,7 @@ func TestResume(t *testing.T) {
 		defer f.Close()
 		out := openOut(t, outPath)
 		rt, err := Open(context.Background(), Options{
-			State: state, Out: out, AllowPrivate: true, Log: testLog(t),
+			State: state, Out: out, Addresses: fetch.PrivatePolicy(), Log: testLog(t),
 			Params:      map[string]string{"FetchDelay": delay.String()},
 			IngestBatch: 40, IngestWindow: 20 * time.Millisecond,
 		})
@@ -185,7 +186,7 @@ func TestTwoProcessesOneState(t *testing.T) {
 	state := filepath.Join(dir, "state.db")
 	opts := func(out string) Options {
 		return Options{
-			State: state, Out: openOut(t, filepath.Join(dir, out)), AllowPrivate: true, ShardCount: 4,
+			State: state, Out: openOut(t, filepath.Join(dir, out)), Addresses: fetch.PrivatePolicy(), ShardCount: 4,
 			CheckRun: 700 * time.Millisecond, Params: map[string]string{"FetchDelay": delay.String(), "FetchTimeout": "2s", "MaxCrawlDelay": "1s"},
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -30,7 +31,7 @@ func TestServe(t *testing.T) {
 	got := map[string]result.Result{}
 	arrived := make(chan struct{}, 100)
 	rt := open(t, Options{
-		State: filepath.Join(t.TempDir(), "state.db"), Out: openOut(t, outPath), AllowPrivate: true,
+		State: filepath.Join(t.TempDir(), "state.db"), Out: openOut(t, outPath), Addresses: fetch.PrivatePolicy(),
 		Params: map[string]string{"FetchDelay": "100ms"},
 		OnResult: func(r result.Result) {
 			mu.Lock()

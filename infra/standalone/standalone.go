@@ -94,9 +94,10 @@ type Options struct {
 	// Params are runtime parameters, name to value, as --param gives them;
 	// an invalid one fails Open.
 	Params map[string]string
-	// AllowPrivate lets the fetcher (and ingest's address guard) reach
-	// loopback and private addresses and any port.
-	AllowPrivate bool
+	// Addresses is the address policy of the fetcher and of ingest's
+	// guard (fetch.AddressPolicy): local mode's --allow-net and
+	// --allow-private. The zero value allows public addresses only.
+	Addresses fetch.AddressPolicy
 	// Resolve, when set, resolves host names from this table instead of
 	// DNS (fetch.Options.Resolve).
 	Resolve map[string][]netip.Addr
@@ -246,7 +247,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		Store: rt.store, Idempotency: rt.store,
 		Publisher: &metrics.CountResults{Publisher: rt.out, Metrics: opts.Metrics},
 		Params:    func(context.Context) params.Params { return p },
-		Guard:     wiring.Guard(opts.AllowPrivate), Waker: waker{rt},
+		Guard:     wiring.Guard(opts.Addresses), Waker: waker{rt},
 		ShardCount: opts.ShardCount, Clock: rt.clock, Log: opts.Log, Metrics: opts.Metrics,
 	}
 	if bodies != nil {
@@ -258,7 +259,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	// again for most requests.
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
 	for i := range rt.checks {
-		fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.AllowPrivate, opts.Resolve, 0), rt.clock.Now),
+		fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, 0), rt.clock.Now),
 			last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 		shard := parts
 		shard.Fetcher = func(params.Params) check.Fetcher { return fetcher }

@@ -87,12 +87,12 @@ func (p Parts) CheckHandler(runner checkhandler.Runner, run time.Duration) *chec
 
 // FetchOptions are the fetcher's options for the parameters in force and
 // the deployment's address policy.
-func FetchOptions(p params.Params, allowPrivate bool, resolve map[string][]netip.Addr, maxConns int) fetch.Options {
+func FetchOptions(p params.Params, addresses fetch.AddressPolicy, resolve map[string][]netip.Addr, maxConns int) fetch.Options {
 	return fetch.Options{
 		UserAgent:    p.UserAgent,
 		Timeout:      p.FetchTimeout,
 		MaxBodyBytes: p.MaxBodyBytes,
-		AllowPrivate: allowPrivate,
+		Addresses:    addresses,
 		AllowedPorts: p.Ports(),
 		Resolve:      resolve,
 		MaxConns:     maxConns,
@@ -101,8 +101,6 @@ func FetchOptions(p params.Params, allowPrivate bool, resolve map[string][]netip
 
 // Guard judges an IP-literal host at ingest by the fetcher's own address
 // policy, so ingest and dial refuse the same addresses and ports.
-func Guard(allowPrivate bool) hostqueue.AddressGuard {
-	return func(addr netip.AddrPort, allowedPorts []int) error {
-		return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: allowPrivate, AllowedPorts: allowedPorts})
-	}
+func Guard(addresses fetch.AddressPolicy) hostqueue.AddressGuard {
+	return addresses.Check
 }

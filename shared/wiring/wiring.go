@@ -122,10 +122,10 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, pubOpts)
 	pub := &metrics.CountResults{Publisher: sqsPub, Metrics: rec}
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
-	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
+	fetchers := &fetcherCache{addresses: cfg.Addresses, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
 	parts := Parts{
 		Store: store, Idempotency: store, Publisher: pub,
-		Params: cache.Get, ParamsReady: cache.WaitLoaded, Fetcher: fetchers.get, Guard: Guard(cfg.AllowPrivateNetworks),
+		Params: cache.Get, ParamsReady: cache.WaitLoaded, Fetcher: fetchers.get, Guard: Guard(cfg.Addresses),
 		ShardCount: cfg.ShardCount, Clock: clock, Log: log, Metrics: rec, Budget: opts.Budget,
 		InlineLimit: InlineLimit(cfg.OutputMaxMessageBytes),
 	}
@@ -229,7 +229,8 @@ func Stage(paramPath string, getenv func(string) string) string {
 // fetcherCache keeps one fetcher (and so one pool of kept-alive connections)
 // for as long as the parameters that shape it do not change.
 type fetcherCache struct {
-	allowPrivate bool
+	// addresses is the deployment's address policy (config.Config.Addresses).
+	addresses fetch.AddressPolicy
 	// resolve is fixed for the life of the services, so it is not part of
 	// the cache key; fetch.New copies it into every fetcher.
 	resolve  map[string][]netip.Addr
@@ -242,7 +243,7 @@ type fetcherCache struct {
 }
 
 func (c *fetcherCache) get(p params.Params) check.Fetcher {
-	opts := FetchOptions(p, c.allowPrivate, c.resolve, c.maxConns)
+	opts := FetchOptions(p, c.addresses, c.resolve, c.maxConns)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.f == nil || !sameOptions(c.key, opts) {
@@ -260,5 +261,5 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 
 func sameOptions(a, b fetch.Options) bool {
 	return a.UserAgent == b.UserAgent && a.Timeout == b.Timeout && a.MaxBodyBytes == b.MaxBodyBytes &&
-		a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
+		a.Addresses.Equal(b.Addresses) && a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
 }
