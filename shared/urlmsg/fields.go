@@ -1,0 +1,150 @@
+package urlmsg
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Fields are the names an input object may carry, spelled exactly (JSON
+// names are case-sensitive).
+var Fields = []string{"host", "url", "etag", "lastModified"}
+
+// decodeObject reads one input object by the one rule every entrance
+// applies (files, stdin, POST /urls, the input queue): only the fields in
+// Fields, each at most once, each a string or null (absent). Any other
+// field is refused, naming it and the known ones: ignoring it would drop a
+// misspelt validator ("lastModfied") without a word, and refetch in full
+// what was meant to be a conditional GET; refusing costs the producer one
+// edit, and a field added later is still a compatible change.
+func decodeObject(t []byte) (Input, error) {
+	var in Input
+	dec := json.NewDecoder(bytes.NewReader(t))
+	if _, err := dec.Token(); err != nil {
+		return in, invalid("item is not a JSON object: %v", err)
+	}
+	var unknown []string
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return in, invalid("item is not a JSON object: %v", err)
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return in, invalid("item is not a JSON object: %v", err)
+		}
+		field := in.field(name)
+		if field == nil {
+			unknown = append(unknown, name)
+			continue
+		}
+		if seen[name] {
+			return in, invalid("field %q appears twice: keep one", name)
+		}
+		seen[name] = true
+		if string(raw) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(raw, field); err != nil {
+			return in, invalid("field %q must be a JSON string, not %s", name, jsonKind(raw))
+		}
+	}
+	if len(unknown) > 0 {
+		return in, unknownFields(unknown)
+	}
+	return in, nil
+}
+
+// field is where a known field's value goes; nil for an unknown name.
+func (in *Input) field(name string) *string {
+	switch name {
+	case "host":
+		return &in.Host
+	case "url":
+		return &in.URL
+	case "etag":
+		return &in.ETag
+	case "lastModified":
+		return &in.LastModified
+	}
+	return nil
+}
+
+func unknownFields(names []string) error {
+	var parts []string
+	for i, n := range names {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-i))
+			break
+		}
+		p := fmt.Sprintf("%q", clip(n, 40))
+		if s := suggest(n); s != "" {
+			p += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		parts = append(parts, p)
+	}
+	word := "field"
+	if len(names) > 1 {
+		word = "fields"
+	}
+	return invalid("unknown %s %s: an item's fields are %s; rename or remove it", word, strings.Join(parts, ", "), strings.Join(Fields, ", "))
+}
+
+// suggest returns the known field a name is most likely a typo of: the
+// same but for case, or within two edits; "" when none is.
+func suggest(name string) string {
+	best, bestDist := "", 3
+	for _, f := range Fields {
+		if strings.EqualFold(name, f) {
+			return f
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(f)); d < bestDist && d < len(f) {
+			best, bestDist = f, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance, for names of a few bytes (a
+// longer name is far from every field anyway).
+func editDistance(a, b string) int {
+	if len(a) > 64 {
+		return len(a)
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// jsonKind names the kind of a JSON value, for an error.
+func jsonKind(raw []byte) string {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) == 0:
+		return "nothing"
+	case t[0] == '{':
+		return "an object"
+	case t[0] == '[':
+		return "an array"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
