@@ -19,6 +19,68 @@ var Fields = []string{"host", "url", "etag", "lastModified"}
 // what was meant to be a conditional GET; refusing costs the producer one
 // edit, and a field added later is still a compatible change.
 func decodeObject(t []byte) (Input, error) {
+	// The common case, every name exact and once, costs one Unmarshal
+	// into the struct; anything else takes the token walk, which says
+	// what is wrong (encoding/json alone would match names in any case
+	// and keep the last of two).
+	if exactFields(t) {
+		var in Input
+		if json.Unmarshal(t, &in) == nil {
+			return in, nil
+		}
+	}
+	return walkObject(t)
+}
+
+// exactFields reports whether the members of the object t are each named
+// exactly as one of Fields (no escapes), each at most once. t is valid
+// JSON (Parse has decoded it as part of its payload).
+func exactFields(t []byte) bool {
+	var seen [4]bool
+	depth, key := 0, false
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; c {
+		case '{', '[':
+			depth++
+			key = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			key = depth == 1
+		case '"':
+			j := i + 1
+			for j < len(t) && t[j] != '"' {
+				if t[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if key {
+				k := fieldIndex(t[i+1 : min(j, len(t))])
+				if k < 0 || seen[k] {
+					return false
+				}
+				seen[k], key = true, false
+			}
+			i = j
+		}
+	}
+	return true
+}
+
+// fieldIndex is the index in Fields of name, -1 when it is none.
+func fieldIndex(name []byte) int {
+	for k, f := range Fields {
+		if string(name) == f {
+			return k
+		}
+	}
+	return -1
+}
+
+// walkObject decodes t member by member, naming any unknown, repeated or
+// mistyped field.
+func walkObject(t []byte) (Input, error) {
 	var in Input
 	dec := json.NewDecoder(bytes.NewReader(t))
 	if _, err := dec.Token(); err != nil {
@@ -86,22 +148,24 @@ func unknownFields(names []string) error {
 		}
 		parts = append(parts, p)
 	}
-	word := "field"
+	word, it := "field", "it"
 	if len(names) > 1 {
-		word = "fields"
+		word, it = "fields", "them"
 	}
-	return invalid("unknown %s %s: an item's fields are %s; rename or remove it", word, strings.Join(parts, ", "), strings.Join(Fields, ", "))
+	return invalid("unknown %s %s: an item's fields are %s; rename or remove %s", word, strings.Join(parts, ", "), strings.Join(Fields, ", "), it)
 }
 
 // suggest returns the known field a name is most likely a typo of: the
-// same but for case, or within two edits; "" when none is.
+// same but for case, or within an edit per four letters of the field (one
+// for url, three for lastModified); "" when none is.
 func suggest(name string) string {
-	best, bestDist := "", 3
+	best, bestDist := "", len(name)+1
 	for _, f := range Fields {
 		if strings.EqualFold(name, f) {
 			return f
 		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(f)); d < bestDist && d < len(f) {
+		d := editDistance(strings.ToLower(name), strings.ToLower(f))
+		if d <= max(1, len(f)/4) && d < bestDist {
 			best, bestDist = f, d
 		}
 	}
