@@ -180,7 +180,7 @@ func Normalize(raw string) (*url.URL, error) {
 	// The fragment is never sent, and the standard takes any: drop it
 	// before url.Parse, which refuses some (a bad escape).
 	web, _, _ = strings.Cut(web, "#")
-	if i := strings.IndexFunc(authority(web), func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+	if strings.ContainsFunc(authority(web), func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return nil, invalid("url %q: its host has a space or a control character, which no host name can hold (is it two URLs run together, or a URL cut short?)", clip(redactRaw(raw), 100))
 	}
 	u, err := url.Parse(web)
