@@ -29,6 +29,9 @@ type lineWriter struct {
 	sync func() error // nil when w is not a file that can be synced
 	// seen is told of results once they are written and synced.
 	seen func([]result.Result)
+	// keep, when set (before the first Publish), is told of them too,
+	// right after seen: serve mode keeps each line by id (results.go).
+	keep func([]result.Result)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -62,8 +65,7 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 	}
 	var lines []byte
 	for _, r := range results {
-		// No message limit here: the body is kept whole up to MaxBodyBytes.
-		b, err := result.Encode(r, math.MaxInt32)
+		b, err := encodeLine(r)
 		if err != nil {
 			return err
 		}
@@ -91,6 +93,9 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 		if err == nil && lw.seen != nil {
 			lw.seen(pending)
 		}
+		if err == nil && lw.keep != nil {
+			lw.keep(pending)
+		}
 		lw.mu.Lock()
 		lw.writing, lw.spare = false, buf
 		if err != nil {
@@ -106,6 +111,10 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 	}
 	return lw.err
 }
+
+// encodeLine is a result's line in the output, without its newline. No
+// message limit here: the body is kept whole up to MaxBodyBytes.
+func encodeLine(r result.Result) ([]byte, error) { return result.Encode(r, math.MaxInt32) }
 
 func (lw *lineWriter) write(b []byte) error {
 	if _, err := lw.w.Write(b); err != nil {

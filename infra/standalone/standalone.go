@@ -163,6 +163,9 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	accepted map[string]time.Time
+
+	// results keeps result lines by id for serve mode (results.go).
+	results atomic.Pointer[resultStore]
 }
 
 // Open validates the options, opens the state and wires the handlers. It
@@ -235,6 +238,10 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 		}
 	})
+	if err := rt.attachResults(); err != nil {
+		rt.Close()
+		return nil, err
+	}
 	// Results are counted where they are published, as on AWS.
 	pub := &metrics.CountResults{Publisher: rt.out, Metrics: opts.Metrics}
 	fixed := func(context.Context) params.Params { return p }
@@ -302,7 +309,7 @@ func (rt *Runtime) Params() params.Params { return rt.params }
 
 // Close releases the state. Results are already on Out.
 func (rt *Runtime) Close() error {
-	var errs []error
+	errs := []error{rt.closeResults()}
 	if rt.ledger != nil {
 		errs = append(errs, rt.ledger.close())
 	}
