@@ -2,6 +2,7 @@ package standalone
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -405,5 +407,71 @@ func TestServeResultByID(t *testing.T) {
 	base2 := listen(t, rt2, ServeOptions{})
 	if code, _, body := call(t, "GET", base2+"/urls/"+id, "", nil, ""); code != http.StatusOK || body != string(out) {
 		t.Errorf("GET from the next process: %d %q, want 200 and %q", code, body, out)
+	}
+}
+
+// TestServeWildcard listens on 0.0.0.0, which needs a token, inside a
+// network namespace of its own (the test binary run again under unshare
+// --net), where only loopback exists: nothing is exposed.
+func TestServeWildcard(t *testing.T) {
+	if os.Getenv("STANDALONE_NETNS_CHILD") == "1" {
+		serveWildcardInNamespace(t)
+		return
+	}
+	t.Parallel()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare not found: listening on 0.0.0.0 is tested only in a network namespace (TestServeOptionsCheck covers the token rule)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // bounds a hang only
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "--net", "sh", "-c",
+		`ip link set lo up && exec "$0" -test.run '^TestServeWildcard$' -test.count=1 -test.v`, os.Args[0])
+	cmd.Env = append(os.Environ(), "STANDALONE_NETNS_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "=== RUN") {
+		t.Skipf("unshare --net is not permitted here (%v: %s): listening on 0.0.0.0 is tested only in a network namespace (TestServeOptionsCheck covers the token rule)", err, bytes.TrimSpace(out))
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestServeWildcard") {
+		t.Fatalf("in the network namespace: %v\n%s", err, out)
+	}
+}
+
+func serveWildcardInNamespace(t *testing.T) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback == 0 {
+			t.Fatalf("interface %s is here: not in a network namespace of its own, refusing to listen on 0.0.0.0", i.Name)
+		}
+	}
+	rt := open(t, Options{Out: io.Discard})
+	if _, err := rt.Listen(ServeOptions{Addr: "0.0.0.0:0"}); !errors.Is(err, ErrTokenRequired) {
+		t.Fatalf("0.0.0.0 without a token: %v, want ErrTokenRequired", err)
+	}
+	base := listen(t, rt, ServeOptions{Addr: "0.0.0.0:0", Token: "ns-token", AllowedHosts: []string{"box.lan"}})
+	port := base[strings.LastIndexByte(base, ':')+1:]
+	base = "http://127.0.0.1:" + port
+	post := `{"url": "https://example.com/"}`
+	js := map[string]string{"Content-Type": "application/json"}
+	if code, _, body := call(t, "POST", base+"/urls", post, js, ""); code != http.StatusUnauthorized {
+		t.Errorf("POST without the token: %d %s, want 401", code, body)
+	}
+	authed := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer ns-token"}
+	if code, _, body := call(t, "POST", base+"/urls", post, authed, ""); code != http.StatusAccepted {
+		t.Errorf("POST with the token: %d %s, want 202", code, body)
+	}
+	hosts := []string{"box.lan:" + port, "localhost:" + port}
+	if name, err := os.Hostname(); err == nil {
+		hosts = append(hosts, name+":"+port)
+	}
+	for _, h := range hosts {
+		if code, _, body := call(t, "GET", base+"/healthz", "", nil, h); code != http.StatusOK {
+			t.Errorf("Host %s: %d %s, want 200", h, code, body)
+		}
+	}
+	if code, _, body := call(t, "GET", base+"/healthz", "", nil, "evil.example:"+port); code != http.StatusMisdirectedRequest {
+		t.Errorf("foreign Host: %d %s, want 421", code, body)
 	}
 }
