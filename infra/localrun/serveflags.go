@@ -43,9 +43,9 @@ func init() {
 // environment, refused as standalone.Listen would refuse them, with a
 // message that names the flags.
 func serveOptions(listen string) (standalone.ServeOptions, error) {
-	opts := standalone.ServeOptions{Addr: listen, AllowedHosts: allowedHostsFlag, Token: *tokenFlag}
+	opts := standalone.ServeOptions{Addr: listen, AllowedHosts: allowedHostsFlag, Token: strings.TrimSpace(*tokenFlag)}
 	if opts.Token == "" {
-		opts.Token = os.Getenv(TokenEnv)
+		opts.Token = strings.TrimSpace(os.Getenv(TokenEnv))
 	}
 	err := standalone.CheckServeOptions(opts)
 	if errors.Is(err, standalone.ErrTokenRequired) {

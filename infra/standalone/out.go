@@ -29,8 +29,9 @@ type lineWriter struct {
 	sync func() error // nil when w is not a file that can be synced
 	// seen is told of results once they are written and synced.
 	seen func([]result.Result)
-	// keep, when set (before the first Publish), is told of them too,
-	// right after seen: serve mode keeps each line by id (results.go).
+	// keep, when set (before the first Publish), is told of them first:
+	// serve mode keeps each line by id (results.go), so a result seen is
+	// one GET /urls/{id} answers.
 	keep func([]result.Result)
 
 	mu      sync.Mutex
@@ -90,11 +91,11 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 		lw.buf, lw.spare, lw.pending = lw.spare[:0], nil, nil
 		lw.mu.Unlock()
 		err := lw.write(buf)
-		if err == nil && lw.seen != nil {
-			lw.seen(pending)
-		}
 		if err == nil && lw.keep != nil {
 			lw.keep(pending)
+		}
+		if err == nil && lw.seen != nil {
+			lw.seen(pending)
 		}
 		lw.mu.Lock()
 		lw.writing, lw.spare = false, buf

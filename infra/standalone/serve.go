@@ -97,7 +97,7 @@ func CheckServeOptions(o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", o.Addr, err)
 	}
-	if o.Token == "" && !loopbackHost(host) {
+	if strings.TrimSpace(o.Token) == "" && !loopbackHost(host) {
 		return fmt.Errorf("listen on %s: %w", o.Addr, ErrTokenRequired)
 	}
 	return nil
@@ -148,8 +148,8 @@ func (rt *Runtime) Listen(opts ServeOptions) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{rt: rt, results: results, ln: netutil.LimitListener(ln, opts.MaxConns), hosts: hosts, served: make(chan error, 1)}
-	if opts.Token != "" {
-		sum := sha256.Sum256([]byte(opts.Token))
+	if tok := strings.TrimSpace(opts.Token); tok != "" {
+		sum := sha256.Sum256([]byte(tok))
 		s.token = sum[:]
 	}
 	s.srv = &http.Server{
@@ -359,6 +359,8 @@ func (s *Server) serveURLs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The token stops here: the ingest handler has no use for it.
+	r.Header.Del("Authorization")
 	// One byte over the limit is enough for the handler to answer 413;
 	// the rest is never read into memory.
 	body, err := io.ReadAll(io.LimitReader(r.Body, urlmsg.MaxPayloadBytes+1))

@@ -192,6 +192,7 @@ func TestServeOptionsCheck(t *testing.T) {
 		{"[::]:8080", "", ErrTokenRequired},
 		{"192.0.2.7:8080", "", ErrTokenRequired},
 		{"myhost.example:8080", "", ErrTokenRequired},
+		{"0.0.0.0:8080", "  ", ErrTokenRequired},
 		{"0.0.0.0:8080", "t", nil},
 		{"127.0.0.1:8080", "", nil},
 		{"127.0.0.2:0", "", nil},
