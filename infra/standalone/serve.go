@@ -142,6 +142,11 @@ func (rt *Runtime) Listen(opts ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
+	// "localhost" is loopback only if it resolved to loopback.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && strings.TrimSpace(opts.Token) == "" && !tcp.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("listen on %s (%s): %w", opts.Addr, tcp.IP, ErrTokenRequired)
+	}
 	hosts, err := allowedHosts(opts.Addr, ln.Addr(), opts.AllowedHosts)
 	if err != nil {
 		ln.Close()
