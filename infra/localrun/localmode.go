@@ -18,8 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -51,7 +49,7 @@ func runBackend() (code int, handled bool) {
 	case "local":
 		return runLocalMode(), true
 	case "moto":
-		for _, name := range []string{"state", "listen"} {
+		for _, name := range []string{"state", "listen", "allowed-host", "token"} {
 			if flagSet(name) {
 				fmt.Fprintf(os.Stderr, "localrun: --%s is for --backend local\n", name)
 				return 2, true
@@ -109,6 +107,17 @@ func runLocalMode() int {
 	if sharedBool("demo-hostile") && !demo {
 		fmt.Fprintln(os.Stderr, "localrun: --demo-hostile serves its own site; it does not go with --urls, --listen or --state")
 		return 2
+	}
+
+	// Checked before anything is opened: a server other machines could
+	// reach without a token does not start at all.
+	var sopts standalone.ServeOptions
+	if listen != "" {
+		var err error
+		if sopts, err = serveOptions(listen); err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 2
+		}
 	}
 
 	logw := io.Discard
@@ -293,16 +302,27 @@ func runLocalMode() int {
 		}
 	}
 
-	var srv *http.Server
+	// The server stops after Run, so the results of its last rounds are
+	// kept for GET /urls/{id} while clients can still ask.
+	stopServing := func() {}
 	if listen != "" {
-		ln, err := net.Listen("tcp", listen)
+		srv, err := rt.Listen(sopts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "localrun:", err)
 			return 2
 		}
-		srv = &http.Server{Handler: rt.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls until Ctrl-C\n", ln.Addr())
+		stopServing = func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := srv.Close(sctx); err != nil {
+				fmt.Fprintln(os.Stderr, "localrun: stop serving:", err)
+			}
+		}
+		auth := ""
+		if sopts.Token != "" {
+			auth = " (with Authorization: Bearer <token>)"
+		}
+		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls%s until Ctrl-C; GET /urls/{id} for a result, GET /healthz\n", srv.Addr(), auth)
 	}
 	stopProgress := func() {}
 	if isTerminal(os.Stderr) && !sharedBool("v") {
@@ -310,11 +330,7 @@ func runLocalMode() int {
 	}
 	rep, runErr := rt.Run(ctx, standalone.RunOptions{Input: input, Serve: listen != ""})
 	stopProgress()
-	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = srv.Shutdown(sctx)
-		cancel()
-	}
+	stopServing()
 
 	printLocalSummary(rep)
 	denials.print(os.Stderr)

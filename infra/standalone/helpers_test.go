@@ -154,3 +154,10 @@ func testLog(t *testing.T) *slog.Logger {
 }
 
 var _ = fmt.Sprintf
+
+func mustf(t *testing.T, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,11 +110,10 @@ func TestFeedBOMOnlyFile(t *testing.T) {
 // and answers 400 when it accepted nothing.
 func TestServeInputRules(t *testing.T) {
 	rt := open(t, Options{Out: io.Discard})
-	srv := httptest.NewServer(rt.Handler())
-	defer srv.Close()
+	base := listen(t, rt, ServeOptions{})
 	post := func(body string) (int, ingesthandler.APIResponse) {
 		t.Helper()
-		resp, err := srv.Client().Post(srv.URL+"/urls", "application/json", strings.NewReader(body))
+		resp, err := http.Post(base+"/urls", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

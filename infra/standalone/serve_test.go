@@ -20,8 +20,8 @@ import (
 )
 
 // TestServe accepts URLs through POST /urls (the ingest handler's API path
-// behind the proxy-event adapter) and writes their results as they come,
-// until the context ends.
+// behind the proxy-event adapter, behind serve mode's guard) and writes
+// their results as they come, until the context ends.
 func TestServe(t *testing.T) {
 	t.Parallel()
 	site := startSite(t, demosite.Options{Hosts: 2})
@@ -50,12 +50,12 @@ func TestServe(t *testing.T) {
 		}
 		done <- rep
 	}()
-	srv := httptest.NewServer(rt.Handler())
-	defer srv.Close()
+	base := listen(t, rt, ServeOptions{})
+	client := &http.Client{Timeout: time.Minute}
 
 	postKey := func(method, body, key string) (int, ingesthandler.APIResponse) {
 		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+"/urls", strings.NewReader(body))
+		req, err := http.NewRequest(method, base+"/urls", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestServe(t *testing.T) {
 		if key != "" {
 			req.Header.Set(ingesthandler.IdempotencyHeader, key)
 		}
-		resp, err := srv.Client().Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,6 +96,19 @@ func TestServe(t *testing.T) {
 		t.Fatalf("array: %d %+v", code, ar)
 	}
 	ids = append(ids, ar.IDs...)
+	// A charset parameter is still JSON.
+	req, _ := http.NewRequest(http.MethodPost, base+"/urls", strings.NewReader(`"`+site.URL(h0, 2)+`"`))
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	if resp, err := client.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		json.NewDecoder(resp.Body).Decode(&ar)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted || len(ar.IDs) != 1 {
+			t.Fatalf("application/json; charset=utf-8: %d %+v", resp.StatusCode, ar)
+		}
+		ids = append(ids, ar.IDs...)
+	}
 	// A client retrying with its Idempotency-Key gets the first answer
 	// back, and nothing is queued twice (Expected below counts once).
 	keyed := `"` + site.URL(h1, 2) + `"`

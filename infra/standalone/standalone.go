@@ -165,6 +165,9 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	accepted map[string]time.Time
+
+	// results keeps result lines by id for serve mode (results.go).
+	results atomic.Pointer[resultStore]
 }
 
 // Open validates the options, opens the state and wires the handlers. It
@@ -237,6 +240,10 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 		}
 	})
+	if err := rt.attachResults(); err != nil {
+		rt.Close()
+		return nil, err
+	}
 	rt.wakes = make([]chan struct{}, opts.ShardCount)
 	for i := range rt.wakes {
 		rt.wakes[i] = make(chan struct{}, 1)
@@ -299,7 +306,7 @@ func (rt *Runtime) Params() params.Params { return rt.params }
 
 // Close releases the state. Results are already on Out.
 func (rt *Runtime) Close() error {
-	var errs []error
+	errs := []error{rt.closeResults()}
 	if rt.ledger != nil {
 		errs = append(errs, rt.ledger.close())
 	}
