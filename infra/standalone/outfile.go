@@ -189,7 +189,7 @@ func checkNewOut(opts Options) error {
 	if !fi.Mode().IsRegular() || fi.Size() == 0 || opts.Overwrite {
 		return nil
 	}
-	state := "the in-memory state"
+	state := "this run keeps no state"
 	if opts.State != "" {
 		state = "state " + opts.State + " is new"
 	}
@@ -437,4 +437,22 @@ func size(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// CreateOut opens a results file for a run with no state to resume (the
+// emulated stack's): as for a new state, a non-empty file is refused
+// unless overwrite empties it.
+func CreateOut(path string, overwrite bool) (*os.File, error) {
+	if err := checkNewOut(Options{OutPath: path, Overwrite: overwrite}); err != nil {
+		return nil, err
+	}
+	mode := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if overwrite {
+		mode |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, mode, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("results file: %w", err)
+	}
+	return f, nil
 }
