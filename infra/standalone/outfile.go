@@ -8,7 +8,9 @@ package standalone
 // refused unless Options.Overwrite says to start it anew.
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -114,7 +116,14 @@ type outRecord struct {
 	// file may hold more after a crash, never less.
 	Size    int64
 	Results int64
+	// Head is the SHA-256 of the file's first HeadLen bytes (up to
+	// headBytes): a file deleted and written anew may get the same inode.
+	Head    []byte
+	HeadLen int64
 }
+
+// headBytes is how much of the file's start the record's checksum covers.
+const headBytes = 4096
 
 const outSchema = `
 CREATE TABLE IF NOT EXISTS out_file (
@@ -124,6 +133,8 @@ CREATE TABLE IF NOT EXISTS out_file (
 	ino     INTEGER NOT NULL,
 	size    INTEGER NOT NULL,
 	results INTEGER NOT NULL,
+	head    BLOB    NOT NULL,
+	headlen INTEGER NOT NULL,
 	updated INTEGER NOT NULL
 )`
 
@@ -231,6 +242,8 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 		return fmt.Errorf("results file: %w", err)
 	}
 	regular := exists && fi.Mode().IsRegular()
+	// The same file: its device and inode, and (since a file deleted and
+	// written anew may get the inode back) its first bytes.
 	same := regular && rec.Path != "" && sameFile(fi, rec)
 	conflict := func(reason string) error {
 		return &OutConflictError{Out: opts.OutPath, State: opts.State, Recorded: rec.Path, Reason: reason}
@@ -249,12 +262,14 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 	case same && fi.Size() < rec.Size:
 		return conflict(fmt.Sprintf("state %s wrote %d results (%s) to it, but it holds only %s now: it was truncated or rewritten since",
 			opts.State, rec.Results, size(rec.Size), size(fi.Size())))
-	case same:
+	case same && sameHead(abs, rec):
 		info.Appended, info.Earlier = true, rec.Results
+	case same:
+		return conflict(fmt.Sprintf("state %s wrote %d results to it, but it starts with other bytes now: it was replaced or rewritten since", opts.State, rec.Results))
 	case !exists && rec.Path == abs:
 		return conflict(fmt.Sprintf("state %s wrote %d results to it, and it is gone", opts.State, rec.Results))
 	case rec.Path == abs:
-		return conflict(fmt.Sprintf("state %s wrote %d results to a file of this name, and this is another file (replaced since)", opts.State, rec.Results))
+		return conflict(fmt.Sprintf("state %s wrote %d results to a file of this name, and this is another file: it was replaced or rewritten since", opts.State, rec.Results))
 	default:
 		return conflict(fmt.Sprintf("state %s writes its results to %s (%d so far), not to this file", opts.State, rec.Path, rec.Results))
 	}
@@ -285,8 +300,9 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 	if !fi.Mode().IsRegular() {
 		return nil // a device or a pipe: nothing to record
 	}
-	f.rec = outRecord{Path: abs, Size: fi.Size(), Results: rec.Results}
+	f.rec = outRecord{Path: abs, Results: rec.Results}
 	f.rec.Dev, f.rec.Ino = fileID(fi)
+	f.measure()
 	return f.write(ctx)
 }
 
@@ -344,8 +360,8 @@ func (f *stateFiles) read(ctx context.Context) (outRecord, error) {
 	if f.db == nil {
 		return rec, nil
 	}
-	err := f.db.QueryRowContext(ctx, "SELECT path, dev, ino, size, results FROM out_file WHERE id = 1").
-		Scan(&rec.Path, &rec.Dev, &rec.Ino, &rec.Size, &rec.Results)
+	err := f.db.QueryRowContext(ctx, "SELECT path, dev, ino, size, results, head, headlen FROM out_file WHERE id = 1").
+		Scan(&rec.Path, &rec.Dev, &rec.Ino, &rec.Size, &rec.Results, &rec.Head, &rec.HeadLen)
 	if errors.Is(err, sql.ErrNoRows) {
 		return outRecord{}, nil
 	}
@@ -360,10 +376,13 @@ func (f *stateFiles) write(ctx context.Context) error {
 	if f.db == nil || f.rec.Path == "" {
 		return nil
 	}
-	_, err := f.db.ExecContext(ctx, `INSERT INTO out_file (id, path, dev, ino, size, results, updated) VALUES (1, ?, ?, ?, ?, ?, ?)
+	if f.rec.Head == nil {
+		f.rec.Head = []byte{}
+	}
+	_, err := f.db.ExecContext(ctx, `INSERT INTO out_file (id, path, dev, ino, size, results, head, headlen, updated) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET path = excluded.path, dev = excluded.dev, ino = excluded.ino,
-		size = excluded.size, results = excluded.results, updated = excluded.updated`,
-		f.rec.Path, int64(f.rec.Dev), int64(f.rec.Ino), f.rec.Size, f.rec.Results, time.Now().UnixMilli())
+		size = excluded.size, results = excluded.results, head = excluded.head, headlen = excluded.headlen, updated = excluded.updated`,
+		f.rec.Path, int64(f.rec.Dev), int64(f.rec.Ino), f.rec.Size, f.rec.Results, f.rec.Head, f.rec.HeadLen, time.Now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("record the results file in the state: %w", err)
 	}
@@ -388,11 +407,7 @@ func (f *stateFiles) wrote(n int) {
 
 // update rewrites the record with the file's size now; the caller holds f.mu.
 func (f *stateFiles) update() {
-	fi, err := f.out.Stat()
-	if err != nil {
-		return // the record keeps its older (smaller) size: still a lower bound
-	}
-	f.rec.Size = fi.Size()
+	f.measure()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = f.write(ctx) // a stale record is a safe one
@@ -413,6 +428,42 @@ func (f *stateFiles) close() error {
 	}
 	f.db = nil
 	return errors.Join(errs...)
+}
+
+// measure takes the file's size, and its head's checksum while the head
+// is shorter than headBytes. On an error the record keeps its older values:
+// a smaller size is still a lower bound.
+func (f *stateFiles) measure() {
+	fi, err := f.out.Stat()
+	if err != nil {
+		return
+	}
+	if n := min(fi.Size(), headBytes); n > f.rec.HeadLen || f.rec.Head == nil {
+		if sum, err := headSum(f.out, n); err == nil {
+			f.rec.Head, f.rec.HeadLen = sum, n
+		}
+	}
+	f.rec.Size = fi.Size()
+}
+
+// headSum is the SHA-256 of r's first n bytes.
+func headSum(r io.ReaderAt, n int64) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, n)); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// sameHead tells whether the file at path starts as the record says.
+func sameHead(path string, rec outRecord) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sum, err := headSum(f, rec.HeadLen)
+	return err == nil && bytes.Equal(sum, rec.Head)
 }
 
 func sameFile(fi os.FileInfo, rec outRecord) bool {
