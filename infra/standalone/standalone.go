@@ -155,6 +155,7 @@ type Runtime struct {
 	store   Store
 	ledger  ledger
 	files   stateFiles // the state's lock, the results file (outfile.go)
+	waits   waits      // why hosts wait, for Progress (waiting.go)
 	out     *lineWriter
 	tally   *tally
 	clock   *stopClock
