@@ -212,4 +212,3 @@ func readResults(t *testing.T, path string) []result.Result {
 	}
 	return out
 }
-
