@@ -154,6 +154,7 @@ func run() int {
 		f, err := createOut(*outPath) // outfile.go: never empties results unasked
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "localrun:", err)
+			explainOpenError(os.Stderr, err)
 			return 2
 		}
 		defer f.Close()

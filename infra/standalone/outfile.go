@@ -200,12 +200,11 @@ func checkNewOut(opts Options) error {
 	if !fi.Mode().IsRegular() || fi.Size() == 0 || opts.Overwrite {
 		return nil
 	}
-	state := "this run keeps no state"
+	reason := fmt.Sprintf("it already holds %s and this run keeps no state that wrote it", size(fi.Size()))
 	if opts.State != "" {
-		state = "state " + opts.State + " is new"
+		reason = fmt.Sprintf("it already holds %s and state %s is new: it is not that state's output", size(fi.Size()), opts.State)
 	}
-	return &OutConflictError{Out: opts.OutPath, State: opts.State,
-		Reason: fmt.Sprintf("it already holds %s of results and %s: it is not that state's output", size(fi.Size()), state)}
+	return &OutConflictError{Out: opts.OutPath, State: opts.State, Reason: reason}
 }
 
 // openOut opens the results file once the state is open and locked: it
