@@ -3,6 +3,7 @@ package standalone
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -264,6 +265,38 @@ func TestOutFile(t *testing.T) {
 		if n := len(readResults(t, j.out)); n != 3 {
 			t.Errorf("%d results, want 3 whole lines", n)
 		}
+	})
+	t.Run("a state without a record appends, ending a partial line", func(t *testing.T) {
+		j := newOutJob(t, t.TempDir(), "job")
+		j.add(1)
+		j.mustRun()
+		// As a state written before the record, or to standard output.
+		db, err := sql.Open("sqlite", j.state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec("DELETE FROM out_file"); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		partial := `{"id":"not-ours`
+		f := openOut(t, j.out)
+		if _, err := f.WriteString(partial); err != nil {
+			t.Fatal(err)
+		}
+		before := read(t, j.out)
+		j.add(1)
+		j.mustRun()
+		got := read(t, j.out)
+		if !j.lastInfo.Unrecorded || j.lastInfo.Terminated != 1 || !bytes.HasPrefix(got, append(before, '\n')) {
+			t.Errorf("%+v; file kept its bytes and ended the line: %v", j.lastInfo, bytes.HasPrefix(got, append(before, '\n')))
+		}
+		// Recorded from now on: another job's state is refused.
+		other := newOutJob(t, j.dir, "other")
+		other.add(1)
+		other.mustRun()
+		other.out = j.out
+		refused(t, other.run(), j.out, got, "not to this file")
 	})
 }
 
