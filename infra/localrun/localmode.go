@@ -234,27 +234,10 @@ func runLocalMode() int {
 		if _, err := os.Stat(opts.State); err == nil {
 			fresh = false
 		}
-		if err := os.MkdirAll(filepath.Dir(opts.State), 0o755); err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
-			return 1
-		}
 	}
-	out := os.Stdout
-	if outPath != "" {
-		// A new state starts a new output; a resumed one adds to it.
-		mode := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		if fresh {
-			mode |= os.O_TRUNC
-		}
-		f, err := os.OpenFile(outPath, mode, 0o644)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
-			return 2
-		}
-		defer f.Close()
-		out = f
-	}
-	opts.Out = out
+	// Open checks the state and the results file before it creates or
+	// writes either (outfile.go).
+	opts.OutPath, opts.Overwrite = outPath, *overwriteFlag
 	opts.Bodies = *bodiesFlag
 	if opts.Bodies == "" {
 		state := opts.State
@@ -284,9 +267,11 @@ func runLocalMode() int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
+		explainOpenError(os.Stderr, err)
 		return 2
 	}
 	defer rt.Close()
+	printRecovery(os.Stderr, rt)
 	if hostile != nil {
 		tally = newHostileTally(hostile, rt.AcceptedAt)
 	}

@@ -147,9 +147,10 @@ func run() int {
 
 	out := io.Writer(os.Stdout)
 	if *outPath != "" {
-		f, err := os.Create(*outPath)
+		f, err := createOut(*outPath) // outfile.go: never empties results unasked
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "localrun:", err)
+			explainOpenError(os.Stderr, err)
 			return 2
 		}
 		defer f.Close()

@@ -74,7 +74,7 @@ func progressLine(p standalone.Progress, reqsBefore int64, span, elapsed time.Du
 		eta = "0s"
 	}
 	return fmt.Sprintf("localrun: %d/%d urls  %.1f req/s  %d hosts active  backlog %d  ETA %s",
-		p.Results, p.Expected, rate, p.Hosts, p.Backlog, eta)
+		p.Results, p.Expected, rate, p.Hosts, p.Backlog, eta) + waitingText(p.Waiting)
 }
 
 // printMetrics writes the table of the metrics the functions wrote as EMF

@@ -91,6 +91,16 @@ type Options struct {
 	// file is synced before Publish returns, so a result is on disk before
 	// the store forgets its URL.
 	Out io.Writer
+	// OutPath, instead of Out, names the results file, which the state
+	// records (outfile.go): the same job appends to it; a non-empty file
+	// the state does not record is refused unless Overwrite empties it.
+	OutPath   string
+	Overwrite bool
+	// SharedState skips the state's OS lock and the takeover of leases
+	// found in it (lock.go): several runtimes then work one state at once,
+	// kept apart by the shard leases alone, as Lambda invocations are.
+	// Tests of that use it; a runner should not.
+	SharedState bool
 	// Params are runtime parameters, name to value, as --param gives them;
 	// an invalid one fails Open.
 	Params map[string]string
@@ -146,6 +156,8 @@ type Runtime struct {
 
 	store   Store
 	ledger  ledger
+	files   stateFiles // the state's lock, the results file (outfile.go)
+	waits   waits      // why hosts wait, for Progress (waiting.go)
 	out     *lineWriter
 	tally   *tally
 	clock   *stopClock
@@ -188,7 +200,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.IngestWindow <= 0 {
 		opts.IngestWindow = DefaultIngestWindow
 	}
-	if opts.Out == nil {
+	if opts.Out == nil && opts.OutPath == "" {
 		opts.Out = os.Stdout
 	}
 	if opts.Log == nil {
@@ -204,23 +216,41 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("parameters: FetchTimeout %s must be below %s for %s check runs", p.FetchTimeout, limit, opts.CheckRun)
 	}
 
+	// The state and the results file are checked before either is created.
+	fresh, lock, err := prepareState(opts)
+	if err != nil {
+		return nil, err
+	}
 	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock(), accepted: map[string]time.Time{}}
+	rt.files.lock = lock
 	if opts.State == "" {
 		rt.store, err = sqlite.NewMemory(time.Now)
 		if err == nil {
 			rt.ledger = newMemLedger()
 		}
 	} else {
-		rt.store, err = sqlite.New(opts.State, time.Now)
-		if err == nil {
+		var s *sqlite.Store
+		if s, err = sqlite.New(opts.State, time.Now); err == nil {
+			rt.store = s
 			rt.ledger, err = openSQLLedger(opts.State)
-			if err != nil {
-				rt.store.Close()
-			}
+		}
+		if err == nil && !opts.SharedState {
+			err = rt.recover(ctx, s)
 		}
 	}
+	if err == nil {
+		err = rt.openOut(ctx, fresh)
+	}
 	if err != nil {
+		rt.Close()
+		var conflict *OutConflictError
+		if errors.As(err, &conflict) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("open state: %w", err)
+	}
+	if rt.files.out != nil {
+		opts.Out = rt.files.out
 	}
 
 	var bodies *dirbody.Store
@@ -233,6 +263,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 
 	rt.tally = newTally(p.FollowCrossHostRedirects)
 	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
+		rt.files.wrote(len(rs))
 		rt.tally.seen(rs)
 		if opts.OnResult != nil {
 			for _, r := range rs {
@@ -306,13 +337,16 @@ func (rt *Runtime) Params() params.Params { return rt.params }
 
 // Close releases the state. Results are already on Out.
 func (rt *Runtime) Close() error {
-	errs := []error{rt.closeResults()}
+	// The results file's record is written through the ledger's
+	// connection, and the state's lock is dropped last.
+	errs := []error{rt.closeResults(), rt.files.close()}
 	if rt.ledger != nil {
 		errs = append(errs, rt.ledger.close())
 	}
 	if rt.store != nil {
 		errs = append(errs, rt.store.Close())
 	}
+	errs = append(errs, rt.files.lock.release())
 	return errors.Join(errs...)
 }
 
