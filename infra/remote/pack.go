@@ -79,7 +79,11 @@ func parseLine(no int64, text []byte) ([]item, error) {
 func encodeItem(m urlmsg.Message) ([]byte, error) {
 	var v any = m.URL
 	if m.ETag != "" || m.LastModified != "" {
-		v = urlmsg.Input{URL: m.URL, ETag: m.ETag, LastModified: m.LastModified}
+		v = struct {
+			URL          string `json:"url"`
+			ETag         string `json:"etag,omitempty"`
+			LastModified string `json:"lastModified,omitempty"`
+		}{m.URL, m.ETag, m.LastModified}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
