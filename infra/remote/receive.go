@@ -50,7 +50,8 @@ type ReceiveOptions struct {
 	S3 wholebody.GetAPI
 	// Bodies, if set, is a folder where the bodies of results that point
 	// at the bucket are written (as <Bodies>/sha256/<sha256>, verified);
-	// the result's "body" then names the file in "path" too.
+	// the result's "body" then names the file in "path" instead of the
+	// bucket and key, as local mode's results do.
 	Bodies string
 	// Inline puts stored bodies into the result's "data" instead (each
 	// held whole in memory while written).
@@ -62,6 +63,8 @@ type ReceiveOptions struct {
 	// UntilIdle stops after this long without a message; 0 receives until
 	// ctx ends.
 	UntilIdle time.Duration
+	// Max stops after this many results were written; 0 has no limit.
+	Max int64
 	// Recent is how many ids are remembered to drop duplicates
 	// (DefaultRecent when 0).
 	Recent int
@@ -87,6 +90,8 @@ type ReceiveReport struct {
 	// Idle is set when the run stopped after UntilIdle without a message.
 	Idle bool
 }
+
+func (o ReceiveOptions) reached(rep ReceiveReport) bool { return o.Max > 0 && rep.Written >= o.Max }
 
 // Receive long-polls the output queue (ten messages, 20 s at a time),
 // appends each result to o.Out as a JSON line, syncs the file, and only
@@ -164,6 +169,9 @@ func Receive(ctx context.Context, o ReceiveOptions) (ReceiveReport, error) {
 		if results > 0 {
 			last = o.Now()
 		}
+		if o.reached(rep) {
+			return rep, nil
+		}
 	}
 }
 
@@ -197,6 +205,9 @@ func (r *receiver) batch(ctx context.Context, msgs []sqstypes.Message) (int, err
 	inBatch := map[string]bool{}
 	results := 0
 	for _, m := range msgs {
+		if r.o.reached(ReceiveReport{Written: r.rep.Written + int64(len(ids))}) {
+			break // left for the next run, not deleted
+		}
 		msgID := aws.ToString(m.MessageId)
 		res, line, err := parse(aws.ToString(m.Body))
 		if err != nil {
@@ -280,7 +291,9 @@ func (r *receiver) withBody(ctx context.Context, res result.Result, line []byte)
 		if err != nil {
 			return nil, err
 		}
-		ref.Path = path
+		// As local mode's results: the file in "path", so wholebody
+		// reads it without S3.
+		ref.Bucket, ref.Key, ref.Path = "", "", path
 	}
 	r.rep.Bodies++
 	return marshal(res)
