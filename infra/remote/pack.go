@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -75,8 +76,13 @@ func parseLine(no int64, text []byte) ([]item, error) {
 }
 
 // encodeItem writes a validated URL as the input queue takes it, without
-// HTML escapes (a '&' in a query would cost six bytes).
+// HTML escapes (a '&' in a query would cost six bytes). A URL that is not
+// UTF-8 is refused rather than sent with its bytes replaced; U+FFFE and
+// U+FFFF, which SQS refuses in a message, travel as JSON escapes.
 func encodeItem(m urlmsg.Message) ([]byte, error) {
+	if !utf8.ValidString(m.URL) || !utf8.ValidString(m.ETag) || !utf8.ValidString(m.LastModified) {
+		return nil, fmt.Errorf("url %q has bytes that are not UTF-8: percent-encode them", m.URL)
+	}
 	var v any = m.URL
 	if m.ETag != "" || m.LastModified != "" {
 		v = struct {
@@ -91,7 +97,9 @@ func encodeItem(m urlmsg.Message) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("encode %s: %w", m.URL, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b = bytes.ReplaceAll(b, []byte("\uFFFE"), []byte(`\ufffe`))
+	return bytes.ReplaceAll(b, []byte("\uFFFF"), []byte(`\uffff`)), nil
 }
 
 // message is one input queue message: a JSON array of URLs, from lines

@@ -25,6 +25,7 @@ func TestParseLine(t *testing.T) {
 			want: []string{`{"url":"http://a.example/","etag":"\"v1\""}`}},
 		{name: "string", no: 2, line: `"https://b.example/p"`, want: []string{`"https://b.example/p"`}},
 		{name: "array", no: 2, line: `["http://a.example/1", {"url": "http://b.example/2"}]`, want: []string{`"http://a.example/1"`, `"http://b.example/2"`}},
+		{name: "noncharacters SQS refuses travel escaped", no: 2, line: "http://a.example/?q=\uffff", want: []string{`"http://a.example/?q=\uffff"`}},
 		{name: "blank", no: 2, line: "   ", want: nil},
 		{name: "comment", no: 2, line: "# a comment", want: nil},
 		{name: "bad scheme", no: 4, line: "ftp://a.example/", wantErr: "scheme must be http or https"},
@@ -61,6 +62,26 @@ func TestParseLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInvalidUTF8NeverReplaced: a raw byte that is not UTF-8 is sent
+// percent-encoded (as shared/urlmsg normalises it, which issue 20 point 9
+// extends to queries) or refused, never turned into U+FFFD by JSON.
+func TestInvalidUTF8NeverReplaced(t *testing.T) {
+	for _, line := range []string{"http://a.example/p\xff", "http://a.example/?q=\xff"} {
+		items, err := parseLine(2, []byte(line))
+		if err != nil {
+			if !strings.Contains(err.Error(), "UTF-8") {
+				t.Errorf("%q refused with %v, want the reason to say UTF-8", line, err)
+			}
+			continue
+		}
+		for _, it := range items {
+			if strings.Contains(string(it.enc), "\ufffd") || strings.ContainsRune(string(it.enc), '\ufffd') || !strings.Contains(string(it.enc), "%FF") {
+				t.Errorf("%q sent as %s", line, it.enc)
+			}
+		}
 	}
 }
 
