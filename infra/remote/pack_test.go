@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -219,5 +220,35 @@ func TestRecentForgetsTheOldest(t *testing.T) {
 	}
 	if r.has("a") || !r.has("b") || !r.has("c") || !r.has("d") {
 		t.Fatalf("after a b c a d with room for 3: a=%v b=%v c=%v d=%v", r.has("a"), r.has("b"), r.has("c"), r.has("d"))
+	}
+}
+
+func TestRepairRemovesOnlyAnIncompleteLastLine(t *testing.T) {
+	long := strings.Repeat("x", 3<<20) // longer than a read-back step
+	cases := []struct{ name, in, want string }{
+		{"empty", "", ""},
+		{"complete", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n"},
+		{"cut", "{\"id\":\"a\"}\n{\"id\":\"b", "{\"id\":\"a\"}\n"},
+		{"cut, long", "{\"id\":\"a\"}\n{\"data\":\"" + long, "{\"id\":\"a\"}\n"},
+		{"one cut line", "{\"id\":\"a", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := t.TempDir() + "/out.jsonl"
+			os.WriteFile(path, []byte(c.in), 0o644)
+			r := &receiver{o: ReceiveOptions{Out: path}, recent: newRecent(10)}
+			f, err := r.openOut()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			got, _ := os.ReadFile(path)
+			if string(got) != c.want {
+				t.Fatalf("file holds %d bytes %.40q, want %.40q", len(got), got, c.want)
+			}
+			if strings.Contains(c.want, `"a"`) && !r.recent.has("a") {
+				t.Error("id a not remembered from the file")
+			}
+		})
 	}
 }

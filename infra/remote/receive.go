@@ -428,22 +428,21 @@ func (r *receiver) repairAndSeed(f *os.File) error {
 		return errors.New("not a regular file (results are synced before their messages are deleted)")
 	}
 	size := st.Size()
-	if size == 0 {
-		return nil
+	cut, err := lastLineEnd(f, size)
+	if err != nil {
+		return err
+	}
+	if cut < size {
+		if err := f.Truncate(cut); err != nil {
+			return fmt.Errorf("remove its incomplete last line: %w", err)
+		}
+		r.notef("removed an incomplete last line (%d bytes) from %s: a crash cut it, its message was not deleted and comes again", size-cut, r.o.Out)
+		size = cut
 	}
 	start := max(0, size-tailBytes)
 	tail := make([]byte, size-start)
 	if _, err := f.ReadAt(tail, start); err != nil {
 		return err
-	}
-	end := bytes.LastIndexByte(tail, '\n') + 1
-	if end < len(tail) && (end > 0 || start == 0) {
-		cut := start + int64(end)
-		if err := f.Truncate(cut); err != nil {
-			return fmt.Errorf("remove its incomplete last line: %w", err)
-		}
-		r.notef("removed an incomplete last line (%d bytes) from %s: a crash cut it, its message was not deleted and comes again", size-cut, r.o.Out)
-		tail = tail[:end]
 	}
 	if start > 0 {
 		// The tail's first line may be the end of a longer one.
@@ -458,6 +457,23 @@ func (r *receiver) repairAndSeed(f *os.File) error {
 		}
 	}
 	return nil
+}
+
+// lastLineEnd returns the offset just after the file's last '\n' (0 if it
+// has none), reading backwards a MiB at a time.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, min(size, 1<<20))
+	for end := size; end > 0; {
+		n := min(end, int64(len(buf)))
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1, nil
+		}
+		end -= n
+	}
+	return 0, nil
 }
 
 // recent remembers the last n ids added.
