@@ -29,10 +29,13 @@ const (
 
 // Main runs `urldownloader send ...` or `urldownloader receive ...`:
 // args[0] is the subcommand, the rest its flags. SIGINT and SIGTERM stop
-// it after the batch in flight.
+// it after the batch in flight, a second one at once.
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops after the batch in flight; a second one
+	// (the default action again) ends the process at once.
+	go func() { <-ctx.Done(); stop() }()
 	return run(ctx, args, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, aws: loadConfig})
 }
 

@@ -129,6 +129,11 @@ func Send(ctx context.Context, o SendOptions) (SendReport, error) {
 	}
 	p.Queue = o.QueueURL
 	s := &sender{o: o, p: p, rep: &rep, batchBytes: limit}
+	// A progress file that cannot be written must fail before the first
+	// batch, not after it (a rerun would send that batch again).
+	if err := s.save(); err != nil {
+		return rep, err
+	}
 	r := &lineReader{br: bufio.NewReaderSize(o.List, 64<<10), h: sha256.New()}
 	if err := r.skip(p); err != nil {
 		return rep, err

@@ -239,3 +239,21 @@ func TestSendResumesAfterWholeWindows(t *testing.T) {
 	}
 	exactlyOnce(t, urlsOf(t, drain(t, client, st.InputQueueURL)), urls)
 }
+
+func TestSendRefusesAnUnwritableProgressBeforeSending(t *testing.T) {
+	t.Parallel()
+	rec := &recordingSQS{}
+	_, err := Send(t.Context(), SendOptions{SQS: limitOnly{rec}, QueueURL: "http://127.0.0.1:1/q", List: strings.NewReader("http://a.example/\n"),
+		Progress: "/nonexistent-dir/p.json"})
+	if err == nil || !strings.Contains(err.Error(), "write progress") || len(rec.calls) != 0 {
+		t.Fatalf("err = %v after %d calls, want the progress refused before any send", err, len(rec.calls))
+	}
+}
+
+// limitOnly answers GetQueueAttributes itself, for tests that must fail
+// before any queue is reached.
+type limitOnly struct{ *recordingSQS }
+
+func (limitOnly) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"MaximumMessageSize": "262144"}}, nil
+}
