@@ -215,6 +215,7 @@ func (s *sender) save() error {
 // sendWindow packs a window and sends the messages of it not yet on the
 // queue, recording each batch, then records the window as sent.
 func (s *sender) sendWindow(ctx context.Context, w window, msgBytes int) error {
+	s.p.Done = false // lines appended since a run that ended
 	sent := map[int]bool{}
 	if pw := s.p.Window; pw != nil {
 		if pw.Sum != w.sum {
