@@ -257,3 +257,24 @@ type limitOnly struct{ *recordingSQS }
 func (limitOnly) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"MaximumMessageSize": "262144"}}, nil
 }
+
+func TestSendSendsLinesAppendedSinceTheLastRun(t *testing.T) {
+	t.Parallel()
+	st, cfg := stack.DeployForTest(t, stack.Options{})
+	client := sqs.NewFromConfig(cfg)
+	path, urls := writeList(t, 100, 3)
+	o := SendOptions{SQS: client, QueueURL: st.InputQueueURL, Progress: path + ".p", Retry: fastRetry}
+	o.List = openList(t, path)
+	if rep, err := Send(t.Context(), o); err != nil || rep.URLs != 100 {
+		t.Fatalf("%+v, %v", rep, err)
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("http://late.example/1\nhttp://late.example/2") // no final newline
+	f.Close()
+	o.List = openList(t, path)
+	rep, err := Send(t.Context(), o)
+	if err != nil || rep.URLs != 2 || rep.Skipped != 102 || !rep.Done {
+		t.Fatalf("%+v, %v; want the two appended URLs only", rep, err)
+	}
+	exactlyOnce(t, urlsOf(t, drain(t, client, st.InputQueueURL)), append(urls, "http://late.example/1", "http://late.example/2"))
+}
