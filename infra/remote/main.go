@@ -55,7 +55,7 @@ type awsFlags struct {
 func (a *awsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.region, "region", "", "AWS region (default: the SDK's chain: AWS_REGION, the profile's region)")
 	fs.StringVar(&a.profile, "profile", "", "shared config profile (default: AWS_PROFILE or default)")
-	fs.StringVar(&a.endpoint, "endpoint-url", "", "send every AWS call to this endpoint (e.g. moto of `make up`)")
+	fs.StringVar(&a.endpoint, "endpoint-url", "", "send every AWS call to this `URL` (e.g. the moto endpoint make up prints)")
 }
 
 // loadConfig is the SDK's default chain: environment, shared config and
@@ -92,6 +92,9 @@ func run(ctx context.Context, args []string, e env) int {
 		return ExitUsage
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(e.stdout, usage)
+		return ExitOK
 	case "send":
 		return runSend(ctx, args[1:], e)
 	case "receive":
@@ -123,19 +126,27 @@ func endpoints(ctx context.Context, cfg aws.Config, stack string, flags Endpoint
 	return e, nil
 }
 
+// parseExit is the exit code of a flag parse error: --help is not one.
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	return ExitUsage
+}
+
 func runSend(ctx context.Context, args []string, e env) int {
 	fs := flag.NewFlagSet("urldownloader send", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	var a awsFlags
 	a.register(fs)
-	stack := fs.String("stack", "", "the deployed stack (CloudFormation name): its InputQueueUrl output is the queue")
-	queue := fs.String("input-queue", "", "the input queue's URL (instead of, or over, --stack)")
-	urls := fs.String("urls", "-", "the URL list: JSON lines {\"url\", \"etag\", \"lastModified\"}, JSON arrays or strings, or bare URLs; - is stdin")
-	progressPath := fs.String("progress", "", "file recording how far the list was sent, to resume (default: <urls>.sent.json; none for stdin)")
+	stack := fs.String("stack", "", "the deployed stack's CloudFormation `NAME`: its InputQueueUrl output is the queue")
+	queue := fs.String("input-queue", "", "the input queue's `URL` (instead of, or over, --stack)")
+	urls := fs.String("urls", "-", "the URL list `FILE`: JSON lines {\"url\", \"etag\", \"lastModified\"}, JSON arrays or strings, or bare URLs; - is stdin")
+	progressPath := fs.String("progress", "", "`FILE` recording how far the list was sent, to resume (default: <urls>.sent.json; none for stdin)")
 	window := fs.Int("window-mib", DefaultWindowBytes>>20, "MiB of the list grouped by host at once (the memory it takes)")
 	msgKiB := fs.Int("message-kib", DefaultMessageBytes>>10, "largest message in KiB (capped by the queue's MaximumMessageSize)")
 	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(e.stderr, "urldownloader send: unexpected arguments %q\n", fs.Args())
@@ -210,17 +221,17 @@ func runReceive(ctx context.Context, args []string, e env) int {
 	fs.SetOutput(e.stderr)
 	var a awsFlags
 	a.register(fs)
-	stack := fs.String("stack", "", "the deployed stack (CloudFormation name): its OutputQueueUrl and BodyBucketName outputs")
-	queue := fs.String("output-queue", "", "the output queue's URL (instead of, or over, --stack)")
-	bucket := fs.String("bucket", "", "the body bucket (instead of, or over, --stack): bodies are read from it only")
-	out := fs.String("out", "", "results file, JSON lines, appended to (required)")
-	bodies := fs.String("bodies", "", "write stored bodies to this folder (DIR/sha256/<sha256>; the result's body names the file in \"path\")")
+	stack := fs.String("stack", "", "the deployed stack's CloudFormation `NAME`: its OutputQueueUrl and BodyBucketName outputs")
+	queue := fs.String("output-queue", "", "the output queue's `URL` (instead of, or over, --stack)")
+	bucket := fs.String("bucket", "", "the body bucket's `NAME` (instead of, or over, --stack): bodies are read from it only")
+	out := fs.String("out", "", "results `FILE`, JSON lines, appended to (required)")
+	bodies := fs.String("bodies", "", "write stored bodies to this folder (`DIR`/sha256/<sha256>; the result's body names the file in \"path\")")
 	inline := fs.Bool("inline", false, "put stored bodies into the results' data instead (each held in memory)")
 	idle := fs.Duration("until-idle", 0, "stop after this long without a message (default: until Ctrl-C)")
 	recentIDs := fs.Int("recent", DefaultRecent, "result ids remembered to drop duplicates")
 	maxResults := fs.Int64("max", 0, "stop after writing this many results (default: no limit)")
 	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+		return parseExit(err)
 	}
 	switch {
 	case fs.NArg() > 0:

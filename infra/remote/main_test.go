@@ -175,3 +175,14 @@ func TestEndToEndThroughTheLocalPipeline(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"send", "--help"}, {"receive", "-h"}, {"--help"}} {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), args, env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb})
+		if code != ExitOK || !strings.Contains(out.String()+errb.String(), "--") {
+			t.Errorf("%q: exit %d, output %q", args, code, out.String()+errb.String())
+		}
+	}
+}
