@@ -192,7 +192,7 @@ func TestReceiveWritesEachResultOnceThenDeletes(t *testing.T) {
 	var notes []string
 	rep, err := Receive(t.Context(), ReceiveOptions{
 		SQS: w, QueueURL: st.OutputQueueURL, Out: outPath, S3: stack.NewS3(cfg), Bucket: st.BodyBucket,
-		Bodies: filepath.Join(dir, "bodies"), UntilIdle: 2 * time.Second, Retry: fastRetry,
+		Bodies: filepath.Join(dir, "bodies"), UntilIdle: 3 * time.Second, Retry: fastRetry,
 		OnNote: func(s string) { notes = append(notes, s) },
 	})
 	if err != nil || !rep.Idle {
@@ -243,7 +243,7 @@ func TestReceiveAfterACrash(t *testing.T) {
 	w := &watchedSQS{Client: client, t: t, out: outPath, idOf: map[string]string{}, failDeletes: true, failed: map[string]bool{}}
 	var notes []string
 	rep, err := Receive(t.Context(), ReceiveOptions{
-		SQS: w, QueueURL: st.OutputQueueURL, Out: outPath, UntilIdle: 2 * time.Second, Retry: fastRetry,
+		SQS: w, QueueURL: st.OutputQueueURL, Out: outPath, UntilIdle: 3 * time.Second, Retry: fastRetry,
 		OnNote: func(s string) { notes = append(notes, s) },
 	})
 	if err != nil {
@@ -272,7 +272,7 @@ func TestReceiveInlinesBodies(t *testing.T) {
 	outPath := filepath.Join(t.TempDir(), "results.jsonl")
 	rep, err := Receive(t.Context(), ReceiveOptions{
 		SQS: sqs.NewFromConfig(cfg), QueueURL: st.OutputQueueURL, Out: outPath, S3: stack.NewS3(cfg),
-		Inline: true, UntilIdle: 2 * time.Second, Retry: fastRetry,
+		Inline: true, UntilIdle: 3 * time.Second, Retry: fastRetry,
 	})
 	if err != nil || rep.Bodies != 1 {
 		t.Fatalf("%+v, %v", rep, err)
@@ -300,7 +300,7 @@ func TestReceiveLeavesWhatItCannotFetch(t *testing.T) {
 	var notes []string
 	rep, err := Receive(t.Context(), ReceiveOptions{
 		SQS: c, QueueURL: st.OutputQueueURL, Out: outPath, S3: stack.NewS3(cfg), Bucket: st.BodyBucket,
-		Inline: true, UntilIdle: 2 * time.Second, Retry: fastRetry, OnNote: func(s string) { notes = append(notes, s) },
+		Inline: true, UntilIdle: 3 * time.Second, Retry: fastRetry, OnNote: func(s string) { notes = append(notes, s) },
 	})
 	if err != nil {
 		t.Fatal(err)
