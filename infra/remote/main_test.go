@@ -17,6 +17,7 @@ import (
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -130,7 +131,7 @@ func TestEndToEndThroughTheLocalPipeline(t *testing.T) {
 	}
 	t.Cleanup(site.Close)
 	p, err := local.Start(t.Context(), local.Options{
-		Endpoint: moto.Shared(t).Endpoint, Prefix: stack.UniquePrefix("e2e"), AllowPrivate: true,
+		Endpoint: moto.Shared(t).Endpoint, Prefix: stack.UniquePrefix("e2e"), Addresses: fetch.PrivatePolicy(),
 		Params: map[string]string{"FetchDelay": "100ms"}, CheckRun: 3 * time.Second, IngestBatchingWindow: 300 * time.Millisecond,
 	})
 	if err != nil {
