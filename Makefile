@@ -23,6 +23,10 @@ RIE_MODULE      := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-
 # module) builds one from the OSV files that the pinned vulndb module holds.
 VULN_VERSION    := v1.9.0
 VULNDB_VERSION  := v0.0.0-20261105234957-e22db6528018
+# staticcheck 2026.2.2 (module v0.8.2) knows Go 1.26; goimports from the
+# x/tools release of the same month.
+STATICCHECK_VERSION := v0.8.2
+GOIMPORTS_VERSION   := v0.52.0
 
 PYTHON ?= python3
 VENV   := .venv
@@ -35,6 +39,9 @@ RIE        := $(BIN)/aws-lambda-rie
 RIE_STAMP  := $(BIN)/.installed-rie-$(RIE_VERSION)
 VULN_STAMP := $(BIN)/.installed-govulncheck$(VULN_VERSION)-vulndb$(VULNDB_VERSION)
 VULNDB     := $(BIN)/vulndb
+LINT_STAMP := $(BIN)/.installed-staticcheck$(STATICCHECK_VERSION)-goimports$(GOIMPORTS_VERSION)
+# The product's own import group comes after the third-party one.
+LOCAL_IMPORTS := github.com/urldownloader/urldownloader
 
 SAM      := $(CURDIR)/$(VENV)/bin/sam
 CFN_LINT := $(CURDIR)/$(VENV)/bin/cfn-lint
@@ -58,12 +65,12 @@ GO_BUILD := GOWORK=off GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lamb
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
 
-.PHONY: help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run install bench sim sam-build deploy clean distclean sam-local up
+.PHONY: lint help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run install bench sim sam-build deploy clean distclean sam-local up
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
-tools: $(VENV_STAMP) $(AWSCLI_STAMP) $(RIE_STAMP) $(VULN_STAMP) ## Install moto, SAM CLI, cfn-lint, the AWS CLI (.venv), aws-lambda-rie and govulncheck with its database (.bin), pinned.
+tools: $(VENV_STAMP) $(AWSCLI_STAMP) $(RIE_STAMP) $(VULN_STAMP) $(LINT_STAMP) ## Install moto, SAM CLI, cfn-lint, the AWS CLI (.venv), aws-lambda-rie, govulncheck with its database, staticcheck and goimports (.bin), pinned.
 
 $(VENV_STAMP):
 	rm -rf $(VENV)
@@ -99,6 +106,13 @@ $(VULN_STAMP):
 	$(BIN)/indexdb -vulns "$$dir/data/osv" -out $(VULNDB)
 	touch $@
 
+$(LINT_STAMP):
+	mkdir -p $(BIN)
+	rm -f $(BIN)/.installed-staticcheck*
+	GOBIN=$(CURDIR)/$(BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	GOBIN=$(CURDIR)/$(BIN) go install golang.org/x/tools/cmd/goimports@$(GOIMPORTS_VERSION)
+	touch $@
+
 build: ## Build both Lambdas for arm64 into .build/<name>/bootstrap.
 	@for f in $(FUNCTIONS); do \
 		echo "go build ./functions/$$f -> .build/$$f/bootstrap"; \
@@ -130,8 +144,9 @@ validate: $(VENV_STAMP) ## Lint template.yaml with sam validate --lint and cfn-l
 # per core leaves a 2-core machine idle. For the same reason the template
 # lint (make validate: a minute of Python) runs beside them; the fuzz and
 # vulncheck, which keep every core busy, run after.
-test: tools ## go mod tidy check, go vet, go test of both modules (against moto and the RIE) beside validate, a short fuzz, vulncheck.
+test: tools ## go mod tidy check, lint, go vet, go test of both modules (against moto and the RIE) beside validate, a short fuzz, vulncheck.
 	$(MAKE) --no-print-directory tidy
+	$(MAKE) --no-print-directory lint
 	go vet ./... ./infra/...
 	$(MAKE) --no-print-directory -j2 --output-sync=line go-test validate
 	$(MAKE) --no-print-directory fuzz
@@ -143,6 +158,16 @@ go-test:
 tidy: ## Fail if `go mod tidy` would change go.mod or go.sum of either module.
 	GOWORK=off go mod tidy -diff
 	cd infra && GOWORK=off go mod tidy -diff
+
+# gofmt and goimports list the files they would change (and fail if any);
+# staticcheck runs in each module on its own (GOWORK=off), as the modules
+# are built.
+GO_DIRS := functions shared internal infra
+lint: $(LINT_STAMP) ## gofmt, goimports and staticcheck, both modules.
+	@bad=$$(gofmt -l $(GO_DIRS); $(BIN)/goimports -l -local $(LOCAL_IMPORTS) $(GO_DIRS)); \
+	if [ -n "$$bad" ]; then echo "lint: not formatted (run gofmt -w and $(BIN)/goimports -w -local $(LOCAL_IMPORTS) on them):"; echo "$$bad" | sort -u; exit 1; fi
+	GOWORK=off $(BIN)/staticcheck ./...
+	cd infra && GOWORK=off ../$(BIN)/staticcheck ./...
 
 # Symbol-level scan of what the Lambdas link. A finding in a required module
 # fails; one in the standard library is printed but passes, since the fix is

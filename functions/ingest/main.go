@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
@@ -18,11 +17,5 @@ func main() {
 		log.Error("start ingest", "error", err)
 		os.Exit(1)
 	}
-	// ParamsReady: a batch is never ingested on defaults the operator did
-	// not choose (see ingesthandler.Handler.ParamsReady).
-	h := &ingesthandler.Handler{Ingester: s.Ingester, Params: s.Params.Get, ParamsReady: s.Params.WaitLoaded, Log: log, Metrics: s.Metrics}
-	if s.Waker != nil {
-		h.Waker = s.Waker
-	}
-	lambda.Start(h.Handle)
+	lambda.Start(s.IngestHandler().Handle)
 }

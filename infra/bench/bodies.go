@@ -15,11 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/internal/demosite"
-	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/body"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -137,7 +138,7 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, e
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	p, err := local.Start(ctx, local.Options{
-		Endpoint: e.moto.Endpoint, Prefix: fmt.Sprintf("bodies%d-%d", sz.Size, e.seq.Add(1)), AllowPrivate: true,
+		Endpoint: e.moto.Endpoint, Prefix: fmt.Sprintf("bodies%d-%d", sz.Size, e.seq.Add(1)), Addresses: fetch.PrivatePolicy(),
 		// Throughput, not politeness, is measured here: no delay.
 		Params: map[string]string{
 			"FetchDelay": "0s", "MaxBodyBytes": fmt.Sprint(max(sz.Size, params.Defaults().MaxBodyBytes)),

@@ -22,8 +22,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
-	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -384,7 +384,8 @@ func (b *bench) driveWith(ctx context.Context, expected map[string]urlmsg.Messag
 	go func() { defer wg.Done(); b.p.ServeWakes(ctx) }()
 	var firstRuns sync.WaitGroup
 	for s := 0; s < svc.Config.ShardCount; s++ {
-		h := &checkhandler.Handler{Runner: svc.Engine, ShardCount: svc.Config.ShardCount, Run: run, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
+		h := svc.CheckHandler(run)
+		h.Log = slog.New(slog.DiscardHandler)
 		wg.Add(1)
 		firstRuns.Add(1)
 		go func() {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/infra/rie"
+	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
 func nowFixed() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -31,7 +30,6 @@ func (l *latencies) middleware(st *middleware.Stack) error {
 }
 
 func (l *latencies) dynamo(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, l.middleware) }
-func (l *latencies) sqs(o *sqs.Options)         { o.APIOptions = append(o.APIOptions, l.middleware) }
 
 // Latency summarises a latencies.
 type Latency struct {

@@ -15,9 +15,10 @@ import (
 
 	"github.com/gocolly/colly/v2"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/moto"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -70,10 +71,10 @@ func (e *benchEnv) pipeline(ctx context.Context, name string, delay time.Duratio
 		params[k] = v
 	}
 	opts := local.Options{
-		Endpoint:     e.moto.Endpoint,
-		Prefix:       fmt.Sprintf("bench-%s-%d", name, e.seq.Add(1)),
-		Params:       params,
-		AllowPrivate: true,
+		Endpoint:  e.moto.Endpoint,
+		Prefix:    fmt.Sprintf("bench-%s-%d", name, e.seq.Add(1)),
+		Params:    params,
+		Addresses: fetch.PrivatePolicy(),
 		// The template's CHECK_RUN_SECONDS: one invocation starts requests
 		// for 55 s, then the next (locally at once) takes over.
 		CheckRun: 55 * time.Second,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -270,15 +270,6 @@ func statusList(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func (r *Results) find(name string) *CostResult {
-	for _, c := range r.Cost {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
 }
 
 func (r *Results) machineSection() string {

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -29,7 +30,7 @@ func TestPostStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	p := start(t, local.Options{AllowPrivate: true, Params: map[string]string{"FetchDelay": "50ms", "CheckHostPeriod": "2s"}})
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: map[string]string{"FetchDelay": "50ms", "CheckHostPeriod": "2s"}})
 
 	valid := site.URLs(perHost)
 	// Invalid items at known indexes past the first request's 1000: the
@@ -134,7 +135,7 @@ func TestPostThenFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	p := start(t, local.Options{AllowPrivate: true, Params: map[string]string{"FetchDelay": "50ms", "CheckHostPeriod": "2s"}})
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: map[string]string{"FetchDelay": "50ms", "CheckHostPeriod": "2s"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	valid := site.URLs(5)

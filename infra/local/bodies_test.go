@@ -14,10 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/body"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/wholebody"
@@ -57,7 +58,7 @@ func TestWholeBodies(t *testing.T) {
 	for u := range want {
 		urls = append(urls, u)
 	}
-	p := start(t, local.Options{AllowPrivate: true, Params: map[string]string{
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: map[string]string{
 		"FetchDelay": "100ms", "CheckHostPeriod": "2s", "FetchTimeout": "15s", "MaxBodyBytes": "67108864",
 	}})
 
@@ -193,7 +194,7 @@ func TestMegabyteMessages(t *testing.T) {
 	}
 	defer site.Close()
 	h := site.Hosts()[0]
-	p := start(t, local.Options{AllowPrivate: true,
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(),
 		TemplateParams: map[string]string{"OutputMaxMessageBytes": "1048576"},
 		Params:         map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s", "MaxBodyBytes": "2097152", "InlineBodyBytes": "1032192"},
 	})

@@ -12,9 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -61,7 +62,7 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer site.Close()
-			p := start(t, local.Options{AllowPrivate: true, Faults: tc.inj,
+			p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Faults: tc.inj,
 				// Short requests keep the leases killed invocations leave
 				// behind short: a lease covers the longest request a worker
 				// may start (timeout, largest crawl delay, commit).

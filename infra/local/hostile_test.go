@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -110,7 +111,7 @@ func TestHostileSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer alone.Close()
-	p := start(t, local.Options{AllowPrivate: true, Params: hostileParams()})
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: hostileParams()})
 	runCollecting(t, p, alone.URLs(pages), time.Minute)
 	alonePhases := phases(alone.Requests())
 
@@ -125,7 +126,7 @@ func TestHostileSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hostile.Close()
-	p = start(t, local.Options{AllowPrivate: true, Params: hostileParams(), Resolve: hostile.Resolve()})
+	p = start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: hostileParams(), Resolve: hostile.Resolve()})
 	urls := append(healthy.URLs(pages), hostile.URLs()...)
 	run := runCollecting(t, p, urls, 80*time.Second)
 

@@ -12,14 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/moto"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
-
-var prefixes sync.Map
 
 // start brings up a pipeline on the shared moto with a unique prefix. Input
 // batches gather for 500ms unless opts says otherwise (the template's 5s
@@ -103,7 +102,7 @@ func TestManyHostsPolite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	p := start(t, local.Options{AllowPrivate: true, Params: map[string]string{"FetchDelay": "300ms", "CheckHostPeriod": "2s"}})
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: map[string]string{"FetchDelay": "300ms", "CheckHostPeriod": "2s"}})
 	rep, got := runAll(t, p, inputs(site.URLs(10)), 3*time.Minute)
 	if rep.ByStatus[result.StatusFetched] != 200 || rep.Duplicates != 0 {
 		t.Errorf("fetched %d of 200 with %d duplicates: %+v; want each once", rep.ByStatus[result.StatusFetched], rep.Duplicates, rep.ByStatus)
@@ -135,7 +134,7 @@ func TestPersistLimitDropsOldest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	p := start(t, local.Options{AllowPrivate: true, Params: map[string]string{"FetchDelay": "100ms", "PersistLimit": "5", "CheckHostPeriod": "2s"}})
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: map[string]string{"FetchDelay": "100ms", "PersistLimit": "5", "CheckHostPeriod": "2s"}})
 	rep, got := runAll(t, p, inputs(site.URLs(30)), 2*time.Minute)
 	fetched, dropped := rep.ByStatus[result.StatusFetched], rep.ByStatus[result.StatusDropped]
 	if fetched+dropped != 30 || dropped == 0 || fetched < 5 {
@@ -164,7 +163,7 @@ func TestParameterChangeWithoutRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	p := start(t, local.Options{AllowPrivate: true, ParamTTL: time.Second, CheckRun: 30 * time.Second,
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), ParamTTL: time.Second, CheckRun: 30 * time.Second,
 		Params: map[string]string{"FetchDelay": "1s", "CheckHostPeriod": "2s"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -194,7 +193,7 @@ func TestParameterChangeWithoutRestart(t *testing.T) {
 // the same batches are queued.
 func TestMalformedRecordReachesDLQ(t *testing.T) {
 	t.Parallel()
-	p := start(t, local.Options{AllowPrivate: true})
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy()})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	sq := p.SQS()

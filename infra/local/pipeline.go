@@ -34,8 +34,8 @@ import (
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/config"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -57,8 +57,10 @@ type Options struct {
 	// TemplateParams override template parameters (e.g.
 	// "OutputMaxMessageBytes"), as a deploy's --parameter-overrides do.
 	TemplateParams map[string]string
-	// AllowPrivate lets the fetcher reach loopback and private addresses.
-	AllowPrivate bool
+	// Addresses is the functions' address policy (fetch.AddressPolicy), in
+	// place of the template's closed one: local mode's --allow-net and
+	// --allow-private, whose names its denials give.
+	Addresses fetch.AddressPolicy
 	// Resolve, when set, resolves host names from this table instead of
 	// DNS, as curl's --resolve does (see fetch.Options.Resolve): local
 	// sites get real-looking names, a name missing from it is "no such
@@ -198,12 +200,12 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.esm.BatchSize = opts.IngestBatchSize
 	}
 	env := st.Env()
-	env["ALLOW_PRIVATE_NETWORKS"] = strconv.FormatBool(opts.AllowPrivate)
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		p.Close()
 		return nil, err
 	}
+	cfg.Addresses = opts.Addresses
 	svcOpts := wiring.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions,
 		S3Options: opts.S3Options, Resolve: opts.Resolve}
 	if opts.Faults != nil {
@@ -226,16 +228,10 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 		p.svc.Engine.LeaseTTL = 3 * time.Second
 	}
 	p.sqs = sqs.NewFromConfig(awsCfg, opts.SQSOptions...)
-	// Wired as the deployed functions' main.go files wire them: neither
-	// runs on parameters it has never read, and a FetchTimeout that leaves
-	// a run no room is refused.
-	p.ingest = &ingesthandler.Handler{Ingester: p.ingestSvc.Ingester, Params: p.ingestSvc.Params.Get, ParamsReady: p.ingestSvc.Params.WaitLoaded, Log: opts.Log}
-	if p.ingestSvc.Waker != nil {
-		p.ingest.Waker = p.ingestSvc.Waker
-	}
-	p.svc.Params.LimitFetchTimeout(check.FetchTimeoutLimit(checkhandler.RunWindow(opts.CheckRun)))
-	p.svc.Engine.ParamsReady = p.svc.Params.WaitLoaded
-	p.check = &checkhandler.Handler{Runner: p.svc.Engine, ShardCount: cfg.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log}
+	// Wired as the deployed functions' main.go files wire them, through
+	// the same constructors.
+	p.ingest = p.ingestSvc.IngestHandler()
+	p.check = p.svc.CheckHandler(opts.CheckRun)
 	return p, nil
 }
 

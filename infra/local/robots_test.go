@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -22,7 +23,7 @@ func TestRobotsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	p := start(t, local.Options{AllowPrivate: true, Params: map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s"}})
+	p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Params: map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s"}})
 	rep, got := runAll(t, p, inputs(site.URLs(3)), 2*time.Minute)
 	if rep.ByStatus[result.StatusDenied] != 2 || rep.ByStatus[result.StatusFetched] != 4 {
 		t.Errorf("results %v, want 4 fetched and 2 denied (page 1 of each host)", rep.ByStatus)

@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -22,7 +23,7 @@ func TestWakeStartsIdleShards(t *testing.T) {
 	}
 	defer site.Close()
 	p := start(t, local.Options{
-		AllowPrivate: true, ScheduleEvery: time.Minute, CheckRun: 55 * time.Second, IngestBatchingWindow: 5 * time.Second,
+		Addresses: fetch.PrivatePolicy(), ScheduleEvery: time.Minute, CheckRun: 55 * time.Second, IngestBatchingWindow: 5 * time.Second,
 		Params: map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s"},
 	})
 	if p.Stack.WakeEventSource.QueueURL == "" {

@@ -29,10 +29,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/urldownloader/urldownloader/infra/samlocal"
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/proc"
-	"github.com/urldownloader/urldownloader/infra/samlocal"
 	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"

@@ -123,16 +123,15 @@ type dynamoModel struct {
 
 	// Billed units by category, and the same units counted where they
 	// were charged (by key class): the two must agree ("units conserved").
-	wByCat, rByCat           [nCats]float64
-	wByKey, rByKey           float64
-	throttled                map[string]int64
-	failed                   map[string]int64
-	hotGSI, hotTable         float64 // highest one-second write units on one key
-	hotGSIKey, hotTableKey   string
-	hotRead                  float64
-	requests                 map[string]int64
-	gsiWritesByKey           []float64
-	tableWritesOnHottestHost float64
+	wByCat, rByCat         [nCats]float64
+	wByKey, rByKey         float64
+	throttled              map[string]int64
+	failed                 map[string]int64
+	hotGSI, hotTable       float64 // highest one-second write units on one key
+	hotGSIKey, hotTableKey string
+	hotRead                float64
+	requests               map[string]int64
+	gsiWritesByKey         []float64
 }
 
 func (d *dynamoModel) init(s *Sim) {

@@ -44,8 +44,6 @@ type inputQueue struct {
 	rr          int
 	waited      bool // messages waited for a poller since the last scale-up
 	calm        int  // seconds since messages last waited
-	idleSince   []int64
-	emptyPolls  float64
 }
 
 const msgBytesPerURL = 110
@@ -383,9 +381,7 @@ func (s *Sim) endIngest(p *poller, batch []int32, start int64, failedURL map[int
 	}
 	if len(back) > 0 {
 		s.after(int64(s.cfg.VisibilityTimout), func() {
-			for _, m := range back {
-				s.in.backlog = append(s.in.backlog, m)
-			}
+			s.in.backlog = append(s.in.backlog, back...)
 			s.feed()
 		})
 	}

@@ -23,7 +23,6 @@ type runState struct {
 	workers, peakWorkers  int
 	wakeInFlight          int
 	wakeQueue             []wakeMsg
-	wakeReceives          float64
 	nextID                int
 	phase                 []int64
 	scheduled, woken      int64

@@ -13,7 +13,6 @@ type metrics struct {
 	conflicts      int64
 	requests       int64 // HTTP requests (robots.txt and pages)
 	gaps           int64 // requests that followed an earlier one to the same host
-	minGap         int64 // smallest gap / delay seen, in ns (delay-relative below)
 	minGapRel      float64
 	sessions       int64
 	dlq            int // URLs whose record went to the input dead-letter queue
@@ -36,7 +35,6 @@ type second struct {
 	hotTable  float32 // most write units one table key took in it
 	check     int16   // check invocations running at its start
 	ingest    int16
-	workers   int32 // host workers busy
 	sent      int32 // URLs the producer sent in it
 	// What it cost: write and read units, SQS requests, Lambda GB-seconds
 	// and invocations.

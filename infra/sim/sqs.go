@@ -17,8 +17,6 @@ const (
 	nStatus
 )
 
-var statusNames = [nStatus]string{"fetched", "fetch_error", "denied", "dropped"}
-
 // resultItem is one result waiting in a publisher.
 type resultItem struct {
 	id     int32

@@ -237,12 +237,11 @@ func (s *Sim) loadHost(h *host) (int64, bool) {
 
 // commitReq is a hostqueue.Commit as the model needs it.
 type commitReq struct {
-	done     map[int32]bool // entries finished (removed from the head)
-	release  bool
-	cont     bool // Continue
-	nextDue  int64
-	robots   bool // a robots.txt answer is stored with it
-	giveUpOK bool // a give-up's last round: clear the failure run
+	done    map[int32]bool // entries finished (removed from the head)
+	release bool
+	cont    bool // Continue
+	nextDue int64
+	robots  bool // a robots.txt answer is stored with it
 }
 
 // commitHost is Store.Commit: read, pop the done head, write the item

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/body"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/wholebody"
 )
@@ -28,7 +29,7 @@ func TestBodiesBesideState(t *testing.T) {
 	dir := t.TempDir()
 	outPath := filepath.Join(dir, "out.jsonl")
 	rt := open(t, Options{
-		State: filepath.Join(dir, "state.db"), Out: openOut(t, outPath), AllowPrivate: true,
+		State: filepath.Join(dir, "state.db"), Out: openOut(t, outPath), Addresses: fetch.PrivatePolicy(),
 		Params: map[string]string{"FetchDelay": "50ms", "MaxBodyBytes": "4194304"},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

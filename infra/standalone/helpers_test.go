@@ -145,13 +145,6 @@ func pathOfURL(u string) string {
 	return strings.TrimPrefix(u, "http://"+hostOfURL(u))
 }
 
-func mustf(t *testing.T, ok bool, format string, args ...any) {
-	t.Helper()
-	if !ok {
-		t.Fatalf(format, args...)
-	}
-}
-
 // testLog keeps the functions' logs quiet unless STANDALONE_LOG is set.
 func testLog(t *testing.T) *slog.Logger {
 	if os.Getenv("STANDALONE_LOG") == "" {
@@ -161,3 +154,10 @@ func testLog(t *testing.T) *slog.Logger {
 }
 
 var _ = fmt.Sprintf
+
+func mustf(t *testing.T, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}

@@ -339,35 +339,17 @@ func rejection(l line, why string) Rejected {
 // record turns a line into an input queue message body and the number of
 // URLs it carries (an array may carry several; the count of a line the
 // handler refuses is taken back); an empty body and reason: a line to
-// skip; a reason: a line refused before it is sent. A JSON object is read
-// as today's producers write it (unknown fields ignored), then sent as the
-// input queue takes it.
+// skip; a reason: a line refused before it is sent. urlmsg.LineBody reads
+// the line by the rules every entrance shares (BOM, bare URLs, JSON).
 func record(l line) (body string, n int, reject string) {
-	text := bytes.TrimSpace(l.text)
-	switch {
-	case l.tooLong:
+	if l.tooLong {
 		return "", 0, fmt.Sprintf("line is longer than %d bytes", maxLine)
-	case len(text) == 0 || text[0] == '#':
-		return "", 0, ""
-	case text[0] == '{':
-		var in urlmsg.Input
-		if err := json.Unmarshal(text, &in); err != nil {
-			return "", 0, fmt.Sprintf("not a JSON object: %v", err)
-		}
-		b, _ := json.Marshal(in)
-		return string(b), 1, ""
-	case text[0] == '[':
-		var items []json.RawMessage
-		if err := json.Unmarshal(text, &items); err != nil {
-			return "", 0, fmt.Sprintf("not a JSON array: %v", err)
-		}
-		return string(text), len(items), ""
-	case text[0] == '"':
-		return string(text), 1, ""
-	default:
-		b, _ := json.Marshal(string(text))
-		return string(b), 1, ""
 	}
+	b, n, err := urlmsg.LineBody(l.text)
+	if err != nil {
+		return "", 0, err.Error()
+	}
+	return string(b), n, ""
 }
 
 // firstURL is what a rejected line shows: its URL when it has one.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -33,7 +34,7 @@ func TestPipelineMetrics(t *testing.T) {
 	outPath := filepath.Join(dir, "out.jsonl")
 	var emf metrics.Buffer
 	rt := open(t, Options{
-		Out: openOut(t, outPath), AllowPrivate: true, IngestBatch: 7,
+		Out: openOut(t, outPath), Addresses: fetch.PrivatePolicy(), IngestBatch: 7,
 		Params:  map[string]string{"FetchDelay": "50ms"},
 		Metrics: metrics.New(&emf, "local", nil, map[string]string{"function": "standalone"}),
 	})

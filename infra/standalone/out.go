@@ -29,6 +29,10 @@ type lineWriter struct {
 	sync func() error // nil when w is not a file that can be synced
 	// seen is told of results once they are written and synced.
 	seen func([]result.Result)
+	// keep, when set (before the first Publish), is told of them first:
+	// serve mode keeps each line by id (results.go), so a result seen is
+	// one GET /urls/{id} answers.
+	keep func([]result.Result)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -62,8 +66,7 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 	}
 	var lines []byte
 	for _, r := range results {
-		// No message limit here: the body is kept whole up to MaxBodyBytes.
-		b, err := result.Encode(r, math.MaxInt32)
+		b, err := encodeLine(r)
 		if err != nil {
 			return err
 		}
@@ -88,6 +91,9 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 		lw.buf, lw.spare, lw.pending = lw.spare[:0], nil, nil
 		lw.mu.Unlock()
 		err := lw.write(buf)
+		if err == nil && lw.keep != nil {
+			lw.keep(pending)
+		}
 		if err == nil && lw.seen != nil {
 			lw.seen(pending)
 		}
@@ -106,6 +112,10 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 	}
 	return lw.err
 }
+
+// encodeLine is a result's line in the output, without its newline. No
+// message limit here: the body is kept whole up to MaxBodyBytes.
+func encodeLine(r result.Result) ([]byte, error) { return result.Encode(r, math.MaxInt32) }
 
 func (lw *lineWriter) write(b []byte) error {
 	if _, err := lw.w.Write(b); err != nil {

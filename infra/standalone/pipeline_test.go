@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -39,7 +40,7 @@ func TestPipeline(t *testing.T) {
 	outPath := filepath.Join(dir, "out.jsonl")
 	var rejected []Rejected
 	rt := open(t, Options{
-		State: filepath.Join(dir, "state.db"), Out: openOut(t, outPath), AllowPrivate: true,
+		State: filepath.Join(dir, "state.db"), Out: openOut(t, outPath), Addresses: fetch.PrivatePolicy(),
 		Params: map[string]string{"FetchDelay": delay.String()}, IngestBatch: 10,
 		OnReject: func(r Rejected) { rejected = append(rejected, r) },
 	})
@@ -167,7 +168,7 @@ func TestDeadHostEnds(t *testing.T) {
 	urls := []string{site.URL(site.Hosts()[0], 0), site.URL(site.Hosts()[0], 1), "http://" + dead + "/a", "http://" + dead + "/b"}
 	outPath := filepath.Join(t.TempDir(), "out.jsonl")
 	rt := open(t, Options{
-		Out: openOut(t, outPath), AllowPrivate: true,
+		Out: openOut(t, outPath), Addresses: fetch.PrivatePolicy(),
 		Params: map[string]string{"FetchDelay": "100ms", "GiveUpAfter": "3s", "MaxBackoff": "1s", "CheckHostPeriod": "1500ms"},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

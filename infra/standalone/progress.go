@@ -26,6 +26,9 @@ type Progress struct {
 	Requests, InFlight int64
 	// Hosts counts the host workers at work now (each works one host).
 	Hosts int
+	// Waiting says why hosts with queued URLs send no request now
+	// (waiting.go), read from the state every few seconds.
+	Waiting []Wait
 }
 
 // Progress returns the run's progress now. It is safe to call while Run
@@ -37,6 +40,7 @@ func (rt *Runtime) Progress() Progress {
 	p.Expected, p.Results, p.Backlog = t.expected, t.results, len(t.need)
 	t.mu.Unlock()
 	p.Requests, p.InFlight = rt.requests.Load(), rt.inFlight.Load()
+	p.Waiting = rt.waiting()
 	for _, e := range rt.engines {
 		n, _ := e.Workers()
 		p.Hosts += n

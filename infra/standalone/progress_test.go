@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 )
 
 // The politeness bound (the ETA and the summary's yardstick) is the
@@ -44,7 +45,7 @@ func TestBound(t *testing.T) {
 func TestHostsLeft(t *testing.T) {
 	site := startSite(t, demosite.Options{Hosts: 1, Robots: "User-agent: *\nCrawl-delay: 1\n"})
 	in := writeLines(t, jsonLines(site.URLs(6))) // 6 s at the Crawl-delay
-	rt := open(t, Options{State: filepath.Join(t.TempDir(), "s.db"), Out: io.Discard, AllowPrivate: true,
+	rt := open(t, Options{State: filepath.Join(t.TempDir(), "s.db"), Out: io.Discard, Addresses: fetch.PrivatePolicy(),
 		Params: map[string]string{"FetchDelay": "100ms"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

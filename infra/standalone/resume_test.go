@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -65,7 +66,7 @@ func TestResume(t *testing.T) {
 		defer f.Close()
 		out := openOut(t, outPath)
 		rt, err := Open(context.Background(), Options{
-			State: state, Out: out, AllowPrivate: true, Log: testLog(t),
+			State: state, Out: out, Addresses: fetch.PrivatePolicy(), Log: testLog(t),
 			Params:      map[string]string{"FetchDelay": delay.String()},
 			IngestBatch: 40, IngestWindow: 20 * time.Millisecond,
 		})
@@ -145,7 +146,12 @@ func TestInputChanged(t *testing.T) {
 	runOnce := func() (Report, error) {
 		// Private addresses are not allowed: the URLs end denied at ingest,
 		// without a request.
-		rt := open(t, Options{State: state, Out: openOut(t, filepath.Join(dir, "out"))})
+		// Each run ends (and drops the state's lock) before the next.
+		rt, err := Open(context.Background(), Options{State: state, Out: openOut(t, filepath.Join(dir, "out")), Log: testLog(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		return rt.Run(ctx, RunOptions{Input: fileInput(t, in)})
@@ -185,7 +191,7 @@ func TestTwoProcessesOneState(t *testing.T) {
 	state := filepath.Join(dir, "state.db")
 	opts := func(out string) Options {
 		return Options{
-			State: state, Out: openOut(t, filepath.Join(dir, out)), AllowPrivate: true, ShardCount: 4,
+			State: state, SharedState: true, Out: openOut(t, filepath.Join(dir, out)), Addresses: fetch.PrivatePolicy(), ShardCount: 4,
 			CheckRun: 700 * time.Millisecond, Params: map[string]string{"FetchDelay": delay.String(), "FetchTimeout": "2s", "MaxCrawlDelay": "1s"},
 		}
 	}

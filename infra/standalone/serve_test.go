@@ -14,13 +14,14 @@ import (
 
 	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
 // TestServe accepts URLs through POST /urls (the ingest handler's API path
-// behind the proxy-event adapter) and writes their results as they come,
-// until the context ends.
+// behind the proxy-event adapter, behind serve mode's guard) and writes
+// their results as they come, until the context ends.
 func TestServe(t *testing.T) {
 	t.Parallel()
 	site := startSite(t, demosite.Options{Hosts: 2})
@@ -30,7 +31,7 @@ func TestServe(t *testing.T) {
 	got := map[string]result.Result{}
 	arrived := make(chan struct{}, 100)
 	rt := open(t, Options{
-		State: filepath.Join(t.TempDir(), "state.db"), Out: openOut(t, outPath), AllowPrivate: true,
+		State: filepath.Join(t.TempDir(), "state.db"), Out: openOut(t, outPath), Addresses: fetch.PrivatePolicy(),
 		Params: map[string]string{"FetchDelay": "100ms"},
 		OnResult: func(r result.Result) {
 			mu.Lock()
@@ -49,12 +50,12 @@ func TestServe(t *testing.T) {
 		}
 		done <- rep
 	}()
-	srv := httptest.NewServer(rt.Handler())
-	defer srv.Close()
+	base := listen(t, rt, ServeOptions{})
+	client := &http.Client{Timeout: time.Minute}
 
 	postKey := func(method, body, key string) (int, ingesthandler.APIResponse) {
 		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+"/urls", strings.NewReader(body))
+		req, err := http.NewRequest(method, base+"/urls", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func TestServe(t *testing.T) {
 		if key != "" {
 			req.Header.Set(ingesthandler.IdempotencyHeader, key)
 		}
-		resp, err := srv.Client().Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,6 +96,19 @@ func TestServe(t *testing.T) {
 		t.Fatalf("array: %d %+v", code, ar)
 	}
 	ids = append(ids, ar.IDs...)
+	// A charset parameter is still JSON.
+	req, _ := http.NewRequest(http.MethodPost, base+"/urls", strings.NewReader(`"`+site.URL(h0, 2)+`"`))
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	if resp, err := client.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		json.NewDecoder(resp.Body).Decode(&ar)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted || len(ar.IDs) != 1 {
+			t.Fatalf("application/json; charset=utf-8: %d %+v", resp.StatusCode, ar)
+		}
+		ids = append(ids, ar.IDs...)
+	}
 	// A client retrying with its Idempotency-Key gets the first answer
 	// back, and nothing is queued twice (Expected below counts once).
 	keyed := `"` + site.URL(h1, 2) + `"`

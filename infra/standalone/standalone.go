@@ -43,6 +43,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
 // Defaults of Options.
@@ -90,12 +91,23 @@ type Options struct {
 	// file is synced before Publish returns, so a result is on disk before
 	// the store forgets its URL.
 	Out io.Writer
+	// OutPath, instead of Out, names the results file, which the state
+	// records (outfile.go): the same job appends to it; a non-empty file
+	// the state does not record is refused unless Overwrite empties it.
+	OutPath   string
+	Overwrite bool
+	// SharedState skips the state's OS lock and the takeover of leases
+	// found in it (lock.go): several runtimes then work one state at once,
+	// kept apart by the shard leases alone, as Lambda invocations are.
+	// Tests of that use it; a runner should not.
+	SharedState bool
 	// Params are runtime parameters, name to value, as --param gives them;
 	// an invalid one fails Open.
 	Params map[string]string
-	// AllowPrivate lets the fetcher (and ingest's address guard) reach
-	// loopback and private addresses and any port.
-	AllowPrivate bool
+	// Addresses is the address policy of the fetcher and of ingest's
+	// guard (fetch.AddressPolicy): local mode's --allow-net and
+	// --allow-private. The zero value allows public addresses only.
+	Addresses fetch.AddressPolicy
 	// Resolve, when set, resolves host names from this table instead of
 	// DNS (fetch.Options.Resolve).
 	Resolve map[string][]netip.Addr
@@ -144,6 +156,8 @@ type Runtime struct {
 
 	store   Store
 	ledger  ledger
+	files   stateFiles // the state's lock, the results file (outfile.go)
+	waits   waits      // why hosts wait, for Progress (waiting.go)
 	out     *lineWriter
 	tally   *tally
 	clock   *stopClock
@@ -165,6 +179,9 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	accepted map[string]time.Time
+
+	// results keeps result lines by id for serve mode (results.go).
+	results atomic.Pointer[resultStore]
 }
 
 // Open validates the options, opens the state and wires the handlers. It
@@ -185,7 +202,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.IngestWindow <= 0 {
 		opts.IngestWindow = DefaultIngestWindow
 	}
-	if opts.Out == nil {
+	if opts.Out == nil && opts.OutPath == "" {
 		opts.Out = os.Stdout
 	}
 	if opts.Log == nil {
@@ -201,23 +218,41 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("parameters: FetchTimeout %s must be below %s for %s check runs", p.FetchTimeout, limit, opts.CheckRun)
 	}
 
+	// The state and the results file are checked before either is created.
+	fresh, lock, err := prepareState(opts)
+	if err != nil {
+		return nil, err
+	}
 	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock(), accepted: map[string]time.Time{}}
+	rt.files.lock = lock
 	if opts.State == "" {
 		rt.store, err = sqlite.NewMemory(time.Now)
 		if err == nil {
 			rt.ledger = newMemLedger()
 		}
 	} else {
-		rt.store, err = sqlite.New(opts.State, time.Now)
-		if err == nil {
+		var s *sqlite.Store
+		if s, err = sqlite.New(opts.State, time.Now); err == nil {
+			rt.store = s
 			rt.ledger, err = openSQLLedger(opts.State)
-			if err != nil {
-				rt.store.Close()
-			}
+		}
+		if err == nil && !opts.SharedState {
+			err = rt.recover(ctx, s)
 		}
 	}
+	if err == nil {
+		err = rt.openOut(ctx, fresh)
+	}
 	if err != nil {
+		rt.Close()
+		var conflict *OutConflictError
+		if errors.As(err, &conflict) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("open state: %w", err)
+	}
+	if rt.files.out != nil {
+		opts.Out = rt.files.out
 	}
 
 	var bodies *dirbody.Store
@@ -230,6 +265,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 
 	rt.tally = newTally(p.FollowCrossHostRedirects)
 	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
+		rt.files.wrote(len(rs))
 		rt.tally.seen(rs)
 		if opts.OnResult != nil {
 			for _, r := range rs {
@@ -237,46 +273,45 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 		}
 	})
-	// Results are counted where they are published, as on AWS.
-	pub := &metrics.CountResults{Publisher: rt.out, Metrics: opts.Metrics}
-	fixed := func(context.Context) params.Params { return p }
+	if err := rt.attachResults(); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	rt.wakes = make([]chan struct{}, opts.ShardCount)
+	for i := range rt.wakes {
+		rt.wakes[i] = make(chan struct{}, 1)
+	}
+	// The deployed functions' parts, on the embedded store. Results are
+	// counted where they are published, as on AWS.
+	parts := wiring.Parts{
+		Store: rt.store, Idempotency: rt.store,
+		Publisher: &metrics.CountResults{Publisher: rt.out, Metrics: opts.Metrics},
+		Params:    func(context.Context) params.Params { return p },
+		Guard:     wiring.Guard(opts.Addresses), Waker: waker{rt},
+		ShardCount: opts.ShardCount, Clock: rt.clock, Log: opts.Log, Metrics: opts.Metrics,
+	}
+	if bodies != nil {
+		parts.Bodies = bodies
+	}
 	// A check function per shard, each with its own fetcher, as each
 	// Lambda invocation has its own: a fetcher keeps at most 100 idle
 	// connections in all, so one shared by a thousand hosts would dial
 	// again for most requests.
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
 	for i := range rt.checks {
-		fetcher := &activeFetcher{f: fetch.New(fetch.Options{
-			UserAgent: p.UserAgent, Timeout: p.FetchTimeout, MaxBodyBytes: p.MaxBodyBytes,
-			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
-		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
-		engine := &check.Engine{
-			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
-			Fetcher: func(params.Params) check.Fetcher { return fetcher },
-			Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
-			// SQLite reads cost nothing: a lingering host takes up URLs
-			// of a later input batch at once, not a period or two later.
-			LingerPoll: lingerPoll,
-		}
-		if bodies != nil {
-			engine.Bodies = bodies
-		}
+		fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, 0), rt.clock.Now),
+			last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
+		shard := parts
+		shard.Fetcher = func(params.Params) check.Fetcher { return fetcher }
+		engine := shard.Engine()
+		engine.LeaseTTL = opts.LeaseTTL
+		// SQLite reads cost nothing: a lingering host takes up URLs of a
+		// later input batch at once, not a period or two later.
+		engine.LingerPoll = lingerPoll
 		rt.engines = append(rt.engines, engine)
-		rt.checks[i] = &checkhandler.Handler{Runner: engine, ShardCount: opts.ShardCount, Run: opts.CheckRun, Now: time.Now, Log: opts.Log,
-			Metrics: opts.Metrics}
+		rt.checks[i] = shard.CheckHandler(engine, opts.CheckRun)
 	}
-	ingester := &hostqueue.Ingester{
-		Store: rt.store, Publisher: pub, Now: time.Now,
-		Guard: func(addr netip.AddrPort, ports []int) error {
-			return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: opts.AllowPrivate, AllowedPorts: ports})
-		},
-	}
-	rt.wakes = make([]chan struct{}, opts.ShardCount)
-	for i := range rt.wakes {
-		rt.wakes[i] = make(chan struct{}, 1)
-	}
-	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log,
-		Metrics: opts.Metrics, Idempotency: &ingesthandler.Idempotency{Store: rt.store}}
+	rt.ingest = parts.IngestHandler(&counted{inner: parts.Ingester(), rt: rt})
 
 	queued, err := queuedEntries(ctx, rt.store)
 	if err != nil {
@@ -305,13 +340,16 @@ func (rt *Runtime) Params() params.Params { return rt.params }
 
 // Close releases the state. Results are already on Out.
 func (rt *Runtime) Close() error {
-	var errs []error
+	// The results file's record is written through the ledger's
+	// connection, and the state's lock is dropped last.
+	errs := []error{rt.closeResults(), rt.files.close()}
 	if rt.ledger != nil {
 		errs = append(errs, rt.ledger.close())
 	}
 	if rt.store != nil {
 		errs = append(errs, rt.store.Close())
 	}
+	errs = append(errs, rt.files.lock.release())
 	return errors.Join(errs...)
 }
 

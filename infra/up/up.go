@@ -15,10 +15,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/local"
-	"github.com/urldownloader/urldownloader/internal/proc"
 	"github.com/urldownloader/urldownloader/infra/samlocal"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/internal/proc"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 )
 
 // API modes: how POST /urls is served.
@@ -84,7 +85,7 @@ func start(ctx context.Context, opts options) (d *deployment, err error) {
 	pipe, err := local.Start(ctx, local.Options{
 		// The stage (and so the SSM path /urldownloader/dev/) is the
 		// template's default; the prefix names the table and queues.
-		Prefix: "dev", AllowPrivate: true, Params: opts.Params, ParamTTL: opts.ParamTTL,
+		Prefix: "dev", Addresses: fetch.PrivatePolicy(), Params: opts.Params, ParamTTL: opts.ParamTTL,
 		ScheduleEvery: opts.ScheduleEvery, CheckRun: opts.CheckRun, Log: opts.Log,
 	})
 	if err != nil {

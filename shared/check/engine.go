@@ -10,13 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/urldownloader/urldownloader/shared/backoff"
 	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/backoff"
 	"github.com/urldownloader/urldownloader/shared/body"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
@@ -666,5 +666,3 @@ func (r *run) count(results []result.Result) {
 		r.results[res.Status]++
 	}
 }
-
-var errStop = errors.New("stop")

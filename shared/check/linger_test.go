@@ -82,7 +82,7 @@ func TestLingerJoinsLateURLs(t *testing.T) {
 		const lingerAtLeast = time.Second
 		hold := func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/b" || r.URL.Path == "/d" {
-				for k := key.Load(); hostqueue.NextHostCheck(time.Now(), *k, p.CheckHostPeriod).Sub(time.Now()) < lingerAtLeast; {
+				for k := key.Load(); time.Until(hostqueue.NextHostCheck(time.Now(), *k, p.CheckHostPeriod)) < lingerAtLeast; {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
@@ -320,7 +320,7 @@ func TestLingerPollTakesUpLateURLs(t *testing.T) {
 		const lingerAtLeast = time.Second
 		hold := func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/b" {
-				for k := key.Load(); hostqueue.NextHostCheck(time.Now(), *k, p.CheckHostPeriod).Sub(time.Now()) < lingerAtLeast; {
+				for k := key.Load(); time.Until(hostqueue.NextHostCheck(time.Now(), *k, p.CheckHostPeriod)) < lingerAtLeast; {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}

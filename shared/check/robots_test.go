@@ -175,10 +175,7 @@ func TestRobots(t *testing.T) {
 					}
 					// Deferral backs off: the robots.txt retries are spaced by
 					// growing gaps, never closer than the delay.
-					var robots []time.Duration
-					for _, g := range gaps(s.requests()) {
-						robots = append(robots, g)
-					}
+					robots := gaps(s.requests())
 					for i, g := range robots {
 						if g < p.FetchDelay-slack {
 							t.Errorf("robots.txt retry %d came %v after the previous answer, want >= %v", i+1, g, p.FetchDelay)

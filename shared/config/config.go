@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/urldownloader/urldownloader/shared/fetch"
 )
 
 // Config is the environment of a function.
@@ -22,12 +24,17 @@ type Config struct {
 	WakeQueueURL string
 	ParamPath    string
 	ShardCount   int
-	// AllowPrivateNetworks lifts the fetcher's address and port guard. It is
-	// an environment setting, not an SSM parameter, so that nobody can open
-	// the metadata endpoint to submitted URLs by editing a parameter: the
-	// template pins it to false.
-	AllowPrivateNetworks bool
-	LogLevel             string
+	// Addresses is the fetcher's (and ingest's) address policy:
+	// ALLOW_PRIVATE_NETWORKS=true opens the private set (loopback, RFC
+	// 1918, CGNAT, unique local; never link-local or a metadata address),
+	// ALLOW_NETWORKS opens the networks it lists (CIDRs, comma-separated;
+	// the metadata addresses only when named exactly), and its denials
+	// name these two variables. They are environment settings, not SSM
+	// parameters, so that nobody can open the VPC or the metadata endpoint
+	// to submitted URLs by editing a parameter: the template pins both
+	// closed.
+	Addresses fetch.AddressPolicy
+	LogLevel  string
 	// CheckRun is how long a check invocation keeps starting requests.
 	CheckRun time.Duration
 	// BodyBucket keeps bodies larger than InlineBodyBytes (check only;
@@ -40,6 +47,10 @@ type Config struct {
 	// largest result message (default 256 KiB).
 	OutputMaxMessageBytes int
 }
+
+// Remedy names, in a deployed function's address denials, the
+// variables that would allow the address.
+var Remedy = fetch.Remedy{Where: "deployed", Network: "ALLOW_NETWORKS=%s", Private: "ALLOW_PRIVATE_NETWORKS=true"}
 
 // FromEnv reads Config through getenv (os.Getenv when nil). The error names
 // every missing or bad variable at once.
@@ -89,12 +100,22 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.ShardCount = n
 	}
+	c.Addresses = fetch.AddressPolicy{}.WithRemedy(Remedy)
 	if v := getenv("ALLOW_PRIVATE_NETWORKS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ALLOW_PRIVATE_NETWORKS=%q: want true or false", v))
 		}
-		c.AllowPrivateNetworks = b
+		if b {
+			c.Addresses = c.Addresses.OpenPrivate()
+		}
+	}
+	if v := getenv("ALLOW_NETWORKS"); v != "" {
+		nets, err := fetch.ParseNetworks(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALLOW_NETWORKS=%q: %w", v, err))
+		}
+		c.Addresses = c.Addresses.Open(nets...)
 	}
 	if v := getenv("CHECK_RUN_SECONDS"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)

@@ -1,12 +1,16 @@
 package config_test
 
 import (
+	"fmt"
 	"maps"
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/config"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 )
 
 func env(m map[string]string) func(string) string {
@@ -27,6 +31,7 @@ func TestFromEnvAllSet(t *testing.T) {
 		"INPUT_QUEUE_URL":          "https://sqs.eu-west-1.amazonaws.com/123456789012/in",
 		"SHARD_COUNT":              "16",
 		"ALLOW_PRIVATE_NETWORKS":   "true",
+		"ALLOW_NETWORKS":           "169.254.169.254/32",
 		"LOG_LEVEL":                "debug",
 		"CHECK_RUN_SECONDS":        "42.5",
 		"BODY_BUCKET":              "urldownloader-dev-bodies",
@@ -43,14 +48,18 @@ func TestFromEnvAllSet(t *testing.T) {
 		InputQueueURL:         "https://sqs.eu-west-1.amazonaws.com/123456789012/in",
 		ParamPath:             "/urldownloader/dev/",
 		ShardCount:            16,
-		AllowPrivateNetworks:  true,
+		Addresses:             fetch.PrivatePolicy().Open(netip.MustParsePrefix("169.254.169.254/32")).WithRemedy(config.Remedy),
 		LogLevel:              "debug",
 		CheckRun:              42500 * time.Millisecond,
 		BodyBucket:            "urldownloader-dev-bodies",
 		BodyRetention:         14 * 24 * time.Hour,
 		OutputMaxMessageBytes: 1 << 20,
 	}
-	if got != want {
+	if !got.Addresses.Equal(want.Addresses) {
+		t.Errorf("Addresses = %+v, want %+v", got.Addresses, want.Addresses)
+	}
+	got.Addresses, want.Addresses = fetch.AddressPolicy{}, fetch.AddressPolicy{}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("FromEnv = %+v\nwant %+v", got, want)
 	}
 }
@@ -60,7 +69,7 @@ func TestFromEnvDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
-	if got.ShardCount != 1 || got.AllowPrivateNetworks || got.CheckRun != 55*time.Second || got.InputQueueURL != "" || got.LogLevel != "" ||
+	if got.ShardCount != 1 || !got.Addresses.Equal(fetch.AddressPolicy{}.WithRemedy(config.Remedy)) || got.CheckRun != 55*time.Second || got.InputQueueURL != "" || got.LogLevel != "" ||
 		got.BodyBucket != "" || got.OutputMaxMessageBytes != 256<<10 {
 		t.Errorf("defaults %+v, want ShardCount 1, private networks off, CheckRun 55s, no input queue, no body bucket, 256 KiB messages", got)
 	}
@@ -74,8 +83,12 @@ func TestFromEnvValidValues(t *testing.T) {
 		check func(config.Config) bool
 	}{
 		{"one shard", "SHARD_COUNT", "1", func(c config.Config) bool { return c.ShardCount == 1 }},
-		{"private networks false", "ALLOW_PRIVATE_NETWORKS", "false", func(c config.Config) bool { return !c.AllowPrivateNetworks }},
-		{"private networks 1", "ALLOW_PRIVATE_NETWORKS", "1", func(c config.Config) bool { return c.AllowPrivateNetworks }},
+		{"private networks false", "ALLOW_PRIVATE_NETWORKS", "false", func(c config.Config) bool { return !c.Addresses.Private() }},
+		{"private networks 1", "ALLOW_PRIVATE_NETWORKS", "1", func(c config.Config) bool { return c.Addresses.Private() }},
+		{"networks", "ALLOW_NETWORKS", "10.1.0.0/16, fd00:ec2::254", func(c config.Config) bool {
+			return !c.Addresses.Private() && fmt.Sprint(c.Addresses.Networks()) == "[10.1.0.0/16 fd00:ec2::254/128]"
+		}},
+		{"no networks", "ALLOW_NETWORKS", "", func(c config.Config) bool { return len(c.Addresses.Networks()) == 0 }},
 		{"whole seconds", "CHECK_RUN_SECONDS", "50", func(c config.Config) bool { return c.CheckRun == 50*time.Second }},
 		{"fifteen minutes", "CHECK_RUN_SECONDS", "900", func(c config.Config) bool { return c.CheckRun == 15*time.Minute }},
 		{"fraction", "CHECK_RUN_SECONDS", "0.25", func(c config.Config) bool { return c.CheckRun == 250*time.Millisecond }},
@@ -149,6 +162,8 @@ func TestFromEnvBadValues(t *testing.T) {
 		{"shard count with space", "SHARD_COUNT", " 4"},
 		{"private networks yes", "ALLOW_PRIVATE_NETWORKS", "yes"},
 		{"private networks typo", "ALLOW_PRIVATE_NETWORKS", "flase"},
+		{"networks not CIDRs", "ALLOW_NETWORKS", "10.0.0.0/8,intranet"},
+		{"networks with host bits", "ALLOW_NETWORKS", "10.1.2.3/8"},
 		{"check run zero", "CHECK_RUN_SECONDS", "0"},
 		{"check run negative", "CHECK_RUN_SECONDS", "-5"},
 		{"check run over 900", "CHECK_RUN_SECONDS", "901"},
@@ -196,5 +211,31 @@ func TestFromEnvOneErrorForAll(t *testing.T) {
 	}
 	if !strings.HasPrefix(msg, "function environment: ") {
 		t.Errorf("error %q does not say it is about the function environment", msg)
+	}
+}
+
+// TestFromEnvDeniesNamingTheVariables: a deployed function's denial says
+// which variable would allow the address, and ALLOW_PRIVATE_NETWORKS
+// never opens the metadata endpoint.
+func TestFromEnvDeniesNamingTheVariables(t *testing.T) {
+	e := required()
+	e["ALLOW_PRIVATE_NETWORKS"] = "true"
+	c, err := config.FromEnv(env(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Addresses.Check(netip.MustParseAddrPort("10.0.0.1:8080"), nil); err != nil {
+		t.Errorf("ALLOW_PRIVATE_NETWORKS=true refused 10.0.0.1: %v", err)
+	}
+	err = c.Addresses.Check(netip.MustParseAddrPort("169.254.169.254:80"), nil)
+	want := "(deployed: ALLOW_NETWORKS=169.254.169.254/32, named exactly; ALLOW_PRIVATE_NETWORKS=true never opens it)"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("metadata endpoint with ALLOW_PRIVATE_NETWORKS=true: %v, want a denial ending %q", err, want)
+	}
+	c, _ = config.FromEnv(env(required()))
+	err = c.Addresses.Check(netip.MustParseAddrPort("127.0.0.1:80"), nil)
+	want = "(deployed: ALLOW_NETWORKS=127.0.0.0/8 or ALLOW_PRIVATE_NETWORKS=true)"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("loopback by default: %v, want a denial ending %q", err, want)
 	}
 }

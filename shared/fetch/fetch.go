@@ -1,7 +1,7 @@
 // Package fetch performs exactly one HTTP GET for the downloader and reports
 // precisely what happened. It is safe to point at URLs submitted by anyone:
-// it connects only to public addresses on allowed ports (checked at dial
-// time), never follows redirects, never uses a proxy, bounds the whole
+// it connects only to public addresses on allowed ports unless its
+// AddressPolicy opens more (checked at dial time), never follows redirects, never uses a proxy, bounds the whole
 // request by a timeout and keeps at most MaxBodyBytes of the decoded body.
 //
 // Scheduling, per-host delays, retries and redirect following belong to the
@@ -52,9 +52,13 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBodyBytes caps the decoded body kept; more is cut and Truncated set.
 	MaxBodyBytes int64
-	// AllowPrivate lifts the address and port guard. Local testing only:
-	// in production it lets submitted URLs reach the VPC and the metadata
-	// endpoint.
+	// Addresses says which addresses beyond the public internet the
+	// fetcher may connect to (see AddressPolicy); the zero value, public
+	// addresses on AllowedPorts only, is the one for submitted URLs.
+	Addresses AddressPolicy
+	// AllowPrivate also opens the private set (AddressPolicy.OpenPrivate:
+	// loopback, RFC 1918, CGNAT, unique local, on every port), as local
+	// mode's --allow-private does; never link-local or a metadata address.
 	AllowPrivate bool
 	// AllowedPorts are the destination ports allowed; default {80, 443}.
 	AllowedPorts []int

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -584,7 +585,7 @@ func TestGuard(t *testing.T) {
 		wantKind     fetch.Kind
 		wantMsg      string
 	}{
-		{"loopback refused", "127.0.0.1", false, fetch.KindDenied, "address 127.0.0.1 is loopback and private networks are not allowed"},
+		{"loopback refused", "127.0.0.1", false, fetch.KindDenied, "address 127.0.0.1 is loopback: not allowed"},
 		{"another loopback host refused", "127.0.0.2", false, fetch.KindDenied, "address 127.0.0.2 is loopback"},
 		{"loopback allowed with AllowPrivate", "127.0.0.1", true, fetch.KindOther, ""},
 	}
@@ -662,7 +663,10 @@ func TestNoProxy(t *testing.T) {
 		t.Fatalf("environment proxy rules would not proxy %s (%v, %v): test setup is vacuous", targetURL, viaEnv, err)
 	}
 
-	resp, err := fetch.New(localOptions(), fixedNow).Fetch(context.Background(), fetch.Request{URL: targetURL})
+	// 0.0.0.0 is unspecified, outside the private set: the policy names it.
+	opts := localOptions()
+	opts.Addresses = fetch.AddressPolicy{}.Open(netip.MustParsePrefix("0.0.0.0/32"))
+	resp, err := fetch.New(opts, fixedNow).Fetch(context.Background(), fetch.Request{URL: targetURL})
 	if err != nil {
 		t.Fatalf("Fetch: %v", err)
 	}

@@ -40,7 +40,7 @@ func TestCheckAddress(t *testing.T) {
 		{"RFC1918 172.16/12 high", "172.31.255.255:80", def, "is private (RFC 1918)"},
 		{"RFC1918 192.168/16", "192.168.1.1:443", def, "is private (RFC 1918)"},
 		{"metadata endpoint", "169.254.169.254:80", def,
-			"address 169.254.169.254 is link-local (metadata endpoint) and private networks are not allowed"},
+			"address 169.254.169.254 is link-local (the cloud instance metadata endpoint: AWS, GCP, Azure, Oracle, OpenStack): not allowed"},
 		{"CGNAT low", "100.64.0.1:80", def, "is shared address space (CGNAT)"},
 		{"CGNAT high", "100.127.255.255:80", def, "CGNAT"},
 		{"unspecified", "0.0.0.0:80", def, "is unspecified"},
@@ -59,7 +59,7 @@ func TestCheckAddress(t *testing.T) {
 		{"v6 link-local with zone", "[fe80::1%eth0]:80", def, "is link-local"},
 		{"v6 unique local", "[fc00::1]:80", def, "is unique local"},
 		{"v6 unique local fd", "[fd12:3456::1]:443", def, "is unique local"},
-		{"AWS IPv6 metadata endpoint", "[fd00:ec2::254]:80", def, "is unique local"},
+		{"AWS IPv6 metadata endpoint", "[fd00:ec2::254]:80", def, "is the AWS instance metadata endpoint (IPv6)"},
 		{"v6 multicast", "[ff02::1]:80", def, "is multicast"},
 		{"v6 site-local", "[fec0::1]:80", def, "site-local"},
 		{"v6 discard-only", "[100::1]:80", def, "discard-only"},
@@ -67,7 +67,7 @@ func TestCheckAddress(t *testing.T) {
 
 		// IPv4 hidden inside IPv6.
 		{"IPv4-mapped loopback", "[::ffff:127.0.0.1]:80", def, "IPv4-mapped form of 127.0.0.1, which is loopback"},
-		{"IPv4-mapped metadata", "[::ffff:169.254.169.254]:80", def, "IPv4-mapped form of 169.254.169.254, which is link-local (metadata endpoint)"},
+		{"IPv4-mapped metadata", "[::ffff:169.254.169.254]:80", def, "IPv4-mapped form of 169.254.169.254, which is link-local (the cloud instance metadata endpoint"},
 		{"IPv4-mapped private", "[::ffff:10.0.0.1]:443", def, "IPv4-mapped form of 10.0.0.1"},
 		{"IPv4-mapped in hex", "[::ffff:a9fe:a9fe]:80", def, "169.254.169.254, which is link-local"},
 		{"IPv4-compatible loopback", "[::127.0.0.1]:80", def, "IPv4-compatible form of 127.0.0.1"},
@@ -83,10 +83,14 @@ func TestCheckAddress(t *testing.T) {
 		{"unlisted port refused", "93.184.216.34:80", fetch.Options{AllowedPorts: []int{8080}}, "allowed ports: 8080"},
 		{"private address checked before port", "10.0.0.1:22", def, "is private"},
 
-		// AllowPrivate lifts both checks.
+		// AllowPrivate opens the private set on every port, never the
+		// metadata endpoint; the policy in Addresses adds to it.
 		{"AllowPrivate loopback", "127.0.0.1:22", fetch.Options{AllowPrivate: true}, ""},
-		{"AllowPrivate metadata", "169.254.169.254:80", fetch.Options{AllowPrivate: true}, ""},
+		{"AllowPrivate metadata", "169.254.169.254:80", fetch.Options{AllowPrivate: true}, "is link-local"},
 		{"AllowPrivate v6 mapped", "[::ffff:127.0.0.1]:6379", fetch.Options{AllowPrivate: true}, ""},
+		{"AllowPrivate public port", "93.184.216.34:22", fetch.Options{AllowPrivate: true}, "port 22"},
+		{"Addresses with AllowPrivate", "169.254.169.254:80",
+			fetch.Options{AllowPrivate: true, Addresses: fetch.AddressPolicy{}.Open(netip.MustParsePrefix("169.254.169.254/32"))}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

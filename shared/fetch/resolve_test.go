@@ -56,7 +56,7 @@ func TestResolveTable(t *testing.T) {
 		{name: "every address refused", table: map[string][]netip.Addr{"dead.site.test": {dead}}, host: "dead.site.test",
 			want: fetch.KindConnection, msg: "127.0.0.3:" + portStr + ": connect: connection refused"},
 		{name: "guard judges the table's address", table: map[string][]netip.Addr{"www.site.test": {site}}, guard: true, host: "www.site.test",
-			want: fetch.KindDenied, msg: "address 127.0.0.2 is loopback and private networks are not allowed"},
+			want: fetch.KindDenied, msg: "address 127.0.0.2 is loopback: not allowed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package urlmsg_test
 import (
 	"errors"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -66,6 +67,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Add("http://example.com/")
 	f.Fuzz(func(t *testing.T, raw string) {
 		u, err := urlmsg.Normalize(raw)
+		checkStable(t, raw, u, err)
 		if err != nil {
 			if !errors.Is(err, urlmsg.ErrInvalid) {
 				t.Fatalf("error %v does not wrap ErrInvalid", err)
@@ -98,6 +100,25 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("Validate(%q) = %+v, %v; want the Normalize result %q", raw, m, err, s)
 		}
 	})
+}
+
+// checkStable compares Normalize with the parser before webForm: a URL
+// that parser accepted is still accepted, and when webForm has nothing to
+// encode in it (no space, control, non-ASCII, quote... in its path, query
+// or fragment) its normal form, and so its id and dedup key, is what it
+// was.
+func checkStable(t *testing.T, raw string, u *url.URL, err error) {
+	t.Helper()
+	legacy, lerr := urlmsg.LegacyNormalize(raw)
+	if lerr != nil {
+		return
+	}
+	if err != nil {
+		t.Fatalf("Normalize(%q) refuses what it accepted before (as %q): %v", raw, legacy, err)
+	}
+	if got := u.String(); urlmsg.WebForm(raw) == raw && got != legacy {
+		t.Fatalf("Normalize(%q) = %q, was %q: the normal form of a URL that needs no encoding changed", raw, got, legacy)
+	}
 }
 
 // checkHostShape: an accepted host is an IP address in its one canonical

@@ -73,8 +73,9 @@ func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
 	if len(payload) > MaxPayloadBytes {
 		return nil, nil, invalid("payload is %d bytes, the limit is %d", len(payload), MaxPayloadBytes)
 	}
-	if !utf8.Valid(payload) {
-		return nil, nil, invalid("payload is not valid UTF-8")
+	payload = TrimBOM(payload)
+	if err := checkUTF8(payload); err != nil {
+		return nil, nil, err
 	}
 	trimmed := bytes.TrimSpace(payload)
 	if len(trimmed) == 0 {
@@ -92,8 +93,8 @@ func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
 			return nil, nil, invalid("payload has %d items, the limit is %d", len(raws), MaxItems)
 		}
 	} else {
-		if !json.Valid(trimmed) {
-			return nil, nil, invalid("payload is not one JSON object or an array of them")
+		if err := json.Unmarshal(trimmed, new(json.RawMessage)); err != nil {
+			return nil, nil, invalid("payload is not one JSON object or an array of them: %v", err)
 		}
 		raws = []json.RawMessage{trimmed}
 	}
@@ -115,7 +116,8 @@ func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
 	return msgs, bad, nil
 }
 
-// decodeItem accepts an object, or a bare JSON string holding a URL.
+// decodeItem accepts an object (see decodeObject), or a bare JSON string
+// holding a URL.
 func decodeItem(raw json.RawMessage) (Input, error) {
 	var in Input
 	t := bytes.TrimSpace(raw)
@@ -125,12 +127,10 @@ func decodeItem(raw json.RawMessage) (Input, error) {
 		}
 		return in, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(t))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return in, invalid("item is not an object {\"host\", \"url\"}: %v", err)
+	if len(t) == 0 || t[0] != '{' {
+		return in, invalid(`item is not an object {"url": ...} or a URL string`)
 	}
-	return in, nil
+	return decodeObject(t)
 }
 
 // Validate checks one input and returns it normalised (without an ID).
@@ -162,20 +162,30 @@ func Validate(in Input) (Message, error) {
 }
 
 // Normalize parses a URL and returns its canonical form: http or https only,
-// lowercase scheme, the host as the WHATWG URL standard parses it (IDN as
-// punycode, numeric IPv4 forms such as 0x7f.1 as dotted decimal, IPv6
-// compressed; see parseHost), default port and fragment removed, no
-// user-info, at most MaxURLLength bytes.
+// lowercase scheme, the path, query and fragment read as the WHATWG URL
+// standard reads them (surrounding spaces and controls dropped, tabs and
+// newlines removed, spaces, controls and non-ASCII percent-encoded; see
+// webForm), the host as the standard parses it (IDN as punycode, numeric
+// IPv4 forms such as 0x7f.1 as dotted decimal, IPv6 compressed; see
+// parseHost), default port and fragment removed, no user-info, at most
+// MaxURLLength bytes.
 func Normalize(raw string) (*url.URL, error) {
 	if len(raw) > MaxURLLength {
 		return nil, invalid("url is %d bytes, the limit is %d", len(raw), MaxURLLength)
 	}
-	if hasControl(raw) || strings.ContainsAny(raw, " \t") {
-		return nil, invalid("url %q has spaces or control characters", clip(redactRaw(raw), 100))
+	web := webForm(raw)
+	if web == "" {
+		return nil, invalid("url is empty")
 	}
-	u, err := url.Parse(raw)
+	// The fragment is never sent, and the standard takes any: drop it
+	// before url.Parse, which refuses some (a bad escape).
+	web, _, _ = strings.Cut(web, "#")
+	if strings.ContainsFunc(authority(web), func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return nil, invalid("url %q: its host has a space or a control character, which no host name can hold (is it two URLs run together, or a URL cut short?)", clip(redactRaw(raw), 100))
+	}
+	u, err := url.Parse(web)
 	if err != nil {
-		return nil, invalid("url %q does not parse: %v", clip(redactRaw(raw), 100), unwrapURLError(err))
+		return nil, invalid("url %q does not parse: %v%s", clip(redactRaw(raw), 100), unwrapURLError(err), escapeHint(err))
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	if u.Scheme != "http" && u.Scheme != "https" {
@@ -192,8 +202,6 @@ func Normalize(raw string) (*url.URL, error) {
 		return nil, invalid("url %q: %v", clip(redactRaw(raw), 100), err)
 	}
 	u.Host = host
-	u.Fragment = ""
-	u.RawFragment = ""
 	if u.Path == "" {
 		u.Path = "/"
 		u.RawPath = ""
@@ -286,6 +294,31 @@ func redactUser(u *url.URL) string {
 	c := *u
 	c.User = url.User("REDACTED")
 	return c.String()
+}
+
+// authority returns the part of a URL between "scheme://" and the path
+// (empty when it has no "//").
+func authority(s string) string {
+	_, rest := splitScheme(s)
+	rest, ok := strings.CutPrefix(rest, "//")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		return rest[:i]
+	}
+	return rest
+}
+
+// escapeHint says what to change when url.Parse refused a '%' that does not
+// start an escape. Browsers send such a path as it is; Go's client cannot,
+// so it is refused rather than sent as something else.
+func escapeHint(err error) string {
+	var ee url.EscapeError
+	if errors.As(err, &ee) {
+		return " (a '%' must start an escape such as %20: write a literal '%' as %25)"
+	}
+	return ""
 }
 
 func unwrapURLError(err error) error {

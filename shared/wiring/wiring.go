@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
+	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/dynamo"
@@ -64,6 +66,8 @@ type Options struct {
 
 // Services are the wired domain services of one function instance.
 type Services struct {
+	// Parts are what Engine, Ingester and the handlers are built from.
+	Parts     Parts
 	Config    config.Config
 	Store     *dynamo.Store
 	Publisher *sqsout.Publisher
@@ -118,15 +122,17 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, pubOpts)
 	pub := &metrics.CountResults{Publisher: sqsPub, Metrics: rec}
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
-	fetchers := &fetcherCache{allowPrivate: cfg.AllowPrivateNetworks, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
+	fetchers := &fetcherCache{addresses: cfg.Addresses, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
+	parts := Parts{
+		Store: store, Idempotency: store, Publisher: pub,
+		Params: cache.Get, ParamsReady: cache.WaitLoaded, Fetcher: fetchers.get, Guard: Guard(cfg.Addresses),
+		ShardCount: cfg.ShardCount, Clock: clock, Log: log, Metrics: rec, Budget: opts.Budget,
+		InlineLimit: InlineLimit(cfg.OutputMaxMessageBytes),
+	}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
 		waker = &wake.Queue{Client: sq, URL: cfg.WakeQueueURL, ShardCount: cfg.ShardCount, Now: clock.Now}
-	}
-	engine := &check.Engine{
-		Store: store, Publisher: pub, Fetcher: fetchers.get,
-		Params: cache.Get, Clock: clock, Log: log, Budget: opts.Budget, Metrics: rec,
-		InlineLimit: InlineLimit(cfg.OutputMaxMessageBytes),
+		parts.Waker = waker
 	}
 	if cfg.BodyBucket != "" {
 		s3Opts := []func(*s3.Options){}
@@ -138,20 +144,34 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 			// bucket's own host name: address buckets by path.
 			s3Opts = append(s3Opts, func(o *s3.Options) { o.UsePathStyle = true })
 		}
-		bodies := s3body.New(s3.NewFromConfig(awsCfg, append(s3Opts, opts.S3Options...)...), cfg.BodyBucket,
+		parts.Bodies = s3body.New(s3.NewFromConfig(awsCfg, append(s3Opts, opts.S3Options...)...), cfg.BodyBucket,
 			s3body.Options{Refresh: cfg.BodyRetention / 2, Now: clock.Now})
-		engine.Bodies = bodies
 	}
 	return &Services{
+		Parts:     parts,
 		Waker:     waker,
 		Config:    cfg,
 		Store:     store,
 		Publisher: sqsPub,
 		Metrics:   rec,
 		Params:    cache,
-		Ingester:  &hostqueue.Ingester{Store: store, Publisher: pub, Now: clock.Now, Guard: fetchers.guard},
-		Engine:    engine,
+		Ingester:  parts.Ingester(),
+		Engine:    parts.Engine(),
 	}
+}
+
+// IngestHandler is the ingest function's handler on these services.
+func (s *Services) IngestHandler() *ingesthandler.Handler {
+	return s.Parts.IngestHandler(s.Ingester)
+}
+
+// CheckHandler is the check function's handler on these services, for
+// runs that start requests for run. A FetchTimeout that leaves no room in
+// such a run is refused like any bad parameter value, so no run sits idle
+// on it.
+func (s *Services) CheckHandler(run time.Duration) *checkhandler.Handler {
+	s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(checkhandler.RunWindow(run)))
+	return s.Parts.CheckHandler(s.Engine, run)
 }
 
 // envelopeBytes is what a result's message keeps for its fields besides
@@ -209,7 +229,8 @@ func Stage(paramPath string, getenv func(string) string) string {
 // fetcherCache keeps one fetcher (and so one pool of kept-alive connections)
 // for as long as the parameters that shape it do not change.
 type fetcherCache struct {
-	allowPrivate bool
+	// addresses is the deployment's address policy (config.Config.Addresses).
+	addresses fetch.AddressPolicy
 	// resolve is fixed for the life of the services, so it is not part of
 	// the cache key; fetch.New copies it into every fetcher.
 	resolve  map[string][]netip.Addr
@@ -221,22 +242,8 @@ type fetcherCache struct {
 	f   *fetch.Fetcher
 }
 
-// guard judges an IP-literal host at ingest by the fetcher's own address
-// policy, so ingest and dial refuse the same addresses and ports.
-func (c *fetcherCache) guard(addr netip.AddrPort, allowedPorts []int) error {
-	return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: c.allowPrivate, AllowedPorts: allowedPorts})
-}
-
 func (c *fetcherCache) get(p params.Params) check.Fetcher {
-	opts := fetch.Options{
-		UserAgent:    p.UserAgent,
-		Timeout:      p.FetchTimeout,
-		MaxBodyBytes: p.MaxBodyBytes,
-		AllowPrivate: c.allowPrivate,
-		AllowedPorts: p.Ports(),
-		Resolve:      c.resolve,
-		MaxConns:     c.maxConns,
-	}
+	opts := FetchOptions(p, c.addresses, c.resolve, c.maxConns)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.f == nil || !sameOptions(c.key, opts) {
@@ -254,5 +261,5 @@ func (c *fetcherCache) get(p params.Params) check.Fetcher {
 
 func sameOptions(a, b fetch.Options) bool {
 	return a.UserAgent == b.UserAgent && a.Timeout == b.Timeout && a.MaxBodyBytes == b.MaxBodyBytes &&
-		a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
+		a.Addresses.Equal(b.Addresses) && a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
 }

@@ -113,7 +113,7 @@ func TestResolveReachesTheFetcher(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 
-	cfg := config.Config{TableName: "t", OutputQueueURL: "http://127.0.0.1:1/q", ParamPath: "/p/", ShardCount: 1, AllowPrivateNetworks: true}
+	cfg := config.Config{TableName: "t", OutputQueueURL: "http://127.0.0.1:1/q", ParamPath: "/p/", ShardCount: 1, Addresses: fetch.PrivatePolicy()}
 	s := New(aws.Config{Region: "us-east-1"}, cfg, Options{Resolve: map[string][]netip.Addr{"www.site.test": {netip.MustParseAddr("127.0.0.2")}}})
 	f := s.Engine.Fetcher(params.Defaults())
 	resp, err := f.Fetch(t.Context(), fetch.Request{URL: "http://www.site.test:" + port + "/"})
@@ -123,5 +123,34 @@ func TestResolveReachesTheFetcher(t *testing.T) {
 	_, err = f.Fetch(t.Context(), fetch.Request{URL: "http://absent.site.test:" + port + "/"})
 	if fetch.KindOf(err) != fetch.KindDNS || fetch.IsTransient(err) || !strings.Contains(err.Error(), "no such host") {
 		t.Errorf("Fetch of a name outside the table: %v (kind %s), want a permanent no such host", err, fetch.KindOf(err))
+	}
+}
+
+// TestIngestAndDialShareThePolicy: the deployment's address policy (here
+// ALLOW_PRIVATE_NETWORKS=true) is what both ingest's guard and the
+// fetcher apply: the private set opens, the metadata endpoint does not,
+// and the denial names the function's variables.
+func TestIngestAndDialShareThePolicy(t *testing.T) {
+	cfg, err := config.FromEnv(func(k string) string {
+		return map[string]string{"TABLE_NAME": "t", "OUTPUT_QUEUE_URL": "http://127.0.0.1:1/q", "PARAM_PATH": "/p/",
+			"ALLOW_PRIVATE_NETWORKS": "true"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := netip.MustParseAddr("169.254.169.254")
+	s := New(aws.Config{Region: "us-east-1"}, cfg, Options{Resolve: map[string][]netip.Addr{"metadata.test": {meta}}})
+	const want = "address 169.254.169.254 is link-local (the cloud instance metadata endpoint: AWS, GCP, Azure, Oracle, OpenStack): not allowed (deployed: ALLOW_NETWORKS=169.254.169.254/32, named exactly; ALLOW_PRIVATE_NETWORKS=true never opens it)"
+	if err := s.Ingester.Guard(netip.AddrPortFrom(meta, 80), []int{80}); err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("ingest guard on the metadata endpoint: %v, want %q", err, want)
+	}
+	if err := s.Ingester.Guard(netip.MustParseAddrPort("10.0.0.1:8080"), []int{80}); err != nil {
+		t.Errorf("ingest guard on a private address with ALLOW_PRIVATE_NETWORKS=true: %v", err)
+	}
+	// The name resolves from the fixed table: no query, and the dial is
+	// refused before connect, so no packet leaves.
+	_, err = s.Engine.Fetcher(params.Defaults()).Fetch(t.Context(), fetch.Request{URL: "http://metadata.test/latest/meta-data/"})
+	if fetch.KindOf(err) != fetch.KindDenied || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("fetch of a name on the metadata endpoint: %v, want a denial ending %q", err, want)
 	}
 }

@@ -222,9 +222,11 @@ type APIResponse struct {
 }
 
 // HandleAPI serves POST /urls: 202 with the accepted count and per-item
-// errors; 400 for a body that is not JSON; 413 above the size limit; 503
-// when some valid items could not be queued (they are listed, retry them).
-// With an Idempotency-Key header, see Idempotency (also 409 and 422).
+// errors when at least one item was accepted; 400 when none was (every
+// item is listed with what is wrong) or the body is not JSON; 413 above
+// the size limit; 503 when some valid items could not be queued (they are
+// listed, retry them), whatever else was accepted. With an
+// Idempotency-Key header, see Idempotency (also 409 and 422).
 func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	defer func() {
 		if err := h.Metrics.Flush(); err != nil {
@@ -264,10 +266,11 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 	code := http.StatusAccepted
 	if len(msgs) > 0 {
 		res := h.ingest(ctx, msgs)
+		index := itemIndexes(msgs, bad)
 		for i, m := range msgs {
 			if err, ok := res.Failed[i]; ok {
 				code = http.StatusServiceUnavailable
-				resp.Errors = append(resp.Errors, urlmsg.ItemError{Index: -1, URL: m.URL, Error: "not queued, retry: " + err.Error()})
+				resp.Errors = append(resp.Errors, urlmsg.ItemError{Index: index[i], URL: m.URL, Error: "not queued, retry: " + err.Error()})
 				continue
 			}
 			resp.Accepted++
@@ -278,7 +281,37 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 			h.Log.ErrorContext(ctx, "queue urls from api", "failed", len(res.Failed), "requestId", id)
 		}
 	}
-	return reply(code, resp), nil
+	return reply(settle(code, &resp)), nil
+}
+
+// settle turns "nothing accepted" into a 400: a 202 must mean that
+// something will come out, and a producer that reads only the status
+// would otherwise take a request of typos for a success. A 503 stays a
+// 503: its items are to be retried as they are.
+func settle(code int, resp *APIResponse) (int, APIResponse) {
+	if code == http.StatusAccepted && resp.Accepted == 0 {
+		resp.Message = noneAccepted
+		return http.StatusBadRequest, *resp
+	}
+	return code, *resp
+}
+
+// noneAccepted is the message of a 400 whose items were all refused.
+const noneAccepted = "no item was accepted: each error names an item by its index and says what to change"
+
+// itemIndexes returns the payload index of each message Parse accepted:
+// the indexes its item errors do not take, in order.
+func itemIndexes(msgs []urlmsg.Message, bad []urlmsg.ItemError) []int {
+	out := make([]int, 0, len(msgs))
+	b := 0
+	for i := 0; len(out) < len(msgs); i++ {
+		if b < len(bad) && bad[b].Index == i {
+			b++
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
 }
 
 func ingestParams(p params.Params) hostqueue.IngestParams {

@@ -156,7 +156,7 @@ func (h *Handler) handleIdempotent(ctx context.Context, ev events.APIGatewayProx
 	if len(msgs) == 0 {
 		// Nothing to queue: the same body always gets this answer, so
 		// there is nothing to remember.
-		return reply(http.StatusAccepted, APIResponse{Errors: bad})
+		return reply(http.StatusBadRequest, APIResponse{Errors: bad, Message: noneAccepted})
 	}
 
 	idem := h.Idempotency
@@ -198,10 +198,14 @@ func (h *Handler) handleIdempotent(ctx context.Context, ev events.APIGatewayProx
 	code := http.StatusAccepted
 	if len(todo) > 0 {
 		res := h.ingest(ctx, todo)
+		index := map[string]int{}
+		for i, ix := range itemIndexes(msgs, bad) {
+			index[msgs[i].ID] = ix
+		}
 		for i, m := range todo {
 			if err, ok := res.Failed[i]; ok {
 				code = http.StatusServiceUnavailable
-				resp.Errors = append(resp.Errors, urlmsg.ItemError{Index: -1, URL: m.URL, Error: "not queued, retry with the same " + IdempotencyHeader + ": " + err.Error()})
+				resp.Errors = append(resp.Errors, urlmsg.ItemError{Index: index[m.ID], URL: m.URL, Error: "not queued, retry with the same " + IdempotencyHeader + ": " + err.Error()})
 				continue
 			}
 			accepted[m.ID] = true

@@ -18,8 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -51,7 +49,7 @@ func runBackend() (code int, handled bool) {
 	case "local":
 		return runLocalMode(), true
 	case "moto":
-		for _, name := range []string{"state", "listen"} {
+		for _, name := range []string{"state", "listen", "allowed-host", "token"} {
 			if flagSet(name) {
 				fmt.Fprintf(os.Stderr, "localrun: --%s is for --backend local\n", name)
 				return 2, true
@@ -114,6 +112,17 @@ func runLocalMode() int {
 		return 2
 	}
 
+	// Checked before anything is opened: a server other machines could
+	// reach without a token does not start at all.
+	var sopts standalone.ServeOptions
+	if listen != "" {
+		var err error
+		if sopts, err = serveOptions(listen); err != nil {
+			fmt.Fprintln(os.Stderr, "localrun:", err)
+			return 2
+		}
+	}
+
 	logw := io.Discard
 	if sharedBool("v") {
 		logw = os.Stderr
@@ -132,7 +141,7 @@ func runLocalMode() int {
 
 	params := sharedParams()
 	opts := standalone.Options{
-		Params: params, AllowPrivate: sharedBool("allow-private"), ShardCount: sharedInt("shards"), Log: log,
+		Params: params, Addresses: addressPolicy(allowNetFlag, *allowPrivateFlag, demo), ShardCount: sharedInt("shards"), Log: log,
 		OnReject: func(r standalone.Rejected) {
 			fmt.Fprintf(os.Stderr, "localrun: line %d not accepted: %s\n", r.Line, r.Error)
 		},
@@ -192,9 +201,6 @@ func runLocalMode() int {
 			fmt.Fprintf(os.Stderr, "localrun: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
 				demosite.HostileDomain, len(hostile.URLs()), params["GiveUpAfter"], params["FetchTimeout"])
 		}
-		// The demo site lives on loopback, which the fetcher refuses unless
-		// private networks are allowed: the demo allows them for itself.
-		opts.AllowPrivate = true
 		var b strings.Builder
 		for _, u := range list {
 			line, _ := json.Marshal(map[string]string{"url": u})
@@ -231,27 +237,10 @@ func runLocalMode() int {
 		if _, err := os.Stat(opts.State); err == nil {
 			fresh = false
 		}
-		if err := os.MkdirAll(filepath.Dir(opts.State), 0o755); err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
-			return 1
-		}
 	}
-	out := os.Stdout
-	if outPath != "" {
-		// A new state starts a new output; a resumed one adds to it.
-		mode := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		if fresh {
-			mode |= os.O_TRUNC
-		}
-		f, err := os.OpenFile(outPath, mode, 0o644)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
-			return 2
-		}
-		defer f.Close()
-		out = f
-	}
-	opts.Out = out
+	// Open checks the state and the results file before it creates or
+	// writes either (outfile.go).
+	opts.OutPath, opts.Overwrite = outPath, *overwriteFlag
 	opts.Bodies = *bodiesFlag
 	if opts.Bodies == "" {
 		state := opts.State
@@ -261,9 +250,11 @@ func runLocalMode() int {
 		opts.Bodies = filepath.Join(filepath.Dir(state), "bodies")
 	}
 	bodies := &bodyTally{}
+	denials := &addressDenials{}
 	var outs *outcomes // set once the runtime is open, before any result
 	opts.OnResult = func(r result.Result) {
 		bodies.add(r)
+		denials.add(r)
 		outs.add(r)
 		if hostile != nil {
 			// tally is set once the runtime is open, before any result.
@@ -281,10 +272,12 @@ func runLocalMode() int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
+		explainOpenError(os.Stderr, err)
 		return 2
 	}
 	defer rt.Close()
 	outs = newOutcomes(rt.QueueKey, rt.Params())
+	printRecovery(os.Stderr, rt)
 	if hostile != nil {
 		tally = newHostileTally(hostile, rt.AcceptedAt)
 	}
@@ -300,29 +293,37 @@ func runLocalMode() int {
 		}
 	}
 
-	var srv *http.Server
+	// The server stops after Run, so the results of its last rounds are
+	// kept for GET /urls/{id} while clients can still ask.
+	stopServing := func() {}
 	if listen != "" {
-		ln, err := net.Listen("tcp", listen)
+		srv, err := rt.Listen(sopts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "localrun:", err)
 			return 2
 		}
-		srv = &http.Server{Handler: rt.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls until Ctrl-C\n", ln.Addr())
+		stopServing = func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := srv.Close(sctx); err != nil {
+				fmt.Fprintln(os.Stderr, "localrun: stop serving:", err)
+			}
+		}
+		auth := ""
+		if sopts.Token != "" {
+			auth = " (with Authorization: Bearer <token>)"
+		}
+		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls%s until Ctrl-C; GET /urls/{id} for a result, GET /healthz\n", srv.Addr(), auth)
 	}
 	// A terminal gets a line redrawn in place (not under -v, whose logs
 	// would break it); anything else a line every logEvery.
 	stopProgress := startProgress(os.Stderr, rt, isTerminal(os.Stderr) && !sharedBool("v"))
 	rep, runErr := rt.Run(ctx, standalone.RunOptions{Input: input, Serve: listen != ""})
 	stopProgress()
-	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = srv.Shutdown(sctx)
-		cancel()
-	}
+	stopServing()
 
 	printLocalSummary(os.Stderr, rep, outs, rt.HostDelay, sharedBool("v"))
+	denials.print(os.Stderr)
 	bodies.print(os.Stderr, opts.Bodies)
 	if err := printMetrics(os.Stderr, emf.Bytes(), sharedBool("v")); err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)

@@ -24,9 +24,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -52,7 +52,6 @@ func run() int {
 	urlsPath := flag.String("urls", "", "JSON lines of {\"host\",\"url\"} or bare URLs, one per line; - is stdin (default: the built-in demo site)")
 	outPath := flag.String("out", "", "write results as JSON lines to this file (default stdout)")
 	flag.Var(params, "param", "runtime parameter Name=Value, repeatable (e.g. --param FetchDelay=200ms)")
-	allowPrivate := flag.Bool("allow-private", false, "permit loopback and private-address targets (needed for local sites)")
 	timeout := flag.Duration("timeout", 0, "give up after this long, print what is missing and exit 1")
 	shards := flag.Int("shards", 0, "check loops (local) or the template's ShardCount (moto), 1 to 16")
 	checkRun := flag.Duration("check-run", 0, "how long each check invocation keeps starting requests")
@@ -117,9 +116,6 @@ func run() int {
 		for _, u := range list {
 			items = append(items, urlmsg.Input{URL: u})
 		}
-		// The demo site lives on loopback, which the fetcher refuses unless
-		// private networks are allowed: the demo allows them for itself.
-		*allowPrivate = true
 		hosts := site.Hosts()
 		shown := strings.Join(hosts[:min(len(hosts), 4)], ", ")
 		if len(hosts) > 4 {
@@ -157,9 +153,10 @@ func run() int {
 
 	out := io.Writer(os.Stdout)
 	if *outPath != "" {
-		f, err := os.Create(*outPath)
+		f, err := createOut(*outPath) // outfile.go: never empties results unasked
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "localrun:", err)
+			explainOpenError(os.Stderr, err)
 			return 2
 		}
 		defer f.Close()
@@ -177,7 +174,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj)
 	}
 	opts := local.Options{
-		ShardCount: *shards, Params: params, AllowPrivate: *allowPrivate, CheckRun: *checkRun,
+		ShardCount: *shards, Params: params, Addresses: addressPolicy(allowNetFlag, *allowPrivateFlag, site != nil), CheckRun: *checkRun,
 		Endpoint: *endpoint, Log: log, Faults: inj,
 	}
 	if hostile != nil {
@@ -208,10 +205,12 @@ func run() int {
 	}
 	bodies := &bodyTally{}
 	var failed atomic.Int64
+	denials := &addressDenials{}
 	report, runErr := p.Run(ctx, sent.Expected, func(r result.Result, line []byte) {
 		w.Write(line)
 		w.WriteByte('\n')
 		bodies.add(r)
+		denials.add(r)
 		if isFailure(r) {
 			failed.Add(1)
 		}
@@ -226,6 +225,7 @@ func run() int {
 	})
 	w.Flush()
 	printSummary(report)
+	denials.print(os.Stderr)
 	bodies.print(os.Stderr, "s3://"+p.Stack.BodyBucket)
 	if inj != nil {
 		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj.Summary())

@@ -117,7 +117,7 @@ func progressLine(p standalone.Progress, reqsBefore int64, span, eta time.Durati
 		etaText = eta.Round(time.Second).String()
 	}
 	return fmt.Sprintf("localrun: %d/%d urls  %.1f req/s  %d hosts active  backlog %d  ETA %s",
-		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText)
+		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText) + waitingText(p.Waiting)
 }
 
 // printMetrics writes the table of the metrics the functions wrote as EMF

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/infra/standalone"
+	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -57,15 +58,12 @@ type cause struct {
 var causes = []cause{
 	{result.StatusDenied, []string{"check address", "not allowed"}, "denied by the address policy",
 		func(_ map[string]string, errText string) string {
-			// A policy that names its remedy in the denial ("... not
-			// allowed (local mode: --allow-net 127.0.0.0/8 or
-			// --allow-private)") is quoted.
-			if _, fix, ok := strings.Cut(errText, "(local mode: "); ok {
-				if fix, _, ok = strings.Cut(fix, ")"); ok {
-					return "run again with " + fix
-				}
+			// A denial that names its remedy is counted by addressDenials,
+			// which lists each flag and network after the summary.
+			if fetch.AddressFix(errText) != "" {
+				return "the flags that would allow them follow"
 			}
-			return "add --allow-private to reach loopback and private addresses (only for sites you run)"
+			return "add --allow-net CIDR or --allow-private to reach them (only sites you run)"
 		}},
 	{result.StatusDenied, []string{"port", "is not allowed"}, "denied: port not in AllowedPorts",
 		func(now map[string]string, _ string) string {

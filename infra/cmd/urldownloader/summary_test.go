@@ -34,17 +34,17 @@ func TestAdviceLines(t *testing.T) {
 	add(1, result.Result{Host: "d.test", URL: "http://d.test/p", Status: result.StatusFetchError,
 		Error: "host gave no usable answer for 1h (9 attempts); last: connection refused"})
 	add(5, result.Result{Host: "e.test", URL: "http://e.test/p", Status: result.StatusFetched})
-	// A denial that names its remedy is quoted.
+	// A denial that names its remedy points at addressDenials' list.
 	named := newOutcomes(func(h string) string { return h }, p)
 	named.add(result.Result{Host: "10.1.2.3", URL: "http://10.1.2.3/", Status: result.StatusDenied,
 		Error: "get http://10.1.2.3/: check address: address 10.1.2.3 is private: not allowed (local mode: --allow-net 10.0.0.0/8 or --allow-private)"})
-	if l := named.adviceLines(); len(l) != 1 || !strings.HasSuffix(l[0], "): run again with --allow-net 10.0.0.0/8 or --allow-private") {
+	if l := named.adviceLines(); len(l) != 1 || !strings.HasSuffix(l[0], "): the flags that would allow them follow") {
 		t.Errorf("a denial naming its remedy: %q", l)
 	}
 
 	lines := o.adviceLines()
 	want := []string{
-		"12 denied by the address policy (e.g. http://127.0.0.2:8080/a: check address: address 127.0.0.2 is loopback and private networks are not allowed): add --allow-private",
+		"12 denied by the address policy (e.g. http://127.0.0.2:8080/a: check address: address 127.0.0.2 is loopback and private networks are not allowed): add --allow-net CIDR or --allow-private",
 		"3 timed out (e.g. http://slow.test/x: ",
 		"): raise --param FetchTimeout (now 3s)",
 		"2 answered HTTP 404 (e.g. http://a.test/gone: HTTP 404)",
