@@ -56,6 +56,12 @@ type cause struct {
 // substrings are those of the messages the engine and the fetcher write
 // (shared/check, shared/fetch, shared/hostqueue).
 var causes = []cause{
+	// Before the address policy: a port denial also comes from "check
+	// address" and says "not allowed".
+	{result.StatusDenied, []string{"port ", "is not allowed (allowed ports"}, "denied: port not in AllowedPorts",
+		func(now map[string]string, _ string) string {
+			return fmt.Sprintf("add the port to --param AllowedPorts=%s,PORT", now[params.NameAllowedPorts])
+		}},
 	{result.StatusDenied, []string{"check address", "not allowed"}, "denied by the address policy",
 		func(_ map[string]string, errText string) string {
 			// A denial that names its remedy is counted by addressDenials,
@@ -64,10 +70,6 @@ var causes = []cause{
 				return "the flags that would allow them follow"
 			}
 			return "add --allow-net CIDR or --allow-private to reach them (only sites you run)"
-		}},
-	{result.StatusDenied, []string{"port", "is not allowed"}, "denied: port not in AllowedPorts",
-		func(now map[string]string, _ string) string {
-			return fmt.Sprintf("add the port to --param AllowedPorts=%s,PORT", now[params.NameAllowedPorts])
 		}},
 	{result.StatusDenied, []string{robotsDisallowed}, "disallowed by the site's robots.txt (not a failure)",
 		func(map[string]string, string) string { return "" }},

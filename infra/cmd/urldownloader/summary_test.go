@@ -38,6 +38,15 @@ func TestAdviceLines(t *testing.T) {
 	named := newOutcomes(func(h string) string { return h }, p)
 	named.add(result.Result{Host: "10.1.2.3", URL: "http://10.1.2.3/", Status: result.StatusDenied,
 		Error: "get http://10.1.2.3/: check address: address 10.1.2.3 is private: not allowed (local mode: --allow-net 10.0.0.0/8 or --allow-private)"})
+	named.add(result.Result{Host: "1.2.3.4:8080", URL: "http://1.2.3.4:8080/", Status: result.StatusDenied,
+		Error: "get http://1.2.3.4:8080/: check address: port 8080 of 1.2.3.4 is not allowed (allowed ports: 80,443)"})
+	portLine := named.adviceLines()
+	if len(portLine) != 2 || !strings.Contains(strings.Join(portLine, "\n"), "1 denied: port not in AllowedPorts (e.g. http://1.2.3.4:8080/: get http://1.2.3.4:8080/: check address: port 8080 of 1.2.3.4 is not allowed (allowed ports: 80,443)): add the port to --param AllowedPorts=80,443,PORT") {
+		t.Errorf("a port denial: %q", portLine)
+	}
+	named = newOutcomes(func(h string) string { return h }, p)
+	named.add(result.Result{Host: "10.1.2.3", URL: "http://10.1.2.3/", Status: result.StatusDenied,
+		Error: "get http://10.1.2.3/: check address: address 10.1.2.3 is private: not allowed (local mode: --allow-net 10.0.0.0/8 or --allow-private)"})
 	if l := named.adviceLines(); len(l) != 1 || !strings.HasSuffix(l[0], "): the flags that would allow them follow") {
 		t.Errorf("a denial naming its remedy: %q", l)
 	}
