@@ -3,7 +3,9 @@ package local_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +32,10 @@ func start(t *testing.T, opts local.Options) *local.Pipeline {
 	}
 	srv := moto.Shared(t)
 	opts.Endpoint = srv.Endpoint
+	if opts.Log == nil && os.Getenv("LOCAL_LOG") != "" {
+		// The functions' logs, to see what a failing run did.
+		opts.Log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())
 	if len(name) > 24 {
 		name = name[:24]
