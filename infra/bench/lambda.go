@@ -135,9 +135,12 @@ func (e *benchEnv) rieFigures(ctx context.Context) ([]FunctionFigures, error) {
 		{"ingest", "ingest", 256, time.Minute, [][]byte{big}, fmt.Sprintf("%d records x 1 URL, %d hosts", ingestBatchRecords, ingestBatchHosts)},
 		{"check", "check", 512, 20 * time.Second, [][]byte{shard}, "infra/events/check-shard-0.json, idle shard, CHECK_RUN_SECONDS=1"},
 	} {
-		bin, err := rie.Build(ctx, dir, f.fn)
-		if err != nil {
-			return nil, err
+		bin, ok := prebuilt.bootstraps[f.fn]
+		if !ok {
+			var err error
+			if bin, err = rie.Build(ctx, dir, f.fn); err != nil {
+				return nil, err
+			}
 		}
 		em, err := rie.Start(ctx, rie.Options{Bootstrap: bin, Env: env, Timeout: f.timeout, MemorySize: f.mem, FunctionName: f.fn})
 		if err != nil {

@@ -82,7 +82,10 @@ func SmokeResources() ResourcesConfig {
 	return ResourcesConfig{
 		SlowHosts: 12, HangHosts: 12, URLsPerHost: 2,
 		PageBytes: 200_000, FirstByte: 100 * time.Millisecond, LastByte: 200 * time.Millisecond,
-		CheckRun: 3 * time.Second,
+		// A slow host's two pages take about a second; the run is ten,
+		// so under a loaded machine's slowdown every slow URL is still
+		// fetched within it (TestResourcesSmoke wants them all).
+		CheckRun: 10 * time.Second,
 		Params:   map[string]string{"FetchTimeout": "2s", "FetchDelay": "200ms"},
 		// Little time, so a moto slower than the smallest batch still
 		// shows the hand-back instead of the timeout.

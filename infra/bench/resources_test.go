@@ -18,7 +18,8 @@ func TestResourcesSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts moto and two function processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Only bounds a hang (the scenario takes about 20 s alone).
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	srv, err := moto.StartWith(ctx, moto.Options{})
 	if err != nil {

@@ -122,12 +122,12 @@ func (d *addressDenials) print(w io.Writer) {
 	fixes := slices.SortedFunc(maps.Keys(d.byFix), func(a, b string) int {
 		return cmp.Or(d.byFix[b]-d.byFix[a], strings.Compare(a, b))
 	})
-	fmt.Fprintf(w, "localrun: %d urls were denied by the address policy; to allow them, run again with:\n", total)
+	fmt.Fprintf(w, "urldownloader: %d urls were denied by the address policy; to allow them, run again with:\n", total)
 	for _, fix := range fixes[:min(len(fixes), maxFixes)] {
 		n := d.byFix[fix]
-		fmt.Fprintf(w, "localrun:   %s  (%d %s, e.g. %s)\n", fix, n, map[bool]string{true: "url", false: "urls"}[n == 1], d.example[fix])
+		fmt.Fprintf(w, "urldownloader:   %s  (%d %s, e.g. %s)\n", fix, n, map[bool]string{true: "url", false: "urls"}[n == 1], d.example[fix])
 	}
 	if len(fixes) > maxFixes {
-		fmt.Fprintf(w, "localrun:   ... and %d other networks (see the results' errors)\n", len(fixes)-maxFixes)
+		fmt.Fprintf(w, "urldownloader:   ... and %d other networks (see the results' errors)\n", len(fixes)-maxFixes)
 	}
 }

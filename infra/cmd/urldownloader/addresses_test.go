@@ -121,9 +121,9 @@ func TestDenialsSummary(t *testing.T) {
 	d.add(result.Result{URL: "http://93.184.216.34:22/", Status: result.StatusDenied, Error: "check address: port 22 of 93.184.216.34 is not allowed (allowed ports: 80, 443)"})
 	d.add(result.Result{URL: "http://site.test/", Status: result.StatusFetched})
 	d.print(&buf)
-	want := "localrun: 3 urls were denied by the address policy; to allow them, run again with:\n" +
-		"localrun:   --allow-net 127.0.0.0/8 or --allow-private  (2 urls, e.g. http://127.0.0.1/a)\n" +
-		"localrun:   --allow-net 169.254.169.254/32, named exactly; --allow-private never opens it  (1 url, e.g. http://meta.test/)\n"
+	want := "urldownloader: 3 urls were denied by the address policy; to allow them, run again with:\n" +
+		"urldownloader:   --allow-net 127.0.0.0/8 or --allow-private  (2 urls, e.g. http://127.0.0.1/a)\n" +
+		"urldownloader:   --allow-net 169.254.169.254/32, named exactly; --allow-private never opens it  (1 url, e.g. http://meta.test/)\n"
 	if buf.String() != want {
 		t.Errorf("summary\n%s\nwant\n%s", buf.String(), want)
 	}
@@ -195,7 +195,7 @@ func TestLocalModeDeniesNamingTheFlag(t *testing.T) {
 			}
 			var summary bytes.Buffer
 			denials.print(&summary)
-			if tc.want == result.StatusDenied && !strings.Contains(summary.String(), "localrun:   --allow-net 127.0.0.0/8 or --allow-private  (2 urls") {
+			if tc.want == result.StatusDenied && !strings.Contains(summary.String(), "urldownloader:   --allow-net 127.0.0.0/8 or --allow-private  (2 urls") {
 				t.Errorf("summary %q does not name the flag for both urls", summary.String())
 			}
 			if tc.want != result.StatusDenied && summary.Len() != 0 {

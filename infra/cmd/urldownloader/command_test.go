@@ -169,7 +169,7 @@ func TestExitCodes(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("exit %d, want 1:\n%s", code, stderr)
 		}
-		if !regexp.MustCompile(`2 denied by the address policy \(e\.g\. http://127\.0\.0\.[^\n]*: the flags that would allow them follow\n(.*\n)*localrun:   --allow-net 127\.0\.0\.0/8 or --allow-private  \(2 urls`).MatchString(stderr) {
+		if !regexp.MustCompile(`2 denied by the address policy \(e\.g\. http://127\.0\.0\.[^\n]*: the flags that would allow them follow\n(.*\n)*urldownloader:   --allow-net 127\.0\.0\.0/8 or --allow-private  \(2 urls`).MatchString(stderr) {
 			t.Errorf("no advice for the denied URLs:\n%s", stderr)
 		}
 	})

@@ -93,7 +93,7 @@ func (t *hostileTally) print(w io.Writer) {
 	for _, r := range t.site.Requests() {
 		reqs[r.Host]++
 	}
-	fmt.Fprintf(w, "localrun: hostile hosts: how each ended (time from acceptance to its last result, requests the host saw):\n")
+	fmt.Fprintf(w, "urldownloader: hostile hosts: how each ended (time from acceptance to its last result, requests the host saw):\n")
 	for _, h := range t.site.Hosts() {
 		e := t.hosts[h.Host]
 		if e == nil {
@@ -101,7 +101,7 @@ func (t *hostileTally) print(w io.Writer) {
 			if len(h.URLs) == 0 {
 				verdict = "no url reached it"
 			}
-			fmt.Fprintf(w, "localrun:   %-19s %-38s %s; requests=%d\n", h.Kind, h.Host, verdict, reqs[h.Host])
+			fmt.Fprintf(w, "urldownloader:   %-19s %-38s %s; requests=%d\n", h.Kind, h.Host, verdict, reqs[h.Host])
 			continue
 		}
 		var counts []string
@@ -116,10 +116,10 @@ func (t *hostileTally) print(w io.Writer) {
 		if len(e.unexpected) > 0 {
 			verdict = fmt.Sprintf("UNEXPECTED (%d): %s; want %s", len(e.unexpected), clip(e.unexpected[0], 160), h.Kind.Ending())
 		}
-		fmt.Fprintf(w, "localrun:   %-19s %-38s %-28s after %-6s requests=%-3d %s\n",
+		fmt.Fprintf(w, "urldownloader:   %-19s %-38s %-28s after %-6s requests=%-3d %s\n",
 			h.Kind, h.Host, strings.Join(counts, " "), took, reqs[h.Host], verdict)
 		if e.firstError != "" {
-			fmt.Fprintf(w, "localrun:   %-19s first error: %s\n", "", clip(e.firstError, 200))
+			fmt.Fprintf(w, "urldownloader:   %-19s first error: %s\n", "", clip(e.firstError, 200))
 		}
 	}
 }

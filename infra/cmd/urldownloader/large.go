@@ -73,6 +73,6 @@ func (b *bodyTally) print(w io.Writer, where string) {
 	for _, n := range b.objects {
 		kept += n
 	}
-	fmt.Fprintf(w, "localrun: bodies: %d inline, %d stored (%.1f MB) as %d objects (%.1f MB) in %s\n",
+	fmt.Fprintf(w, "urldownloader: bodies: %d inline, %d stored (%.1f MB) as %d objects (%.1f MB) in %s\n",
 		b.inline, b.stored, float64(b.storedBytes)/1e6, len(b.objects), float64(kept)/1e6, where)
 }

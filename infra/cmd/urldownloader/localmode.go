@@ -51,7 +51,7 @@ func runBackend() (code int, handled bool) {
 	case "moto":
 		for _, name := range []string{"state", "listen", "allowed-host", "token"} {
 			if flagSet(name) {
-				fmt.Fprintf(os.Stderr, "localrun: --%s is for --backend local\n", name)
+				fmt.Fprintf(os.Stderr, "urldownloader: --%s is for --backend local\n", name)
 				return 2, true
 			}
 		}
@@ -60,7 +60,7 @@ func runBackend() (code int, handled bool) {
 		}
 		return 0, false
 	default:
-		fmt.Fprintf(os.Stderr, "localrun: --backend %q: want local or moto\n", *backendFlag)
+		fmt.Fprintf(os.Stderr, "urldownloader: --backend %q: want local or moto\n", *backendFlag)
 		return 2, true
 	}
 }
@@ -98,7 +98,7 @@ func sharedParams() map[string]string {
 func runLocalMode() int {
 	for _, name := range []string{"faults", "fault-rate", "endpoint"} {
 		if flagSet(name) {
-			fmt.Fprintf(os.Stderr, "localrun: --%s needs the emulated AWS stack: add --backend moto\n", name)
+			fmt.Fprintf(os.Stderr, "urldownloader: --%s needs the emulated AWS stack: add --backend moto\n", name)
 			return 2
 		}
 	}
@@ -108,7 +108,7 @@ func runLocalMode() int {
 	// in memory.
 	demo := urlsPath == "" && listen == "" && !flagSet("state")
 	if sharedBool("demo-hostile") && !demo {
-		fmt.Fprintln(os.Stderr, "localrun: --demo-hostile serves its own site; it does not go with --urls, --listen or --state")
+		fmt.Fprintln(os.Stderr, "urldownloader: --demo-hostile serves its own site; it does not go with --urls, --listen or --state")
 		return 2
 	}
 
@@ -118,7 +118,7 @@ func runLocalMode() int {
 	if listen != "" {
 		var err error
 		if sopts, err = serveOptions(listen); err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader:", err)
 			return 2
 		}
 	}
@@ -143,7 +143,7 @@ func runLocalMode() int {
 	opts := standalone.Options{
 		Params: params, Addresses: addressPolicy(allowNetFlag, *allowPrivateFlag, demo), ShardCount: sharedInt("shards"), Log: log,
 		OnReject: func(r standalone.Rejected) {
-			fmt.Fprintf(os.Stderr, "localrun: line %d not accepted: %s\n", r.Line, r.Error)
+			fmt.Fprintf(os.Stderr, "urldownloader: line %d not accepted: %s\n", r.Line, r.Error)
 		},
 	}
 	if flagSet("check-run") {
@@ -162,7 +162,7 @@ func runLocalMode() int {
 		var err error
 		site, err = demosite.Start(demosite.Options{Hosts: sharedInt("demo-hosts")})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader:", err)
 			return 1
 		}
 		defer site.Close()
@@ -183,11 +183,11 @@ func runLocalMode() int {
 		if len(hosts) > 4 {
 			shown += fmt.Sprintf(" and %d more", len(hosts)-4)
 		}
-		fmt.Fprintf(os.Stderr, "localrun: demo site on %s: %d urls\n", shown, len(list))
+		fmt.Fprintf(os.Stderr, "urldownloader: demo site on %s: %d urls\n", shown, len(list))
 		if sharedBool("demo-hostile") {
 			hostile, err = demosite.StartHostile(demosite.HostileOptions{Pages: sharedInt("hostile-pages")})
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "localrun:", err)
+				fmt.Fprintln(os.Stderr, "urldownloader:", err)
 				return 1
 			}
 			defer hostile.Close()
@@ -198,7 +198,7 @@ func runLocalMode() int {
 				}
 			}
 			opts.Resolve = hostile.Resolve()
-			fmt.Fprintf(os.Stderr, "localrun: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
+			fmt.Fprintf(os.Stderr, "urldownloader: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
 				demosite.HostileDomain, len(hostile.URLs()), params["GiveUpAfter"], params["FetchTimeout"])
 		}
 		var b strings.Builder
@@ -211,13 +211,13 @@ func runLocalMode() int {
 	case urlsPath == "-":
 		var err error
 		if input, err = stdinInput(os.Stdin); err != nil {
-			fmt.Fprintln(os.Stderr, "localrun: read stdin:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader: read stdin:", err)
 			return 2
 		}
 	case urlsPath != "":
 		f, err := os.Open(urlsPath)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun: open urls:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader: open urls:", err)
 			return 2
 		}
 		defer f.Close()
@@ -267,11 +267,11 @@ func runLocalMode() int {
 		// Ctrl-C while the state was being read: nothing was taken from
 		// the input or the queues yet, so this is a clean stop like any
 		// other, not a broken state.
-		fmt.Fprintf(os.Stderr, "localrun: stopped while opening the state (%v); nothing was taken from the input or the queues: run the same command again to continue\n", err)
+		fmt.Fprintf(os.Stderr, "urldownloader: stopped while opening the state (%v); nothing was taken from the input or the queues: run the same command again to continue\n", err)
 		return 130
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "localrun:", err)
+		fmt.Fprintln(os.Stderr, "urldownloader:", err)
 		explainOpenError(os.Stderr, err)
 		return 2
 	}
@@ -283,13 +283,13 @@ func runLocalMode() int {
 	}
 	switch {
 	case demo:
-		fmt.Fprintln(os.Stderr, "localrun: local mode, state in memory")
+		fmt.Fprintln(os.Stderr, "urldownloader: local mode, state in memory")
 	case fresh:
-		fmt.Fprintf(os.Stderr, "localrun: local mode, new state %s\n", opts.State)
+		fmt.Fprintf(os.Stderr, "urldownloader: local mode, new state %s\n", opts.State)
 	default:
-		fmt.Fprintf(os.Stderr, "localrun: local mode, state %s: %d urls queued by an earlier run\n", opts.State, rt.Resumed)
+		fmt.Fprintf(os.Stderr, "urldownloader: local mode, state %s: %d urls queued by an earlier run\n", opts.State, rt.Resumed)
 		if rt.Resumed > 0 {
-			fmt.Fprintln(os.Stderr, "localrun: hosts the earlier run stopped are due again at their staggered check, within 2 × CheckHostPeriod")
+			fmt.Fprintln(os.Stderr, "urldownloader: hosts the earlier run stopped are due again at their staggered check, within 2 × CheckHostPeriod")
 		}
 	}
 
@@ -299,21 +299,21 @@ func runLocalMode() int {
 	if listen != "" {
 		srv, err := rt.Listen(sopts)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader:", err)
 			return 2
 		}
 		stopServing = func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := srv.Close(sctx); err != nil {
-				fmt.Fprintln(os.Stderr, "localrun: stop serving:", err)
+				fmt.Fprintln(os.Stderr, "urldownloader: stop serving:", err)
 			}
 		}
 		auth := ""
 		if sopts.Token != "" {
 			auth = " (with Authorization: Bearer <token>)"
 		}
-		fmt.Fprintf(os.Stderr, "localrun: accepting POST http://%s/urls%s until Ctrl-C; GET /urls/{id} for a result, GET /healthz\n", srv.Addr(), auth)
+		fmt.Fprintf(os.Stderr, "urldownloader: accepting POST http://%s/urls%s until Ctrl-C; GET /urls/{id} for a result, GET /healthz\n", srv.Addr(), auth)
 	}
 	// A terminal gets a line redrawn in place (not under -v, whose logs
 	// would break it); anything else a line every logEvery.
@@ -326,27 +326,27 @@ func runLocalMode() int {
 	denials.print(os.Stderr)
 	bodies.print(os.Stderr, opts.Bodies)
 	if err := printMetrics(os.Stderr, emf.Bytes(), sharedBool("v")); err != nil {
-		fmt.Fprintln(os.Stderr, "localrun:", err)
+		fmt.Fprintln(os.Stderr, "urldownloader:", err)
 	}
 	if site != nil {
 		reqs := site.Requests()
 		if hostile != nil {
 			tally.print(os.Stderr)
 			if n := tally.unexpected(); n > 0 {
-				fmt.Fprintf(os.Stderr, "localrun: %d hostile results did not end as their host's kind says (see UNEXPECTED above)\n", n)
+				fmt.Fprintf(os.Stderr, "urldownloader: %d hostile results did not end as their host's kind says (see UNEXPECTED above)\n", n)
 			}
 			reqs = append(reqs, hostile.Requests()...)
 		}
 		gap, host := demosite.MinGap(reqs)
-		fmt.Fprintf(os.Stderr, "localrun: demo site saw %d requests; smallest gap between two requests to one host: %s (%s)\n",
+		fmt.Fprintf(os.Stderr, "urldownloader: demo site saw %d requests; smallest gap between two requests to one host: %s (%s)\n",
 			len(reqs), gap.Round(time.Millisecond), host)
 	}
 	rejected := rep.Input.Rejected + rep.Input.SkippedRejected
 	switch {
 	case runErr != nil:
-		fmt.Fprintln(os.Stderr, "localrun:", runErr)
+		fmt.Fprintln(os.Stderr, "urldownloader:", runErr)
 		if errors.Is(runErr, standalone.ErrInputChanged) {
-			fmt.Fprintln(os.Stderr, "localrun: use a new --state for a new input")
+			fmt.Fprintln(os.Stderr, "urldownloader: use a new --state for a new input")
 			return 2
 		}
 		return 1
@@ -355,28 +355,28 @@ func runLocalMode() int {
 		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		if timedOut || demo {
 			for _, id := range ids[:min(len(ids), 20)] {
-				fmt.Fprintf(os.Stderr, "localrun: no result yet: %s %s\n", id, rep.Missing[id])
+				fmt.Fprintf(os.Stderr, "urldownloader: no result yet: %s %s\n", id, rep.Missing[id])
 			}
 			if len(ids) > 20 {
-				fmt.Fprintf(os.Stderr, "localrun: ... and %d more\n", len(ids)-20)
+				fmt.Fprintf(os.Stderr, "urldownloader: ... and %d more\n", len(ids)-20)
 			}
 		}
 		if demo {
-			fmt.Fprintf(os.Stderr, "localrun: stopped with %d urls without a result\n", len(ids))
+			fmt.Fprintf(os.Stderr, "urldownloader: stopped with %d urls without a result\n", len(ids))
 		} else {
-			fmt.Fprintf(os.Stderr, "localrun: stopped; %d urls are still queued in %s: run the same command again to continue\n", len(ids), opts.State)
+			fmt.Fprintf(os.Stderr, "urldownloader: stopped; %d urls are still queued in %s: run the same command again to continue\n", len(ids), opts.State)
 		}
 		if timedOut {
 			return 1
 		}
 		return 130
 	case rep.Expected == 0 && rep.Input.Skipped > 0 && rep.Input.Lines == 0:
-		fmt.Fprintln(os.Stderr, "localrun: nothing to do: this state already read the whole input and every url has its result (use a new --state to download again)")
+		fmt.Fprintln(os.Stderr, "urldownloader: nothing to do: this state already read the whole input and every url has its result (use a new --state to download again)")
 		if rejected > 0 {
 			return 1
 		}
 	case rejected > 0:
-		fmt.Fprintf(os.Stderr, "localrun: %d input lines were not accepted\n", rejected)
+		fmt.Fprintf(os.Stderr, "urldownloader: %d input lines were not accepted\n", rejected)
 		return 1
 	}
 	if hostile != nil {
@@ -388,7 +388,7 @@ func runLocalMode() int {
 		return exitOK
 	}
 	if n := outs.failed(); n > 0 {
-		fmt.Fprintf(os.Stderr, "localrun: %d urls failed (exit 1): see above\n", n)
+		fmt.Fprintf(os.Stderr, "urldownloader: %d urls failed (exit 1): see above\n", n)
 		return exitFailed
 	}
 	return exitOK

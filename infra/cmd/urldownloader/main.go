@@ -26,6 +26,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/infra/remote"
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -44,6 +45,11 @@ func (p paramFlags) Set(v string) error {
 }
 
 func main() {
+	// send and receive talk to a deployed stack (package remote), with
+	// flags of their own.
+	if len(os.Args) > 1 && (os.Args[1] == "send" || os.Args[1] == "receive") {
+		os.Exit(remote.Main(os.Args[1:]))
+	}
 	os.Exit(run())
 }
 
@@ -66,7 +72,7 @@ func run() int {
 	verbose := flag.Bool("v", false, "log the functions' JSON logs to stderr")
 	flag.Parse()
 	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "localrun: unexpected arguments %q\n", flag.Args())
+		fmt.Fprintf(os.Stderr, "urldownloader: unexpected arguments %q\n", flag.Args())
 		return 2
 	}
 	// --backend local (the default) runs on one machine: localmode.go.
@@ -86,7 +92,7 @@ func run() int {
 	defer cancel()
 
 	if *demoHostile && *urlsPath != "" {
-		fmt.Fprintln(os.Stderr, "localrun: --demo-hostile serves its own site; it does not go with --urls")
+		fmt.Fprintln(os.Stderr, "urldownloader: --demo-hostile serves its own site; it does not go with --urls")
 		return 2
 	}
 
@@ -97,7 +103,7 @@ func run() int {
 		var err error
 		site, err = demosite.Start(demosite.Options{Hosts: *demoHosts})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader:", err)
 			return 1
 		}
 		defer site.Close()
@@ -121,11 +127,11 @@ func run() int {
 		if len(hosts) > 4 {
 			shown += fmt.Sprintf(" and %d more", len(hosts)-4)
 		}
-		fmt.Fprintf(os.Stderr, "localrun: demo site on %s: %d urls\n", shown, len(items))
+		fmt.Fprintf(os.Stderr, "urldownloader: demo site on %s: %d urls\n", shown, len(items))
 		if *demoHostile {
 			hostile, err = demosite.StartHostile(demosite.HostileOptions{Pages: *hostilePages})
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "localrun:", err)
+				fmt.Fprintln(os.Stderr, "urldownloader:", err)
 				return 1
 			}
 			defer hostile.Close()
@@ -139,14 +145,14 @@ func run() int {
 					params[name] = v
 				}
 			}
-			fmt.Fprintf(os.Stderr, "localrun: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
+			fmt.Fprintf(os.Stderr, "urldownloader: hostile hosts under *.%s (names resolved from a fixed table, no DNS): %d urls; GiveUpAfter=%s FetchTimeout=%s\n",
 				demosite.HostileDomain, n, params["GiveUpAfter"], params["FetchTimeout"])
 		}
 	} else {
 		var err error
 		items, err = readURLs(*urlsPath)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader:", err)
 			return 2
 		}
 	}
@@ -155,7 +161,7 @@ func run() int {
 	if *outPath != "" {
 		f, err := createOut(*outPath) // outfile.go: never empties results unasked
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "localrun:", err)
+			fmt.Fprintln(os.Stderr, "urldownloader:", err)
 			explainOpenError(os.Stderr, err)
 			return 2
 		}
@@ -171,7 +177,7 @@ func run() int {
 			*checkRun = 0 // the fault run's own default
 		}
 		inj = faults.New(*faultSeed, *faultRate)
-		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj)
+		fmt.Fprintf(os.Stderr, "urldownloader: %s\n", inj)
 	}
 	opts := local.Options{
 		ShardCount: *shards, Params: params, Addresses: addressPolicy(allowNetFlag, *allowPrivateFlag, site != nil), CheckRun: *checkRun,
@@ -182,20 +188,20 @@ func run() int {
 	}
 	p, err := local.Start(ctx, opts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "localrun:", err)
+		fmt.Fprintln(os.Stderr, "urldownloader:", err)
 		return 1
 	}
 	defer p.Close()
 
 	sent, err := p.Send(ctx, items)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "localrun:", err)
+		fmt.Fprintln(os.Stderr, "urldownloader:", err)
 		return 1
 	}
 	for _, r := range sent.Rejected {
-		fmt.Fprintf(os.Stderr, "localrun: line %d not sent: %s\n", r.Index+1, r.Error)
+		fmt.Fprintf(os.Stderr, "urldownloader: line %d not sent: %s\n", r.Index+1, r.Error)
 	}
-	fmt.Fprintf(os.Stderr, "localrun: sent %d urls (%d rejected) to %s\n", len(sent.Expected), len(sent.Rejected), p.Stack.InputQueueURL)
+	fmt.Fprintf(os.Stderr, "urldownloader: sent %d urls (%d rejected) to %s\n", len(sent.Expected), len(sent.Rejected), p.Stack.InputQueueURL)
 
 	var tally *hostileTally
 	healthyURLs, healthyOK := 0, 0
@@ -228,27 +234,27 @@ func run() int {
 	denials.print(os.Stderr)
 	bodies.print(os.Stderr, "s3://"+p.Stack.BodyBucket)
 	if inj != nil {
-		fmt.Fprintf(os.Stderr, "localrun: %s\n", inj.Summary())
+		fmt.Fprintf(os.Stderr, "urldownloader: %s\n", inj.Summary())
 	}
 	if site != nil {
 		reqs := site.Requests()
 		if hostile != nil {
-			fmt.Fprintf(os.Stderr, "localrun: healthy demo hosts: %d of %d urls fetched with their page\n", healthyOK, healthyURLs)
+			fmt.Fprintf(os.Stderr, "urldownloader: healthy demo hosts: %d of %d urls fetched with their page\n", healthyOK, healthyURLs)
 			tally.print(os.Stderr)
 			if n := tally.unexpected(); n > 0 {
-				fmt.Fprintf(os.Stderr, "localrun: %d hostile results did not end as their host's kind says (see UNEXPECTED above)\n", n)
+				fmt.Fprintf(os.Stderr, "urldownloader: %d hostile results did not end as their host's kind says (see UNEXPECTED above)\n", n)
 			}
 			reqs = append(reqs, hostile.Requests()...)
 		}
 		gap, host := demosite.MinGap(reqs)
-		fmt.Fprintf(os.Stderr, "localrun: demo site saw %d requests; smallest gap between two requests to one host: %s (%s)\n",
+		fmt.Fprintf(os.Stderr, "urldownloader: demo site saw %d requests; smallest gap between two requests to one host: %s (%s)\n",
 			len(reqs), gap.Round(time.Millisecond), host)
 	}
 	if runErr != nil {
 		for _, m := range local.Missing(sent.Expected, report.Missing) {
-			fmt.Fprintf(os.Stderr, "localrun: missing result: %s %s\n", m.ID, m.URL)
+			fmt.Fprintf(os.Stderr, "urldownloader: missing result: %s %s\n", m.ID, m.URL)
 		}
-		fmt.Fprintln(os.Stderr, "localrun:", runErr)
+		fmt.Fprintln(os.Stderr, "urldownloader:", runErr)
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return exitInterrupted
 		}
@@ -280,7 +286,7 @@ func printSummary(r local.Report) {
 	if r.Expected > 0 {
 		dupPct = 100 * float64(r.Duplicates) / float64(r.Expected)
 	}
-	fmt.Fprintf(os.Stderr, "localrun: summary: expected=%d results=%d %s duplicates=%d (%.1f%%) missing=%d elapsed=%s ingestInvocations=%d checkInvocations=%d failedRecords=%d\n",
+	fmt.Fprintf(os.Stderr, "urldownloader: summary: expected=%d results=%d %s duplicates=%d (%.1f%%) missing=%d elapsed=%s ingestInvocations=%d checkInvocations=%d failedRecords=%d\n",
 		r.Expected, r.Results, strings.Join(parts, " "), r.Duplicates, dupPct, len(r.Missing), r.Elapsed.Round(time.Millisecond),
 		r.IngestInvocations, r.CheckInvocations, r.FailedRecords)
 }

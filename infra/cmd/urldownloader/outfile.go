@@ -29,14 +29,14 @@ func explainOpenError(w io.Writer, err error) {
 	var busy *standalone.BusyError
 	switch {
 	case errors.As(err, &conflict) && conflict.Recorded != "":
-		fmt.Fprintf(w, "localrun: to continue this job, give --out %s; to send the rest of its results to %s instead, add --overwrite (it is emptied first); or choose another --state for a new job\n",
+		fmt.Fprintf(w, "urldownloader: to continue this job, give --out %s; to send the rest of its results to %s instead, add --overwrite (it is emptied first); or choose another --state for a new job\n",
 			conflict.Recorded, outName(conflict.Out))
 	case errors.As(err, &conflict) && conflict.State != "":
-		fmt.Fprintf(w, "localrun: nothing was written; to continue the job that wrote %s, give its --state; to empty it and start anew, add --overwrite; or choose another --out\n", conflict.Out)
+		fmt.Fprintf(w, "urldownloader: nothing was written; to continue the job that wrote %s, give its --state; to empty it and start anew, add --overwrite; or choose another --out\n", conflict.Out)
 	case errors.As(err, &conflict):
-		fmt.Fprintf(w, "localrun: nothing was written; to empty %s and start anew, add --overwrite; or choose another --out\n", conflict.Out)
+		fmt.Fprintf(w, "urldownloader: nothing was written; to empty %s and start anew, add --overwrite; or choose another --out\n", conflict.Out)
 	case errors.As(err, &busy):
-		fmt.Fprintf(w, "localrun: wait for that run to end (or stop it with Ctrl-C), or give another --state; the lock is %s%s\n", busy.State, standalone.LockSuffix)
+		fmt.Fprintf(w, "urldownloader: wait for that run to end (or stop it with Ctrl-C), or give another --state; the lock is %s%s\n", busy.State, standalone.LockSuffix)
 	}
 }
 
@@ -53,20 +53,20 @@ func printRecovery(w io.Writer, rt *standalone.Runtime) {
 	o := rt.OutFile()
 	switch {
 	case o.Overwritten:
-		fmt.Fprintf(w, "localrun: --overwrite: emptied %s\n", o.Path)
+		fmt.Fprintf(w, "urldownloader: --overwrite: emptied %s\n", o.Path)
 	case o.Unrecorded:
-		fmt.Fprintf(w, "localrun: appending to %s (this state did not record a results file before)\n", o.Path)
+		fmt.Fprintf(w, "urldownloader: appending to %s (this state did not record a results file before)\n", o.Path)
 	case o.Appended:
-		fmt.Fprintf(w, "localrun: appending to %s after the %d results earlier runs of this job wrote\n", o.Path, o.Earlier)
+		fmt.Fprintf(w, "urldownloader: appending to %s after the %d results earlier runs of this job wrote\n", o.Path, o.Earlier)
 	}
 	if o.Cut > 0 {
-		fmt.Fprintf(w, "localrun: %s ended in a partial line of %d bytes (a write cut by a crash, never committed): removed; its url gets its result again\n", o.Path, o.Cut)
+		fmt.Fprintf(w, "urldownloader: %s ended in a partial line of %d bytes (a write cut by a crash, never committed): removed; its url gets its result again\n", o.Path, o.Cut)
 	}
 	if o.Terminated > 0 {
-		fmt.Fprintf(w, "localrun: %s ended in a partial line, which this state did not write: ended it with a newline, kept its bytes\n", o.Path)
+		fmt.Fprintf(w, "urldownloader: %s ended in a partial line, which this state did not write: ended it with a newline, kept its bytes\n", o.Path)
 	}
 	if t := rt.Takeover(); t.Leases > 0 {
-		fmt.Fprintf(w, "localrun: the last run on this state ended without stopping (killed?): took over its %d shard leases at once (they ran to %s); its %d hosts with queued urls keep their delay from now\n",
+		fmt.Fprintf(w, "urldownloader: the last run on this state ended without stopping (killed?): took over its %d shard leases at once (they ran to %s); its %d hosts with queued urls keep their delay from now\n",
 			t.Leases, t.Until.Local().Format(time.TimeOnly), t.Hosts)
 	}
 }

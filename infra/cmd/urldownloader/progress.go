@@ -116,7 +116,7 @@ func progressLine(p standalone.Progress, reqsBefore int64, span, eta time.Durati
 	case etaKnown && p.Backlog > 0:
 		etaText = eta.Round(time.Second).String()
 	}
-	return fmt.Sprintf("localrun: %d/%d urls  %.1f req/s  %d hosts active  backlog %d  ETA %s",
+	return fmt.Sprintf("urldownloader: %d/%d urls  %.1f req/s  %d hosts active  backlog %d  ETA %s",
 		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText) + waitingText(p.Waiting)
 }
 
@@ -131,7 +131,7 @@ func printMetrics(w io.Writer, emf []byte, all bool) error {
 		return fmt.Errorf("read the functions' metrics back: %w", err)
 	}
 	totals := metrics.Totals(docs)
-	fmt.Fprintln(w, "localrun: metrics (EMF, namespace "+metrics.Namespace+"):")
+	fmt.Fprintln(w, "urldownloader: metrics (EMF, namespace "+metrics.Namespace+"):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tdimension\tvalue\tunit\t")
 	for _, t := range totals {

@@ -21,7 +21,7 @@ func TestProgressLine(t *testing.T) {
 		{Key: "b.test", URLs: 10, Delay: 4 * time.Second}, // a Crawl-delay
 	})
 	got := progressLine(p, 30, 2*time.Second, eta, true)
-	want := "localrun: 25/100 urls  5.0 req/s  7 hosts active  backlog 75  ETA 40s"
+	want := "urldownloader: 25/100 urls  5.0 req/s  7 hosts active  backlog 75  ETA 40s"
 	if got != want {
 		t.Errorf("progress line\n got %q\nwant %q", got, want)
 	}

@@ -253,7 +253,7 @@ func boundText(loads []standalone.HostLoad, fetchDelay time.Duration) string {
 func printLocalSummary(w io.Writer, r standalone.Report, o *outcomes, delay func(string) time.Duration, verbose bool) {
 	in := r.Input
 	if in.Skipped > 0 {
-		fmt.Fprintf(w, "localrun: input: %d lines read by earlier runs (%d urls accepted, %d lines rejected) skipped\n", in.Skipped, in.SkippedURLs, in.SkippedRejected)
+		fmt.Fprintf(w, "urldownloader: input: %d lines read by earlier runs (%d urls accepted, %d lines rejected) skipped\n", in.Skipped, in.SkippedURLs, in.SkippedRejected)
 	}
 	got := 0
 	for _, n := range r.ByStatus {
@@ -263,7 +263,7 @@ func printLocalSummary(w io.Writer, r standalone.Report, o *outcomes, delay func
 	if r.Stopped {
 		verb = "stopped"
 	}
-	fmt.Fprintf(w, "localrun: %s: %d of %d urls have a result, in %s; politeness bound %s\n",
+	fmt.Fprintf(w, "urldownloader: %s: %d of %d urls have a result, in %s; politeness bound %s\n",
 		verb, got+r.DoneElsewhere, r.Expected, r.Elapsed.Round(100*time.Millisecond), boundText(o.loads(delay), o.params.FetchDelay))
 	var parts []string
 	statuses := slices.Sorted(maps.Keys(r.ByStatus))
@@ -275,19 +275,19 @@ func printLocalSummary(w io.Writer, r standalone.Report, o *outcomes, delay func
 		parts = append(parts, fmt.Sprintf("done by another process on the state %d", r.DoneElsewhere))
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, "localrun: by status: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "urldownloader: by status: %s\n", strings.Join(parts, ", "))
 	}
 	for _, line := range o.adviceLines() {
-		fmt.Fprintf(w, "localrun: %s\n", line)
+		fmt.Fprintf(w, "urldownloader: %s\n", line)
 	}
 	if r.Duplicates > 0 {
-		fmt.Fprintf(w, "localrun: %d results were written twice (at least once: consumers deduplicate by id)\n", r.Duplicates)
+		fmt.Fprintf(w, "urldownloader: %d results were written twice (at least once: consumers deduplicate by id)\n", r.Duplicates)
 	}
 	if verbose || in.Rejected > 0 {
-		fmt.Fprintf(w, "localrun: input: read=%d lines accepted=%d rejected=%d resumed=%d\n", in.Lines, in.URLs, in.Rejected, r.Resumed)
+		fmt.Fprintf(w, "urldownloader: input: read=%d lines accepted=%d rejected=%d resumed=%d\n", in.Lines, in.URLs, in.Rejected, r.Resumed)
 	}
 	if verbose {
-		fmt.Fprintf(w, "localrun: counters: expected=%d results=%d duplicates=%d missing=%d requests=%d checkInvocations=%d ingestInvocations=%d\n",
+		fmt.Fprintf(w, "urldownloader: counters: expected=%d results=%d duplicates=%d missing=%d requests=%d checkInvocations=%d ingestInvocations=%d\n",
 			r.Expected, r.Results, r.Duplicates, len(r.Missing), r.Requests, r.CheckRuns, in.Batches)
 	}
 }

@@ -58,8 +58,8 @@ func motoMissing() bool {
 	if err == nil {
 		return false
 	}
-	fmt.Fprintf(os.Stderr, "localrun: --backend moto runs the AWS emulator moto, which was not found (%v)\n", err)
-	fmt.Fprintln(os.Stderr, "localrun: install it with `make tools` in the checkout (into .venv), or set MOTO_SERVER=/path/to/moto_server; local mode (the default) needs no emulator")
+	fmt.Fprintf(os.Stderr, "urldownloader: --backend moto runs the AWS emulator moto, which was not found (%v)\n", err)
+	fmt.Fprintln(os.Stderr, "urldownloader: install it with `make tools` in the checkout (into .venv), or set MOTO_SERVER=/path/to/moto_server; local mode (the default) needs no emulator")
 	return true
 }
 
@@ -146,6 +146,8 @@ Usage:
   %[1]s --urls FILE --out FILE        a job: resumable, state in %s (run it again after Ctrl-C)
   %[1]s --listen 127.0.0.1:8080       serve POST /urls until Ctrl-C
   %[1]s --backend moto [flags]        the same on the emulated AWS stack (tests, fault runs)
+  %[1]s send --stack NAME --urls FILE  put a list on a deployed stack's input queue (send --help)
+  %[1]s receive --stack NAME --out FILE  write a deployed stack's results (receive --help)
 `, name, DefaultState)
 	listed := map[string]bool{}
 	for _, g := range flagGroups {
