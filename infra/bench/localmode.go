@@ -31,7 +31,8 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
-// localRunner runs the local runner binary.
+// localRunner runs the local runner binary; dir is its scratch directory
+// (inputs, states, results), removed by Close.
 type localRunner struct {
 	bin, dir string
 }
@@ -41,13 +42,15 @@ type localRunner struct {
 // built before (prebuilt).
 func (e *benchEnv) runner(ctx context.Context) (*localRunner, error) {
 	e.runnerOnce.Do(func() {
-		if prebuilt.runner != "" {
-			e.local = &localRunner{bin: prebuilt.runner}
-			return
-		}
+		// The scratch directory also holds each run's input, state and
+		// results.
 		dir, err := os.MkdirTemp("", "bench-local-")
 		if err != nil {
 			e.runnerErr = err
+			return
+		}
+		if prebuilt.runner != "" {
+			e.local = &localRunner{bin: prebuilt.runner, dir: dir}
 			return
 		}
 		bin, err := buildRunner(ctx, e.root, dir)
@@ -81,7 +84,7 @@ func buildRunner(ctx context.Context, root, dir string) (string, error) {
 }
 
 func (r *localRunner) Close() {
-	if r != nil && r.dir != "" {
+	if r != nil {
 		os.RemoveAll(r.dir)
 	}
 }

@@ -26,7 +26,7 @@ func TestParseLine(t *testing.T) {
 			want: []string{`{"url":"http://a.example/","etag":"\"v1\""}`}},
 		{name: "string", no: 2, line: `"https://b.example/p"`, want: []string{`"https://b.example/p"`}},
 		{name: "array", no: 2, line: `["http://a.example/1", {"url": "http://b.example/2"}]`, want: []string{`"http://a.example/1"`, `"http://b.example/2"`}},
-		{name: "noncharacters SQS refuses travel escaped", no: 2, line: "http://a.example/?q=\uffff", want: []string{`"http://a.example/?q=\uffff"`}},
+		{name: "noncharacters SQS refuses travel escaped", no: 2, line: "http://a.example/?q=\uffff", want: []string{`"http://a.example/?q=%EF%BF%BF"`}},
 		{name: "blank", no: 2, line: "   ", want: nil},
 		{name: "comment", no: 2, line: "# a comment", want: nil},
 		{name: "bad scheme", no: 4, line: "ftp://a.example/", wantErr: "scheme must be http or https"},
