@@ -3,9 +3,7 @@ package local_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,8 +20,8 @@ import (
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
-// start brings up a pipeline on the shared moto (or on opts.Endpoint) with
-// a unique prefix. Input
+// start brings up a pipeline on the shared moto, or the one at
+// opts.Endpoint, with a unique prefix. Input
 // batches gather for 500ms unless opts says otherwise (the template's 5s
 // would hold up every test's first ingest).
 func start(t *testing.T, opts local.Options) *local.Pipeline {
@@ -31,14 +29,11 @@ func start(t *testing.T, opts local.Options) *local.Pipeline {
 	if opts.IngestBatchingWindow == 0 {
 		opts.IngestBatchingWindow = 500 * time.Millisecond
 	}
-	if opts.Log == nil && os.Getenv("LOCAL_LOG") != "" {
-		// The functions' JSON logs on stderr, tagged with the test: for
-		// diagnosing a failed run.
-		opts.Log = slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("test", t.Name())
+	srv := &moto.Server{Endpoint: opts.Endpoint} // a test's own moto
+	if srv.Endpoint == "" {
+		srv = moto.Shared(t)
 	}
-	if opts.Endpoint == "" {
-		opts.Endpoint = moto.Shared(t).Endpoint
-	}
+	opts.Endpoint = srv.Endpoint
 	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())
 	if len(name) > 24 {
 		name = name[:24]
