@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -62,11 +65,28 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer site.Close()
-			p := start(t, local.Options{Addresses: fetch.PrivatePolicy(), Faults: tc.inj,
+			// Each case has a moto of its own. One moto is one Python
+			// process, one CPU at most and only a fair share of it on a
+			// loaded machine: the three fault pipelines on one server
+			// queued every store call behind the others' (seconds each
+			// under load), and a 3 s check run whose lease, due-hosts and
+			// host reads take longer than the run never starts a request,
+			// so all three stalled where one alone passed (issue 19).
+			srv, err := moto.Start(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = srv.Close() })
+			calls := &callTimes{}
+			p := start(t, local.Options{Endpoint: srv.Endpoint, Addresses: fetch.PrivatePolicy(), Faults: tc.inj,
 				// Short requests keep the leases killed invocations leave
 				// behind short: a lease covers the longest request a worker
 				// may start (timeout, largest crawl delay, commit).
-				Params: map[string]string{"FetchDelay": delay.String(), "CheckHostPeriod": "2s", "FetchTimeout": "1s", "MaxCrawlDelay": "500ms"}})
+				Params:        map[string]string{"FetchDelay": delay.String(), "CheckHostPeriod": "2s", "FetchTimeout": "1s", "MaxCrawlDelay": "500ms"},
+				CheckRun:      faultCheckRun,
+				DynamoOptions: []func(*dynamodb.Options){calls.option}})
+			p.Services().Engine.LeaseTTL = faultLeaseTTL
+			defer func() { t.Logf("store calls: %s", calls) }()
 			many := tc.many
 			if many == 0 {
 				many = 12
@@ -74,7 +94,9 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 			urls := site.SkewedURLs(many, 3)
 			watch := watchChunks(p)
 			t.Cleanup(watch.stop) // when the run fails before finish
-			rep, got := runAll(t, p, inputs(urls), 4*time.Minute)
+			// Bounds a hang only: the cases take 15-45 s alone, 55-110 s
+			// with 6 busy loops on the 2 cores beside other work.
+			rep, got := runAll(t, p, inputs(urls), 6*time.Minute)
 			t.Logf("%d urls: %+v duplicates=%d elapsed=%s faults=%v", len(urls), rep.ByStatus, rep.Duplicates, rep.Elapsed, rep.Faults)
 
 			for _, r := range got {
@@ -97,6 +119,60 @@ func TestGuaranteesUnderFaults(t *testing.T) {
 			watch.finish(t)
 		})
 	}
+}
+
+// A check run starts its first request only after several store calls in
+// a row (parameters, lease, due hosts, the host's item), and a worker
+// starts a request only while its lease outlives it by FetchTimeout, the
+// delay and the commit margin (3.15 s here), counted from before the
+// renewal's own store call. The pipeline's fault defaults (3 s runs, 3 s
+// leases stretched to 7 s) leave room for about half a second per call.
+// With 6 busy loops on the 2 cores (a full `make test`) even a moto of its
+// own takes a median 1-2 s per call (p90 2.5-4.6 s), and then almost no run
+// started a request (issue 19): each run pays a fixed number of calls
+// before its first request, which a deployed run (55 s, calls of
+// milliseconds) never notices and a 3 s run could not pay. 20 s runs and
+// leases leave room for about 3 s per call before the first request and
+// 5 s per renewal: two to three times the median call under that load (a
+// moto slower still, 2.4-3.6 s, gave 13% duplicates at rate 0.05). Idle runs
+// still end at once; a crashed run's shards wait out the longer lease,
+// which the time bound covers.
+const (
+	faultCheckRun = 20 * time.Second
+	faultLeaseTTL = 20 * time.Second
+)
+
+// callTimes records how long the functions' DynamoDB calls take, retries
+// included: the log says how loaded the run's moto was.
+type callTimes struct {
+	mu  sync.Mutex
+	all []time.Duration
+}
+
+func (c *callTimes) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("RecordCallTime",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				began := time.Now()
+				out, md, err := next.HandleInitialize(ctx, in)
+				c.mu.Lock()
+				c.all = append(c.all, time.Since(began))
+				c.mu.Unlock()
+				return out, md, err
+			}), middleware.Before)
+	})
+}
+
+func (c *callTimes) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.all) == 0 {
+		return "none"
+	}
+	d := slices.Clone(c.all)
+	slices.Sort(d)
+	at := func(q float64) time.Duration { return d[int(q*float64(len(d)-1))].Round(time.Millisecond) }
+	return fmt.Sprintf("%d, median %s, p90 %s, max %s", len(d), at(0.5), at(0.9), at(1))
 }
 
 // chunkWatch checks, while a run goes on, that no host item references a

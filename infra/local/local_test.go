@@ -22,7 +22,8 @@ import (
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
-// start brings up a pipeline on the shared moto with a unique prefix. Input
+// start brings up a pipeline on the shared moto, or the one at
+// opts.Endpoint, with a unique prefix. Input
 // batches gather for 500ms unless opts says otherwise (the template's 5s
 // would hold up every test's first ingest).
 func start(t *testing.T, opts local.Options) *local.Pipeline {
@@ -30,7 +31,10 @@ func start(t *testing.T, opts local.Options) *local.Pipeline {
 	if opts.IngestBatchingWindow == 0 {
 		opts.IngestBatchingWindow = 500 * time.Millisecond
 	}
-	srv := moto.Shared(t)
+	srv := &moto.Server{Endpoint: opts.Endpoint} // a test's own moto
+	if srv.Endpoint == "" {
+		srv = moto.Shared(t)
+	}
 	opts.Endpoint = srv.Endpoint
 	if opts.Log == nil && os.Getenv("LOCAL_LOG") != "" {
 		// The functions' logs, to see what a failing run did.
