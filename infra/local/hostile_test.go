@@ -148,6 +148,13 @@ func TestHostileSite(t *testing.T) {
 	})
 
 	t.Run("healthy hosts keep their pace", func(t *testing.T) {
+		// The hostile hosts' work takes CPU from the healthy ones: on an
+		// idle machine the phases match within 3%, on CI's loaded cores
+		// they came out up to 11% slower. A healthy host held up behind a
+		// hostile one loses at least FetchTimeout (1 s) per stall, and a
+		// shared bottleneck does so at every request: twice the phase or
+		// more. 25% tells the two apart without timing the machine.
+		const maxPaceRatio = 1.25
 		beside := phases(healthy.Requests())
 		aloneHosts, besideHosts := alone.Hosts(), healthy.Hosts()
 		var sumAlone, sumBeside time.Duration
@@ -156,14 +163,14 @@ func TestHostileSite(t *testing.T) {
 			sumAlone += a
 			sumBeside += b
 			t.Logf("healthy host %d: fetch phase %s alone, %s beside the hostile hosts (%.3f)", i, a.Round(time.Millisecond), b.Round(time.Millisecond), float64(b)/float64(a))
-			if float64(b) > 1.1*float64(a) {
-				t.Errorf("healthy host %d: fetch phase %s beside the hostile hosts, %s alone: more than 10%% slower", i, b, a)
+			if float64(b) > maxPaceRatio*float64(a) {
+				t.Errorf("healthy host %d: fetch phase %s beside the hostile hosts, %s alone: more than %.0f%% slower", i, b, a, 100*(maxPaceRatio-1))
 			}
 		}
 		ratio := float64(sumBeside) / float64(sumAlone)
 		t.Logf("healthy hosts' fetch phases: %s alone, %s beside the hostile hosts: ratio %.3f", sumAlone, sumBeside, ratio)
-		if ratio > 1.10 || ratio < 0.90 {
-			t.Errorf("healthy hosts' fetch phases %s beside the hostile hosts against %s alone (ratio %.3f), want within 10%%", sumBeside, sumAlone, ratio)
+		if ratio > maxPaceRatio || ratio < 1/maxPaceRatio {
+			t.Errorf("healthy hosts' fetch phases %s beside the hostile hosts against %s alone (ratio %.3f), want within %.0f%%", sumBeside, sumAlone, ratio, 100*(maxPaceRatio-1))
 		}
 	})
 
