@@ -27,8 +27,8 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"maps"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -143,7 +143,8 @@ type Runtime struct {
 	log    *slog.Logger
 
 	store   Store
-	ledger  ledger
+	ledger  *ledger
+	over    *overflow
 	out     *lineWriter
 	tally   *tally
 	clock   *stopClock
@@ -157,12 +158,9 @@ type Runtime struct {
 	// nanoseconds).
 	lastFetch atomic.Int64
 
-	// Resumed counts the URLs found queued in the state at Open: accepted
-	// by an earlier run and still without a result there.
+	// Resumed counts the URLs found queued or held back in the state at
+	// Open: accepted by an earlier run and still without a result there.
 	Resumed int
-
-	mu       sync.Mutex
-	accepted map[string]time.Time
 }
 
 // Open validates the options, opens the state and wires the handlers. It
@@ -199,23 +197,26 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("parameters: FetchTimeout %s must be below %s for %s check runs", p.FetchTimeout, limit, opts.CheckRun)
 	}
 
-	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock(), accepted: map[string]time.Time{}}
+	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock()}
+	rt.over = newOverflow(rt)
 	if opts.State == "" {
 		rt.store, err = sqlite.NewMemory(time.Now)
-		if err == nil {
-			rt.ledger = newMemLedger()
-		}
 	} else {
 		rt.store, err = sqlite.New(opts.State, time.Now)
-		if err == nil {
-			rt.ledger, err = openSQLLedger(opts.State)
-			if err != nil {
-				rt.store.Close()
-			}
+	}
+	if err == nil {
+		// Without a state file, the ledger and the overflow live in a
+		// scratch database on disk, gone at Close.
+		if rt.ledger, err = openLedger(opts.State); err != nil {
+			rt.store.Close()
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open state: %w", err)
+	}
+	if rt.tally, err = newTally(p.FollowCrossHostRedirects); err != nil {
+		rt.Close()
+		return nil, err
 	}
 
 	var bodies *dirbody.Store
@@ -226,7 +227,6 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 	}
 
-	rt.tally = newTally(p.FollowCrossHostRedirects)
 	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
 		rt.tally.seen(rs)
 		if opts.OnResult != nil {
@@ -249,7 +249,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			AllowPrivate: opts.AllowPrivate, AllowedPorts: p.Ports(), Resolve: opts.Resolve,
 		}, rt.clock.Now), last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 		engine := &check.Engine{
-			Store: rt.store, Publisher: pub, Metrics: opts.Metrics,
+			Store: committed{Store: rt.store, over: rt.over}, Publisher: pub, Metrics: opts.Metrics,
 			Fetcher: func(params.Params) check.Fetcher { return fetcher },
 			Params:  fixed, Clock: rt.clock, Log: opts.Log, LeaseTTL: opts.LeaseTTL,
 			// SQLite reads cost nothing: a lingering host takes up URLs
@@ -268,6 +268,8 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		Guard: func(addr netip.AddrPort, ports []int) error {
 			return fetch.CheckAddress(addr, fetch.Options{AllowPrivate: opts.AllowPrivate, AllowedPorts: ports})
 		},
+		// A full queue holds URLs back, never evicts them (holdback.go).
+		Overflow: hostqueue.HoldBack,
 	}
 	rt.wakes = make([]chan struct{}, opts.ShardCount)
 	for i := range rt.wakes {
@@ -276,13 +278,23 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.ingest = &ingesthandler.Handler{Ingester: &counted{inner: ingester, rt: rt}, Params: fixed, Waker: waker{rt}, Log: opts.Log,
 		Metrics: opts.Metrics, Idempotency: &ingesthandler.Idempotency{Store: rt.store}}
 
-	queued, err := queuedEntries(ctx, rt.store)
+	err = eachQueued(ctx, rt.store, func(queued map[string]string) error {
+		rt.Resumed += rt.tally.expect(queued)
+		return rt.tally.Err()
+	})
 	if err != nil {
 		rt.Close()
 		return nil, fmt.Errorf("read queued urls from the state: %w", err)
 	}
-	rt.tally.expect(queued)
-	rt.Resumed = len(queued)
+	held, err := rt.over.load(ctx)
+	if err == nil {
+		err = rt.tally.Err()
+	}
+	if err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("read held urls from the state: %w", err)
+	}
+	rt.Resumed += held
 	return rt, nil
 }
 
@@ -303,6 +315,9 @@ func (rt *Runtime) Params() params.Params { return rt.params }
 // Close releases the state. Results are already on Out.
 func (rt *Runtime) Close() error {
 	var errs []error
+	if rt.tally != nil {
+		errs = append(errs, rt.tally.close())
+	}
 	if rt.ledger != nil {
 		errs = append(errs, rt.ledger.close())
 	}
@@ -314,16 +329,14 @@ func (rt *Runtime) Close() error {
 
 // AcceptedAt is when ingest first accepted a URL of host in this process.
 func (rt *Runtime) AcceptedAt(host string) (time.Time, bool) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	t, ok := rt.accepted[host]
-	return t, ok
+	return rt.tally.acceptedAt(host)
 }
 
 // counted is the ingester with the runtime's bookkeeping around it: the
 // URLs of a batch are expected (owed a result) before they are queued,
-// since a denied or dropped result can come out during the call, and
-// forgotten again when the batch failed them.
+// since a denied result can come out during the call, and forgotten again
+// when the batch failed them; but those a full queue did not take stay
+// owed when the caller holds them back (holding).
 type counted struct {
 	inner ingesthandler.Ingester
 	rt    *Runtime
@@ -337,21 +350,20 @@ func (c *counted) Ingest(ctx context.Context, p hostqueue.IngestParams, msgs []u
 	c.rt.tally.expect(want)
 	res := c.inner.Ingest(ctx, p, msgs)
 	var failed []string
-	for i := range res.Failed {
-		failed = append(failed, msgs[i].ID)
+	keep := isHolding(ctx)
+	for i, err := range res.Failed {
+		if !keep || !errors.Is(err, hostqueue.ErrQueueFull) {
+			failed = append(failed, msgs[i].ID)
+		}
 	}
 	c.rt.tally.forget(failed)
-	now := time.Now()
-	c.rt.mu.Lock()
+	hosts := map[string]bool{}
 	for i, m := range msgs {
-		if _, bad := res.Failed[i]; bad {
-			continue
-		}
-		if _, ok := c.rt.accepted[m.Host]; !ok {
-			c.rt.accepted[m.Host] = now
+		if _, bad := res.Failed[i]; !bad {
+			hosts[m.Host] = true
 		}
 	}
-	c.rt.mu.Unlock()
+	c.rt.tally.accept(hosts, time.Now())
 	return res
 }
 
@@ -369,15 +381,15 @@ func (w waker) Wake(_ context.Context, vshards []int) error {
 	return nil
 }
 
-// queuedEntries lists the URLs queued in the store, by id: the work an
-// earlier run left. Every host with queued URLs is in the due index.
-func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, error) {
-	out := map[string]string{}
+// eachQueued hands f the URLs queued in the store, by id, a host's at a
+// time: the work an earlier run left. Every host with queued URLs is in
+// the due index.
+func eachQueued(ctx context.Context, s hostqueue.Store, f func(map[string]string) error) error {
 	far := time.Now().AddDate(100, 0, 0)
 	for v := range hostqueue.VirtualShards {
 		keys, err := s.DueHosts(ctx, v, far, math.MaxInt32)
 		if err != nil {
-			return nil, fmt.Errorf("due hosts of virtual shard %d: %w", v, err)
+			return fmt.Errorf("due hosts of virtual shard %d: %w", v, err)
 		}
 		for _, key := range keys {
 			h, err := s.Load(ctx, key, 0)
@@ -385,20 +397,34 @@ func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, e
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("load %s: %w", key, err)
+				return fmt.Errorf("load %s: %w", key, err)
 			}
 			if h.Pending == 0 {
 				continue
 			}
 			if h, err = s.Load(ctx, key, h.Pending); err != nil {
-				return nil, fmt.Errorf("load %s: %w", key, err)
+				return fmt.Errorf("load %s: %w", key, err)
 			}
+			out := make(map[string]string, len(h.Head))
 			for _, e := range h.Head {
 				out[e.ID] = e.URL
 			}
+			if err := f(out); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// queuedEntries lists the URLs queued in the store, by id (tests).
+func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, error) {
+	all := map[string]string{}
+	err := eachQueued(ctx, s, func(m map[string]string) error {
+		maps.Copy(all, m)
+		return nil
+	})
+	return all, err
 }
 
 // activeFetcher notes when requests start, so a run can tell that this
