@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"encoding/json"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver, as shared/sqlite uses it
