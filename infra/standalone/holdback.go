@@ -38,13 +38,30 @@ type overflow struct {
 	// (hold behind those held, or queue) against a refill (queue the
 	// held, then drop the key when none is left).
 	mu sync.Mutex
+
+	// kmu guards keys (changed with mu held too) and poked.
+	kmu sync.Mutex
 	// keys are the queue keys with held URLs: at most one per
 	// PersistLimit URLs read, so small whatever the input's length.
-	keys map[string]bool
-
-	pmu   sync.Mutex
+	keys  map[string]bool
 	poked map[string]bool
 	poke  chan struct{}
+}
+
+// held tells whether key has URLs held back.
+func (o *overflow) held(key string) bool {
+	o.kmu.Lock()
+	defer o.kmu.Unlock()
+	return o.keys[key]
+}
+
+// add notes keys with URLs held back; o.mu is held.
+func (o *overflow) add(keys ...string) {
+	o.kmu.Lock()
+	defer o.kmu.Unlock()
+	for _, k := range keys {
+		o.keys[k] = true
+	}
 }
 
 func newOverflow(rt *Runtime) *overflow {
@@ -61,9 +78,9 @@ func isHolding(ctx context.Context) bool { v, _ := ctx.Value(holdingKey{}).(bool
 
 // room tells the loop that key's queue lost entries.
 func (o *overflow) room(key string) {
-	o.pmu.Lock()
+	o.kmu.Lock()
 	o.poked[key] = true
-	o.pmu.Unlock()
+	o.kmu.Unlock()
 	select {
 	case o.poke <- struct{}{}:
 	default:
@@ -77,9 +94,7 @@ func (o *overflow) load(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, k := range keys {
-		o.keys[k] = true
-	}
+	o.add(keys...)
 	n := 0
 	var after int64
 	for {
@@ -129,12 +144,10 @@ func (o *overflow) run(ctx context.Context, stop <-chan struct{}) error {
 
 // due returns the held keys to try: all, or those poked.
 func (o *overflow) due(all bool) []string {
-	o.pmu.Lock()
+	o.kmu.Lock()
+	defer o.kmu.Unlock()
 	poked := o.poked
 	o.poked = map[string]bool{}
-	o.pmu.Unlock()
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	var out []string
 	for k := range o.keys {
 		if all || poked[k] {
@@ -194,8 +207,11 @@ func (o *overflow) refill(ctx context.Context, key string) error {
 
 // drop forgets a key with nothing held any more; o.mu is held.
 func (o *overflow) drop(key string) {
+	o.kmu.Lock()
 	delete(o.keys, key)
-	if len(o.keys) == 0 {
+	empty := len(o.keys) == 0
+	o.kmu.Unlock()
+	if empty {
 		// Another process may have queued some of them: settle may
 		// judge them now.
 		o.rt.tally.unholdAll()
@@ -203,7 +219,11 @@ func (o *overflow) drop(key string) {
 }
 
 // committed is the store as the engine sees it: a commit that takes
-// entries off a queue tells the overflow loop of the room.
+// entries off a queue tells the overflow loop of the room, and a host with
+// URLs held back has more pending than its queue holds (one more is
+// enough). Else a worker that took a whole full queue (PersistLimit at
+// most a round) would find it drained and linger for late URLs before its
+// commit, while those wait for that very commit to make room.
 type committed struct {
 	Store
 	over *overflow
@@ -215,4 +235,21 @@ func (c committed) Commit(ctx context.Context, key string, cm hostqueue.Commit) 
 		c.over.room(key)
 	}
 	return h, err
+}
+
+func (c committed) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
+	h, err := c.Store.Load(ctx, key, want)
+	if want > 0 {
+		return h, err
+	}
+	return c.withHeld(key, h), err
+}
+
+func (c committed) withHeld(key string, h *hostqueue.Host) *hostqueue.Host {
+	if h == nil || !c.over.held(key) {
+		return h
+	}
+	cp := *h
+	cp.Pending++
+	return &cp
 }

@@ -376,7 +376,7 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 	var send []urlmsg.Message
 	behind := map[string]string{}
 	for _, m := range msgs {
-		if key := hostqueue.QueueKey(m.Host, byDomain); over.keys[key] {
+		if key := hostqueue.QueueKey(m.Host, byDomain); over.held(key) {
 			held = append(held, heldURL{key: key, msg: m})
 			behind[m.ID] = m.URL
 			continue
@@ -417,7 +417,7 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 	}
 	heldIDs := make([]string, len(held))
 	for i, h := range held {
-		over.keys[h.key] = true
+		over.add(h.key)
 		heldIDs[i] = h.msg.ID
 	}
 	rt.tally.hold(heldIDs, true)

@@ -150,6 +150,7 @@ wait:
 			break wait
 		case err := <-overDone:
 			runErr = err
+			overDone <- nil // read again below
 			break wait
 		case <-rt.tally.broken:
 			runErr = rt.tally.Err()
@@ -168,13 +169,10 @@ wait:
 			runErr = err
 		}
 	}
-	select {
-	case err := <-overDone:
-		if err != nil && runErr == nil {
-			runErr = err
-		}
-	default:
-		// Ended already (its error is runErr), or ending on the stop.
+	// A refill under way is finished: its URLs are queued and out of the
+	// overflow, or still in it.
+	if err := <-overDone; err != nil && runErr == nil {
+		runErr = err
 	}
 
 	// Values recorded after an invocation's flush (ingest's last batch,

@@ -295,11 +295,17 @@ func ingestParams(p params.Params) hostqueue.IngestParams {
 
 func reply(code int, body APIResponse) events.APIGatewayProxyResponse {
 	b, _ := json.Marshal(body)
-	return events.APIGatewayProxyResponse{
+	resp := events.APIGatewayProxyResponse{
 		StatusCode: code,
 		Headers:    map[string]string{"Content-Type": "application/json"},
 		Body:       string(b),
 	}
+	if code == http.StatusServiceUnavailable {
+		// Items not queued (no time left, a full queue held back) are
+		// worth sending again soon.
+		resp.Headers["Retry-After"] = "1"
+	}
+	return resp
 }
 
 func requestID(ctx context.Context) string {
