@@ -400,7 +400,6 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 			}
 		}
 		if len(again) > 0 && attempt == 9 {
-			rt.tally.forget(ids(again))
 			return prog, fmt.Errorf("ingest lines %d-%d of %s: %d urls not queued after %d attempts, last: %w",
 				prog.Lines+1, next.Lines, f.in.Name, len(again), attempt+1, lastErr)
 		}
@@ -430,14 +429,6 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 		}
 	}
 	return next, nil
-}
-
-func ids(msgs []urlmsg.Message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.ID
-	}
-	return out
 }
 
 // rejection describes an invalid line.

@@ -333,36 +333,31 @@ func (rt *Runtime) AcceptedAt(host string) (time.Time, bool) {
 }
 
 // counted is the ingester with the runtime's bookkeeping around it: the
-// URLs of a batch are expected (owed a result) before they are queued,
-// since a denied result can come out during the call, and forgotten again
-// when the batch failed them; but those a full queue did not take stay
-// owed when the caller holds them back (holding).
+// URLs of a batch it accepted are expected (owed a result), and so are
+// those a full queue did not take when the caller holds them back
+// (holding). A result that comes out during the call (a denied URL's, or a
+// fast fetch's) makes its URL expected and done at once (tally.seen); the
+// run cannot end meanwhile, since its input is not read yet.
 type counted struct {
 	inner ingesthandler.Ingester
 	rt    *Runtime
 }
 
 func (c *counted) Ingest(ctx context.Context, p hostqueue.IngestParams, msgs []urlmsg.Message) hostqueue.IngestResult {
-	want := make(map[string]string, len(msgs))
-	for _, m := range msgs {
-		want[m.ID] = m.URL
-	}
-	c.rt.tally.expect(want)
 	res := c.inner.Ingest(ctx, p, msgs)
-	var failed []string
 	keep := isHolding(ctx)
-	for i, err := range res.Failed {
-		if !keep || !errors.Is(err, hostqueue.ErrQueueFull) {
-			failed = append(failed, msgs[i].ID)
-		}
-	}
-	c.rt.tally.forget(failed)
+	want := make(map[string]string, len(msgs))
 	hosts := map[string]bool{}
 	for i, m := range msgs {
-		if _, bad := res.Failed[i]; !bad {
+		err, failed := res.Failed[i]
+		if !failed {
 			hosts[m.Host] = true
 		}
+		if !failed || keep && errors.Is(err, hostqueue.ErrQueueFull) {
+			want[m.ID] = m.URL
+		}
 	}
+	c.rt.tally.expect(want)
 	c.rt.tally.accept(hosts, time.Now())
 	return res
 }

@@ -3,8 +3,11 @@ package standalone
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +27,9 @@ import (
 type tally struct {
 	follow bool // FollowCrossHostRedirects: a redirect's target owes a result too
 	db     *sql.DB
+	// stmts are the prepared multi-row statements, by text (parsing one
+	// of 256 rows costs as much as running it).
+	stmts map[string]*sql.Stmt
 
 	mu         sync.Mutex
 	expected   int
@@ -56,7 +62,6 @@ CREATE TABLE owed (
 	-- held: waiting in the input's overflow (ledger), not in a queue
 	held  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE INDEX owed_owing ON owed (state) WHERE state = 0;
 CREATE TABLE queued_now (id TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE accepted (host TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
 `
@@ -64,10 +69,10 @@ CREATE TABLE accepted (host TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID
 // scratchDB opens a private database of this process: SQLite's temporary
 // on-disk database (an empty file name: a file in the temporary folder,
 // deleted when the connection closes; its page cache bounds the memory it
-// takes). It has one connection for its whole life, since a second would
+// takes: 32 MiB). It has one connection for its whole life, since a second would
 // be another database.
 func scratchDB(schema string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:?_pragma=journal_mode(MEMORY)&_pragma=synchronous(OFF)&_pragma=temp_store(FILE)")
+	db, err := sql.Open("sqlite", "file:?_pragma=journal_mode(MEMORY)&_pragma=synchronous(OFF)&_pragma=temp_store(FILE)&_pragma=cache_size(-32768)")
 	if err != nil {
 		return nil, fmt.Errorf("open scratch database: %w", err)
 	}
@@ -87,11 +92,18 @@ func newTally(followRedirects bool) (*tally, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tally: %w", err)
 	}
-	return &tally{follow: followRedirects, db: db, byStatus: map[result.Status]int{},
+	return &tally{follow: followRedirects, db: db, stmts: map[string]*sql.Stmt{}, byStatus: map[result.Status]int{},
 		empty: make(chan struct{}, 1), broken: make(chan struct{})}, nil
 }
 
-func (t *tally) close() error { return t.db.Close() }
+func (t *tally) close() error {
+	for _, st := range t.stmts {
+		if st != nil {
+			st.Close()
+		}
+	}
+	return t.db.Close()
+}
 
 // fail records the first failure; t.mu is held.
 func (t *tally) fail(err error) {
@@ -108,12 +120,34 @@ func (t *tally) Err() error {
 	return t.err
 }
 
+// tallyTx is a transaction of the scratch database, with the tally's
+// prepared statements.
+type tallyTx struct {
+	*sql.Tx
+	t *tally
+}
+
+// stmt returns q prepared, in the transaction: full chunks' statements
+// are prepared once (after the transaction that first needs one: the one
+// connection is the transaction's until then), the rest each time.
+func (tx tallyTx) stmt(q string, rows int) (*sql.Stmt, error) {
+	st, ok := tx.t.stmts[q]
+	if st == nil {
+		if rows >= rowsPerStatement && !ok {
+			tx.t.stmts[q] = nil
+		}
+		return tx.Prepare(q)
+	}
+	return tx.Stmt(st), nil
+}
+
 // tx runs f in a transaction of the scratch database; t.mu is held.
-func (t *tally) tx(f func(tx *sql.Tx) error) {
+func (t *tally) tx(f func(tx tallyTx) error) {
 	if t.err != nil {
 		return
 	}
-	tx, err := t.db.Begin()
+	sqltx, err := t.db.Begin()
+	tx := tallyTx{Tx: sqltx, t: t}
 	if err == nil {
 		if err = f(tx); err == nil {
 			err = tx.Commit()
@@ -123,6 +157,15 @@ func (t *tally) tx(f func(tx *sql.Tx) error) {
 	}
 	if err != nil {
 		t.fail(err)
+	}
+	for q, st := range t.stmts {
+		if st == nil {
+			if st, err = t.db.Prepare(q); err != nil {
+				t.fail(err)
+				return
+			}
+			t.stmts[q] = st
+		}
 	}
 }
 
@@ -134,58 +177,107 @@ func changed(r sql.Result, err error) (int, error) {
 	return int(n), err
 }
 
-// expect adds URLs that owe a result (id -> URL), unless they are known
-// already (owed, or with a result). It returns how many it added.
-func (t *tally) expect(want map[string]string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// rowsPerStatement bounds the rows of one multi-row statement (SQLite
+// takes up to 32,766 parameters): one statement per row costs more than
+// the row.
+const rowsPerStatement = 256
+
+// chunked calls f with xs in pieces of at most rowsPerStatement.
+func chunked[T any](xs []T, f func([]T) error) error {
+	for len(xs) > 0 {
+		n := min(len(xs), rowsPerStatement)
+		if err := f(xs[:n]); err != nil {
+			return err
+		}
+		xs = xs[n:]
+	}
+	return nil
+}
+
+// placeholders is "(?, ?), (?, ?)..." for n rows of a columns (row is
+// the row's text, e.g. "(?, ?, 0)"), or "?, ?..." for row "?".
+func placeholders(n int, row string) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+// insertOwed adds rows (id, url) in state st, unless their id is known;
+// it returns how many it added.
+func insertOwed(tx tallyTx, rows [][2]string, state int) (int, error) {
 	n := 0
-	t.tx(func(tx *sql.Tx) error {
-		st, err := tx.Prepare("INSERT OR IGNORE INTO owed (id, url, state) VALUES (?, ?, 0)")
+	err := chunked(rows, func(rows [][2]string) error {
+		args := make([]any, 0, 2*len(rows))
+		for _, r := range rows {
+			args = append(args, r[0], r[1])
+		}
+		st, err := tx.stmt("INSERT OR IGNORE INTO owed (id, url, state) VALUES "+placeholders(len(rows), "(?, ?, "+strconv.Itoa(state)+")"), len(rows))
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		for id, u := range want {
-			c, err := changed(st.Exec(id, u))
-			if err != nil {
-				return err
-			}
-			n += c
-		}
-		return nil
+		c, err := changed(st.Exec(args...))
+		n += c
+		return err
 	})
-	t.expected += n
-	t.owed += n
-	return n
+	return n, err
 }
 
-// forget drops URLs that were not accepted after all (a failed ingest).
-func (t *tally) forget(ids []string) {
-	if len(ids) == 0 {
-		return
+// idsWhere returns those of ids that q (with "%s" for the ids'
+// placeholders) returns.
+func idsWhere(tx tallyTx, q string, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := chunked(ids, func(ids []string) error {
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+		st, err := tx.stmt(fmt.Sprintf(q, placeholders(len(ids), "?")), len(ids))
+		if err != nil {
+			return err
+		}
+		rows, err := st.Query(args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			out[id] = true
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// expect adds URLs that owe a result (id -> URL), unless they are known
+// already (owed, or with a result). It returns how many it added.
+func (t *tally) expect(want map[string]string) int {
+	if len(want) == 0 {
+		return 0
+	}
+	rows := make([][2]string, 0, len(want))
+	for id, u := range want {
+		rows = append(rows, [2]string{id, u})
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
-	t.tx(func(tx *sql.Tx) error {
-		st, err := tx.Prepare("DELETE FROM owed WHERE id = ? AND state = 0")
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, id := range ids {
-			c, err := changed(st.Exec(id))
-			if err != nil {
-				return err
-			}
-			n += c
-		}
-		return nil
+	t.tx(func(tx tallyTx) error {
+		var err error
+		n, err = insertOwed(tx, rows, owing)
+		return err
 	})
-	t.expected -= n
-	t.owed -= n
-	t.signal()
+	t.expected += n
+	t.owed += n
+	return n
 }
 
 // hold marks owed URLs as waiting in the input's overflow, and unhold as
@@ -194,24 +286,15 @@ func (t *tally) hold(ids []string, held bool) {
 	if len(ids) == 0 {
 		return
 	}
-	v := 0
+	v := "0"
 	if held {
-		v = 1
+		v = "1"
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.tx(func(tx *sql.Tx) error {
-		st, err := tx.Prepare("UPDATE owed SET held = ? WHERE id = ?")
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, id := range ids {
-			if _, err := st.Exec(v, id); err != nil {
-				return err
-			}
-		}
-		return nil
+	t.tx(func(tx tallyTx) error {
+		_, err := idsWhere(tx, "UPDATE owed SET held = "+v+" WHERE id IN (%s) RETURNING id", ids)
+		return err
 	})
 }
 
@@ -220,64 +303,83 @@ func (t *tally) hold(ids []string, held bool) {
 func (t *tally) unholdAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.tx(func(tx *sql.Tx) error {
+	t.tx(func(tx tallyTx) error {
 		_, err := tx.Exec("UPDATE owed SET held = 0 WHERE held = 1")
 		return err
 	})
 }
 
-// seen takes results that are written.
+// seen takes results that are written. A result for a URL the tally does
+// not know (its ingest has not returned yet, or it came in a way the tally
+// did not see) makes it expected and done at once.
 func (t *tally) seen(rs []result.Result) {
+	if len(rs) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(rs))
+	urls := map[string]string{}
+	for _, r := range rs {
+		if _, ok := urls[r.ID]; !ok {
+			urls[r.ID] = r.URL
+			ids = append(ids, r.ID)
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.tx(func(tx *sql.Tx) error {
-		done, err := tx.Prepare("UPDATE owed SET state = 1 WHERE id = ? AND state <> 1")
+	t.tx(func(tx tallyTx) error {
+		// Those owed, then those another process was thought to have
+		// done, then the unknown; what is left had a result already.
+		first, err := idsWhere(tx, "UPDATE owed SET state = 1 WHERE state = 0 AND id IN (%s) RETURNING id", ids)
 		if err != nil {
 			return err
 		}
-		defer done.Close()
-		add, err := tx.Prepare("INSERT OR IGNORE INTO owed (id, url, state) VALUES (?, ?, ?)")
-		if err != nil {
-			return err
+		t.owed -= len(first)
+		rest := slices.DeleteFunc(ids, func(id string) bool { return first[id] })
+		if t.doneElsewhere > 0 && len(rest) > 0 {
+			again, err := idsWhere(tx, "UPDATE owed SET state = 1 WHERE state = 2 AND id IN (%s) RETURNING id", rest)
+			if err != nil {
+				return err
+			}
+			maps.Copy(first, again)
+			rest = slices.DeleteFunc(rest, func(id string) bool { return again[id] })
 		}
-		defer add.Close()
-		var state int
-		get, err := tx.Prepare("SELECT state FROM owed WHERE id = ?")
-		if err != nil {
-			return err
+		if len(rest) > 0 {
+			known, err := idsWhere(tx, "SELECT id FROM owed WHERE id IN (%s)", rest)
+			if err != nil {
+				return err
+			}
+			var unknown [][2]string
+			for _, id := range rest {
+				if !known[id] {
+					unknown = append(unknown, [2]string{id, urls[id]})
+					first[id] = true
+				}
+			}
+			n, err := insertOwed(tx, unknown, resulted)
+			if err != nil {
+				return err
+			}
+			t.expected += n
 		}
-		defer get.Close()
+		var targets [][2]string
 		for _, r := range rs {
 			t.results++
-			if err := get.QueryRow(r.ID).Scan(&state); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			} else if err != nil {
-				// A result for a URL this process did not expect: it
-				// has one now.
-				if _, err := add.Exec(r.ID, r.URL, resulted); err != nil {
-					return err
-				}
-			} else if state == resulted {
+			if !first[r.ID] {
 				t.duplicates++
 				continue
-			} else if _, err := done.Exec(r.ID); err != nil {
-				return err
-			} else if state == owing {
-				t.owed--
 			}
+			delete(first, r.ID) // a second copy in this batch is a duplicate
 			t.byStatus[r.Status]++
 			// The engine queues a cross-host redirect's target under this
 			// id (worker.redirect) before the redirect's result goes out.
 			if t.follow && r.Status == result.StatusRedirect && r.Error == "" && r.Location != "" {
-				c, err := changed(add.Exec(urlmsg.MakeID(r.ID, 0, r.Location), r.Location, owing))
-				if err != nil {
-					return err
-				}
-				t.expected += c
-				t.owed += c
+				targets = append(targets, [2]string{urlmsg.MakeID(r.ID, 0, r.Location), r.Location})
 			}
 		}
-		return nil
+		n, err := insertOwed(tx, targets, owing)
+		t.expected += n
+		t.owed += n
+		return err
 	})
 	t.signal()
 }
@@ -340,7 +442,7 @@ func (t *tally) settle(ctx context.Context, each func(func(ids []string) error) 
 	}
 	err := each(func(ids []string) error {
 		var err error
-		t.tx(func(tx *sql.Tx) error {
+		t.tx(func(tx tallyTx) error {
 			st, err := tx.Prepare("INSERT OR IGNORE INTO queued_now (id) VALUES (?)")
 			if err != nil {
 				return err
@@ -386,18 +488,19 @@ func (t *tally) accept(hosts map[string]bool, now time.Time) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.tx(func(tx *sql.Tx) error {
-		st, err := tx.Prepare("INSERT OR IGNORE INTO accepted (host, at) VALUES (?, ?)")
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for h := range hosts {
-			if _, err := st.Exec(h, now.UnixNano()); err != nil {
+	t.tx(func(tx tallyTx) error {
+		return chunked(slices.Collect(maps.Keys(hosts)), func(hs []string) error {
+			args := make([]any, 0, 2*len(hs))
+			for _, h := range hs {
+				args = append(args, h, now.UnixNano())
+			}
+			st, err := tx.stmt("INSERT OR IGNORE INTO accepted (host, at) VALUES "+placeholders(len(hs), "(?, ?)"), len(hs))
+			if err != nil {
 				return err
 			}
-		}
-		return nil
+			_, err = st.Exec(args...)
+			return err
+		})
 	})
 }
 
