@@ -276,3 +276,40 @@ func TestServeFullHost(t *testing.T) {
 		t.Errorf("results written (a dropped one?): %s", b)
 	}
 }
+
+// TestByteBudget: the reader's budget lets a take through only when it
+// fits (or nothing is taken: a line above the budget goes alone), and a
+// close wakes a waiting take with false.
+func TestByteBudget(t *testing.T) {
+	t.Parallel()
+	b := newByteBudget(100)
+	if !b.take(60) || !b.take(40) {
+		t.Fatal("takes within the budget refused")
+	}
+	got := make(chan bool, 1)
+	go func() { got <- b.take(10) }()
+	select {
+	case <-got:
+		t.Fatal("a take beyond the budget went through")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.put(60)
+	if ok := <-got; !ok {
+		t.Fatal("take refused once there was room")
+	}
+	b.put(50)
+	if !b.take(500) {
+		t.Fatal("a line larger than the budget was refused with nothing taken")
+	}
+	go func() { got <- b.take(1) }()
+	b.close()
+	// Bounds a hang only.
+	select {
+	case ok := <-got:
+		if ok {
+			t.Error("take after close went through")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("close did not wake a waiting take")
+	}
+}
