@@ -105,8 +105,10 @@ type BigSiteResult struct {
 	BigURLs, SmallHosts, SmallPerHost int
 	Delay                             time.Duration
 	// Bound is BigURLs x Delay; Span the big host's first request start
-	// to its last request's end, as the site saw them.
-	Bound, Span time.Duration
+	// to its last request's end, as the site saw them. Latency is the
+	// site's time per answer, which the delay comes after (so the span
+	// cannot be below BigURLs x (Delay + Latency)).
+	Bound, Span, Latency time.Duration
 	// SmallLast is when the last small host's last request ended, from
 	// the run's start: they must not wait for the big host.
 	SmallLast time.Duration
@@ -142,7 +144,7 @@ func (e *benchEnv) bigSite(ctx context.Context) (*BigSiteResult, error) {
 		return nil, fmt.Errorf("local mode big site: %w", err)
 	}
 	res := &BigSiteResult{BigURLs: e.cfg.BigSitePerHost, SmallHosts: hosts - 1, SmallPerHost: small, Delay: d,
-		Bound: time.Duration(e.cfg.BigSitePerHost) * d, Stats: st, Dropped: st.Results["dropped"]}
+		Bound: time.Duration(e.cfg.BigSitePerHost) * d, Latency: e.cfg.Latency, Stats: st, Dropped: st.Results["dropped"]}
 	var first, last time.Time
 	for _, rq := range site.Requests() {
 		if rq.Host == hs[0] {
@@ -175,10 +177,11 @@ func bigJobsTable(mem []MemoryResult, big *BigSiteResult) string {
 	}
 	if big != nil {
 		s := big.Stats
-		w("A big site: one host with %d URLs first in the file, then %d hosts of %d, d = %s, the default PersistLimit (1,000): the host's queue takes 1,000 and the rest wait in the input's overflow (back-pressure), queued as the host drains. Target: nothing dropped, the big host's span near its bound (URLs x d), the small hosts done long before it.\n\n", big.BigURLs, big.SmallHosts, big.SmallPerHost, big.Delay)
-		w("| URLs | d | **dropped** | big host: bound / **span** | span / bound | small hosts' last response | min gap / d | peak RSS | state file | results |\n|---|---|---|---|---|---|---|---|---|---|\n")
-		w("| %d | %s | **%d** | %s / **%s** | %.3f | %s | %.3f | %s | %s | %s |\n\n",
-			big.BigURLs+big.SmallHosts*big.SmallPerHost, big.Delay, big.Dropped, secs(big.Bound), secs(big.Span), big.Span.Seconds()/big.Bound.Seconds(),
+		w("A big site: one host with %d URLs first in the file, then %d hosts of %d, d = %s, the default PersistLimit (1,000): the host's queue takes 1,000 and the rest wait in the input's overflow (back-pressure), queued as the host drains. Target: nothing dropped, the big host's span near its bound (URLs x d; the site answers in %s and the delay runs from the answer's end, so URLs x (d + %s) is the least it can take), the small hosts done long before it.\n\n", big.BigURLs, big.SmallHosts, big.SmallPerHost, big.Delay, big.Latency, big.Latency)
+		with := time.Duration(big.BigURLs) * (big.Delay + big.Latency)
+		w("| URLs | d | **dropped** | big host: bound / with the answers' time / **span** | span / bound | span / bound with the answers | small hosts' last response | min gap / d | peak RSS | state file | results |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		w("| %d | %s | **%d** | %s / %s / **%s** | %.3f | %.3f | %s | %.3f | %s | %s | %s |\n\n",
+			big.BigURLs+big.SmallHosts*big.SmallPerHost, big.Delay, big.Dropped, secs(big.Bound), secs(with), secs(big.Span), big.Span.Seconds()/big.Bound.Seconds(), big.Span.Seconds()/with.Seconds(),
 			secs(big.SmallLast), s.MinGap.Seconds()/big.Delay.Seconds(), sizeMiB(s.Process.MaxRSS), sizeMiB(s.StateBytes), statusList(s.Results))
 	}
 	return string(b)
