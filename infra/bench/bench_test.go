@@ -55,6 +55,12 @@ func TestSmoke(t *testing.T) {
 	if rr := res.Resume; len(rr.Outcome.Missing) > 0 || rr.Refetches > rr.RefetchLimit() || len(rr.Exits) < 2 || rr.Exits[0] == 0 {
 		t.Errorf("resume: %d runs (exits %v), %d urls without a result, %d re-fetches (limit %d)", len(rr.Exits), rr.Exits, len(rr.Outcome.Missing), rr.Refetches, rr.RefetchLimit())
 	}
+	if len(res.Memory) != 1 || res.Memory[0].MaxRSS == 0 || res.Memory[0].Results != res.Memory[0].Lines {
+		t.Errorf("memory rows: %+v, want one with its peak RSS and a result per line", res.Memory)
+	}
+	if b := res.BigSite; b == nil || b.Dropped != 0 || b.Span < b.Bound || b.Stats.MinGap < b.Delay {
+		t.Errorf("big site: %+v, want nothing dropped, the big host's span at least its bound, gaps at least d", b)
+	}
 	for _, c := range res.Cost {
 		if tot := c.Usage.Total(); tot.WriteUnits == 0 || tot.Requests == 0 {
 			t.Errorf("%s: no DynamoDB usage metered: %+v", c.Name, tot)

@@ -546,6 +546,20 @@ func (e *benchEnv) localJobs(ctx context.Context, res *Results) error {
 		}
 		res.Resume = rr
 	}
+	if !e.cfg.SkipMemory {
+		mr, err := e.memory(ctx)
+		if err != nil {
+			return err
+		}
+		res.Memory = mr
+	}
+	if !e.cfg.SkipBigSite {
+		br, err := e.bigSite(ctx)
+		if err != nil {
+			return err
+		}
+		res.BigSite = br
+	}
 	return nil
 }
 

@@ -51,6 +51,13 @@ type Config struct {
 	ScaleDelay                              time.Duration
 	ResumeHosts, ResumePerHost, ResumeStops int
 	SkipScale, SkipResume                   bool
+	// The memory rows (MemoryLines lines ending at ingest) and the big
+	// site (one host of BigSitePerHost URLs among BigSiteSmallHosts of
+	// 20, at BigSiteDelay): bigjob.go.
+	MemoryLines                       []int
+	BigSitePerHost, BigSiteSmallHosts int
+	BigSiteDelay                      time.Duration
+	SkipMemory, SkipBigSite           bool
 
 	// The cost scenarios.
 	TrickleHosts      int
@@ -95,6 +102,7 @@ func FullConfig() Config {
 		Delay: 250 * time.Millisecond, Latency: 5 * time.Millisecond, PlotHosts: 200,
 		ScaleHosts: 1000, ScalePerHost: 100, ScaleDelay: time.Second,
 		ResumeHosts: 50, ResumePerHost: 40, ResumeStops: 5,
+		MemoryLines: []int{2_000_000}, BigSitePerHost: 3000, BigSiteSmallHosts: 100, BigSiteDelay: 10 * time.Millisecond,
 		TrickleHosts: 500, BurstURLs: 1000, WideHosts: 2000, WidePerHost: 5, CostDelay: 250 * time.Millisecond,
 		LambdaBuild: true, BenchTime: 2 * time.Second,
 		Timeout: 4 * time.Minute,
@@ -111,6 +119,7 @@ func SmokeConfig() Config {
 		Delay: 100 * time.Millisecond, Latency: time.Millisecond, PlotHosts: 4,
 		ScaleHosts: 20, ScalePerHost: 5, ScaleDelay: 100 * time.Millisecond,
 		ResumeHosts: 4, ResumePerHost: 20, ResumeStops: 2,
+		MemoryLines: []int{30000}, BigSitePerHost: 1200, BigSiteSmallHosts: 3, BigSiteDelay: time.Millisecond,
 		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
 		BenchTime: 50 * time.Millisecond,
 		Params:    map[string]string{"CheckHostPeriod": "1100ms"},
@@ -128,7 +137,8 @@ func main() {
 	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs on moto (default 50,200)")
 	localHosts := flag.String("local-hosts", "", "comma-separated H values for the politeness runs through local mode (default 200,1000; 0: none)")
 	perHost := flag.Int("u", 0, "URLs per host in the politeness runs (default 40)")
-	only := flag.String("only", "", "run only these parts: politeness,scale,resume,cost,lambda,resources,bodies")
+	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,cost,lambda,resources,bodies")
+	memory20m := flag.Bool("memory-20m", false, "add a 20-million-line row to the memory rows (many minutes)")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
@@ -171,8 +181,12 @@ func main() {
 		}
 		cfg.SkipPol, cfg.SkipCost, cfg.SkipLambda = !parts["politeness"], !parts["cost"], !parts["lambda"]
 		cfg.SkipScale, cfg.SkipResume = !parts["scale"], !parts["resume"]
+		cfg.SkipMemory, cfg.SkipBigSite = !parts["memory"], !parts["bigsite"]
 		cfg.SkipResources = !parts["resources"]
 		cfg.SkipBodies = !parts["bodies"]
+	}
+	if *memory20m {
+		cfg.MemoryLines = append(cfg.MemoryLines, 20_000_000)
 	}
 	if *noBuild {
 		cfg.LambdaBuild = false
@@ -196,6 +210,9 @@ func main() {
 		fmt.Println(res.Table())
 		if len(res.Bodies) > 0 {
 			fmt.Println(bodiesTable(res.Bodies))
+		}
+		if len(res.Memory) > 0 || res.BigSite != nil {
+			fmt.Println(bigJobsTable(res.Memory, res.BigSite))
 		}
 	}
 	if err != nil {
@@ -256,11 +273,18 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 			log.Info("wrote bodies section", "file", cfg.Out)
 		}
 	}
+	if cfg.Out != "" && (len(res.Memory) > 0 || res.BigSite != nil) {
+		if err := writeBigJobs(inRoot(root, cfg.Out), res.Memory, res.BigSite, res.Machine); err != nil {
+			return res, err
+		}
+		log.Info("wrote big jobs section", "file", cfg.Out)
+	}
 	res.Elapsed = time.Since(start)
 	res.Machine.LoadAfter = loadAverage()
-	// A run of the bodies alone leaves the main section as it was.
-	onlyBodies := cfg.SkipPol && cfg.SkipCost && cfg.SkipLambda && cfg.SkipScale && cfg.SkipResume && cfg.SkipResources
-	if cfg.Out != "" && !onlyBodies {
+	// A run of parts with sections of their own (bodies, the big jobs)
+	// leaves the main section as it was.
+	onlyOwn := cfg.SkipPol && cfg.SkipCost && cfg.SkipLambda && cfg.SkipScale && cfg.SkipResume && cfg.SkipResources
+	if cfg.Out != "" && !onlyOwn {
 		if err := res.Write(inRoot(root, cfg.Out), inRoot(root, cfg.PNG)); err != nil {
 			return res, err
 		}

@@ -31,6 +31,9 @@ type Results struct {
 	// Scale and Resume are the local mode jobs.
 	Scale  *ScaleResult
 	Resume *ResumeResult
+	// Memory and BigSite are the local mode jobs of bigjob.go.
+	Memory  []MemoryResult
+	BigSite *BigSiteResult
 	// Resources is the resources scenario (resources.go).
 	Resources *ResourcesResult
 	// Bodies are the whole-bodies runs (bodies.go), in their own section.

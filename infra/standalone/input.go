@@ -13,11 +13,12 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
+	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -49,7 +50,11 @@ type InputReport struct {
 	// Lines, URLs and Rejected count what this run read, accepted and
 	// refused.
 	Lines, URLs, Rejected int64
-	// Batches counts ingest invocations.
+	// Held counts the URLs of this run's lines that waited in the
+	// overflow because their host's queue was full (they are queued as it
+	// drains: none is dropped).
+	Held int64
+	// Batches counts ingest calls.
 	Batches int
 	// EOF is set when the input was read to its end.
 	EOF bool
@@ -62,6 +67,69 @@ var ErrInputChanged = errors.New("input differs from what this state read before
 // maxLine bounds one input line kept in memory; longer lines are refused
 // (the input queue refuses messages above urlmsg.MaxPayloadBytes too).
 const maxLine = urlmsg.MaxPayloadBytes
+
+// inputBudget bounds the bytes of input lines read and not yet recorded
+// (being parsed, queued or held back); batchBytes bounds one batch's,
+// so that the reader fills the next batch while one is ingested.
+const (
+	inputBudget = 16 << 20
+	batchBytes  = inputBudget / 2
+)
+
+// lineCost is what lines take of the budget: their text, their parsed
+// form (about as much again) and a fixed part.
+func lineCost(ls []line) int64 {
+	var n int64
+	for _, l := range ls {
+		n += int64(2*len(l.text)) + 256
+	}
+	return n
+}
+
+// byteBudget is a counting semaphore over bytes.
+type byteBudget struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	used   int64
+	size   int64
+	closed bool
+}
+
+func newByteBudget(size int64) *byteBudget {
+	b := &byteBudget{size: size}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// take waits until n bytes fit (always, when nothing is taken: a line
+// larger than the budget goes alone) and takes them; false once closed.
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for !b.closed && b.used > 0 && b.used+n > b.size {
+		b.cond.Wait()
+	}
+	if b.closed {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *byteBudget) put(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// close wakes and fails every take.
+func (b *byteBudget) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
 
 // errStopped ends reading when the run stops.
 var errStopped = errors.New("stopped")
@@ -105,18 +173,24 @@ func (f *feeder) run(ctx context.Context, stop <-chan struct{}) error {
 	if err := skip(br, h, prog); err != nil {
 		return fmt.Errorf("%s: %w", f.in.Name, err)
 	}
-	lines := make(chan line, 4096)
+	// The reader runs ahead of ingest by at most inputBudget bytes of
+	// lines: what is in flight is bounded by bytes, whatever the lines'
+	// length.
+	budget := newByteBudget(inputBudget)
+	lines := make(chan line, 64)
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- readLines(br, h, prog, lines, stop)
+		readErr <- readLines(br, h, prog, lines, budget, stop)
 		close(lines)
 	}()
+	defer budget.close()
 
 	for {
 		batch, eof := f.collect(lines, stop)
 		if len(batch) == 0 && !eof {
 			return nil // stopping
 		}
+		cost := lineCost(batch)
 		if eof {
 			switch err := <-readErr; {
 			case errors.Is(err, errStopped):
@@ -132,6 +206,7 @@ func (f *feeder) run(ctx context.Context, stop <-chan struct{}) error {
 			}
 			prog = next
 		}
+		budget.put(cost)
 		if eof {
 			f.rep.EOF = true
 			return nil
@@ -159,8 +234,9 @@ func skip(br *bufio.Reader, h hash.Hash, prog progress) error {
 	return nil
 }
 
-// readLines sends the input's lines after prog until its end or stop.
-func readLines(br *bufio.Reader, h hash.Hash, prog progress, out chan<- line, stop <-chan struct{}) error {
+// readLines sends the input's lines after prog until its end or stop,
+// each once budget has room for it.
+func readLines(br *bufio.Reader, h hash.Hash, prog progress, out chan<- line, budget *byteBudget, stop <-chan struct{}) error {
 	off, no := prog.Offset, prog.Lines
 	for {
 		n, text, tooLong, err := readLine(br, h, maxLine)
@@ -169,6 +245,9 @@ func readLines(br *bufio.Reader, h hash.Hash, prog progress, out chan<- line, st
 			no++
 			l := line{no: no, text: text, tooLong: tooLong, end: off}
 			h.Sum(l.sum[:0])
+			if !budget.take(lineCost([]line{l})) {
+				return errStopped
+			}
 			select {
 			case out <- l:
 			case <-stop:
@@ -209,14 +288,14 @@ func readLine(br *bufio.Reader, h hash.Hash, keep int) (n int64, text []byte, to
 	}
 }
 
-// collect gathers the next batch: up to IngestBatch records, or what came
-// within IngestWindow of the batch's first line. It reports the end of the
-// input; an empty batch without it means stop.
+// collect gathers the next batch: up to IngestBatch records or
+// batchBytes, or what came within IngestWindow of the batch's first line.
+// It reports the end of the input; an empty batch without it means stop.
 func (f *feeder) collect(lines <-chan line, stop <-chan struct{}) ([]line, bool) {
 	var batch []line
 	var window <-chan time.Time
-	records := 0
-	for records < f.rt.opts.IngestBatch {
+	records, size := 0, 0
+	for records < f.rt.opts.IngestBatch && size < batchBytes {
 		select {
 		case <-stop:
 			return nil, false
@@ -232,6 +311,7 @@ func (f *feeder) collect(lines <-chan line, stop <-chan struct{}) ([]line, bool)
 				window = t.C
 			}
 			batch = append(batch, l)
+			size += len(l.text)
 			if len(bytes.TrimSpace(l.text)) > 0 {
 				records++
 			}
@@ -240,93 +320,113 @@ func (f *feeder) collect(lines <-chan line, stop <-chan struct{}) ([]line, bool)
 	return batch, false
 }
 
-// ingest hands a batch's lines to the ingest handler as one SQS batch,
-// retrying records the store could not take, then records the batch as
-// read. Invalid lines are reported and skipped for good: the handler fails
-// such a record as it fails an invalid SQS record, and urlmsg.Parse, run
-// again on the failed records only, says why.
+// ingest parses a batch's lines as the ingest handler parses an SQS
+// batch's records (the line's id is its record's message id), queues their
+// URLs, retrying those the store could not take, keeps in the overflow
+// those whose host's queue is full (see holdback.go), then records the
+// batch as read, with the URLs it held back. Invalid lines are reported
+// and skipped for good; a line is all or nothing, as a record is.
 func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progress, error) {
+	rt := f.rt
 	next := prog
-	var ev events.SQSEvent
-	type sent struct {
-		line line
-		urls int
-	}
-	sentAs := map[string]sent{}
+	var msgs []urlmsg.Message
 	var rejected []Rejected
-	var urls int64
 	for _, l := range batch {
 		next.Offset, next.Lines = l.end, l.no
 		id := f.in.Name + ":" + strconv.FormatInt(l.no, 10)
-		body, n, rej := record(l)
-		switch {
-		case rej != "":
-			// Never handed to ingest (which counts the records it
-			// refuses itself): counted here, as it would have.
-			f.rt.opts.Metrics.Add(metrics.URLsRejected, 1)
+		body, _, rej := record(l)
+		if rej == "" && body != "" {
+			ms, bad, err := urlmsg.Parse(id, []byte(body))
+			switch {
+			case err != nil:
+				rej = err.Error()
+			case len(bad) > 0 && body[0] == '[':
+				rej = fmt.Sprintf("item %d: %s", bad[0].Index, bad[0].Error)
+			case len(bad) > 0:
+				rej = bad[0].Error
+			}
+			if rej != "" {
+				// As the handler counts a record it refuses: every item.
+				rt.opts.Metrics.Add(metrics.URLsRejected, float64(max(1, len(bad)+len(ms))))
+				rejected = append(rejected, rejection(l, rej))
+				continue
+			}
+			msgs = append(msgs, ms...)
+			continue
+		}
+		if rej != "" {
+			// Never parsed (too long, not JSON): counted here, as the
+			// handler would have.
+			rt.opts.Metrics.Add(metrics.URLsRejected, 1)
 			rejected = append(rejected, rejection(l, rej))
-		case body != "":
-			urls += int64(n)
-			sentAs[id] = sent{line: l, urls: n}
-			ev.Records = append(ev.Records, events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs"})
 		}
 	}
 	next.Sum = batch[len(batch)-1].sum[:]
 	f.rep.Lines += next.Lines - prog.Lines
 	// A batch once handed over is finished even when the run is stopping:
-	// its lines are either all queued and recorded, or none recorded.
+	// its lines are either all queued or held, and recorded, or none
+	// recorded.
 	ictx := context.WithoutCancel(ctx)
-	for attempt := 0; len(ev.Records) > 0; attempt++ {
-		resp, err := f.rt.ingest.HandleSQS(ictx, ev)
+	over := rt.over
+	over.mu.Lock()
+	defer over.mu.Unlock()
+	// A host with URLs held back gets the new ones behind them.
+	byDomain := rt.params.QueueMode == params.QueueByDomain
+	var held []heldURL
+	var send []urlmsg.Message
+	behind := map[string]string{}
+	for _, m := range msgs {
+		if key := hostqueue.QueueKey(m.Host, byDomain); over.held(key) {
+			held = append(held, heldURL{key: key, msg: m})
+			behind[m.ID] = m.URL
+			continue
+		}
+		send = append(send, m)
+	}
+	rt.tally.expect(behind)
+	for attempt := 0; len(send) > 0; attempt++ {
+		res := rt.ingest.Ingest(holding(ictx), send)
 		f.rep.Batches++
-		if err != nil {
-			return prog, fmt.Errorf("ingest lines %d-%d of %s: %w", prog.Lines+1, next.Lines, f.in.Name, err)
-		}
-		failed := map[string]bool{}
-		for _, fl := range resp.BatchItemFailures {
-			failed[fl.ItemIdentifier] = true
-		}
-		var again []events.SQSMessage
-		for _, r := range ev.Records {
-			if !failed[r.MessageId] {
-				continue
-			}
-			_, bad, err := urlmsg.Parse(r.MessageId, []byte(r.Body))
-			s := sentAs[r.MessageId]
+		var again []urlmsg.Message
+		var lastErr error
+		for i, m := range send {
+			err, failed := res.Failed[i]
 			switch {
-			case err != nil:
-				rejected = append(rejected, rejection(s.line, err.Error()))
-			case len(bad) > 0 && r.Body[0] == '[':
-				rejected = append(rejected, rejection(s.line, fmt.Sprintf("item %d: %s", bad[0].Index, bad[0].Error)))
-			case len(bad) > 0:
-				rejected = append(rejected, rejection(s.line, bad[0].Error))
+			case !failed:
+			case errors.Is(err, hostqueue.ErrQueueFull):
+				held = append(held, heldURL{key: hostqueue.QueueKey(m.Host, byDomain), msg: m})
 			default:
-				again = append(again, r)
-				continue
+				again, lastErr = append(again, m), err
 			}
-			urls -= int64(s.urls)
 		}
 		if len(again) > 0 && attempt == 9 {
-			return prog, fmt.Errorf("ingest lines %d-%d of %s: %d records not queued after %d attempts (run with -v for the store's errors)",
-				prog.Lines+1, next.Lines, f.in.Name, len(again), attempt+1)
+			return prog, fmt.Errorf("ingest lines %d-%d of %s: %d urls not queued after %d attempts, last: %w",
+				prog.Lines+1, next.Lines, f.in.Name, len(again), attempt+1, lastErr)
 		}
 		if len(again) > 0 {
 			time.Sleep(time.Duration(100<<min(attempt, 5)) * time.Millisecond)
 		}
-		ev.Records = again
+		send = again
 	}
-	next.URLs += urls
-	f.rep.URLs += urls
+	next.URLs += int64(len(msgs))
 	slices.SortFunc(rejected, func(a, b Rejected) int { return cmp.Compare(a.Line, b.Line) })
 	next.Rejected += int64(len(rejected))
-	f.rep.Rejected += int64(len(rejected))
-	if f.rt.opts.OnReject != nil {
-		for _, r := range rejected {
-			f.rt.opts.OnReject(r)
-		}
-	}
-	if err := f.rt.ledger.advance(ictx, f.in.Name, prog, next); err != nil {
+	if err := rt.ledger.advance(ictx, f.in.Name, prog, next, held); err != nil {
 		return prog, fmt.Errorf("record lines %d-%d of %s as read: %w", prog.Lines+1, next.Lines, f.in.Name, err)
+	}
+	heldIDs := make([]string, len(held))
+	for i, h := range held {
+		over.add(h.key)
+		heldIDs[i] = h.msg.ID
+	}
+	rt.tally.hold(heldIDs, true)
+	f.rep.URLs += int64(len(msgs))
+	f.rep.Held += int64(len(held))
+	f.rep.Rejected += int64(len(rejected))
+	if rt.opts.OnReject != nil {
+		for _, r := range rejected {
+			rt.opts.OnReject(r)
+		}
 	}
 	return next, nil
 }

@@ -213,8 +213,9 @@ func checkNewOut(opts Options) error {
 func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 	opts := rt.opts
 	f := &rt.files
-	if sl, ok := rt.ledger.(*sqlLedger); ok {
-		f.db = sl.db
+	if opts.State != "" {
+		// Recorded in the state file, through the ledger's connection.
+		f.db = rt.ledger.db
 		if _, err := f.db.ExecContext(ctx, outSchema); err != nil {
 			return fmt.Errorf("results file record in %s: %w", opts.State, err)
 		}

@@ -37,7 +37,7 @@ func (rt *Runtime) Progress() Progress {
 	var p Progress
 	t := rt.tally
 	t.mu.Lock()
-	p.Expected, p.Results, p.Backlog = t.expected, t.results, len(t.need)
+	p.Expected, p.Results, p.Backlog = t.expected, t.results, t.owed
 	t.mu.Unlock()
 	p.Requests, p.InFlight = rt.requests.Load(), rt.inFlight.Load()
 	p.Waiting = rt.waiting()

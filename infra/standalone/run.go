@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,8 +35,10 @@ type Report struct {
 	ByStatus   map[result.Status]int `json:"byStatus"`
 	Duplicates int                   `json:"duplicates"`
 	// Missing are the URLs still owed a result when the run stopped, by
-	// id; they are still queued in the state for the next run.
-	Missing map[string]string `json:"missing,omitempty"`
+	// id (the first maxMissing of MissingCount); they are still queued or
+	// held back in the state for the next run.
+	Missing      map[string]string `json:"missing,omitempty"`
+	MissingCount int               `json:"missingCount,omitempty"`
 	// DoneElsewhere counts the URLs owed a result here that another
 	// process on the same state finished (their results are in its output).
 	DoneElsewhere int `json:"doneElsewhere,omitempty"`
@@ -85,6 +89,10 @@ func (rt *Runtime) Run(ctx context.Context, ro RunOptions) (Report, error) {
 		}()
 	}
 	fed := ro.Input == nil
+	// The overflow loop queues held-back URLs as their hosts drain, for
+	// this run's input and for what an earlier run held back.
+	overDone := make(chan error, 1)
+	go func() { overDone <- rt.over.run(ectx, rt.clock.stop) }()
 
 	var runErr error
 	stopped := false
@@ -97,12 +105,16 @@ wait:
 		if fed && !ro.Serve && rt.tally.outstanding() == 0 {
 			// Anything queued that no result has been written for (it came
 			// in some way the tally did not see) is owed one too.
-			queued, err := queuedEntries(ectx, rt.store)
+			added := 0
+			err := eachQueued(ectx, rt.store, func(queued map[string]string) error {
+				added += rt.tally.expect(queued)
+				return rt.tally.Err()
+			})
 			if err != nil {
 				runErr = fmt.Errorf("read queued urls: %w", err)
 				break
 			}
-			if rt.tally.expect(rt.tally.unseen(queued)) == 0 {
+			if added == 0 {
 				break
 			}
 		}
@@ -136,6 +148,13 @@ wait:
 		case <-rt.out.Failed():
 			runErr = rt.out.Err()
 			break wait
+		case err := <-overDone:
+			runErr = err
+			overDone <- nil // read again below
+			break wait
+		case <-rt.tally.broken:
+			runErr = rt.tally.Err()
+			break wait
 		case <-rt.tally.empty:
 		}
 	}
@@ -149,6 +168,11 @@ wait:
 		if err := <-inDone; err != nil && runErr == nil {
 			runErr = err
 		}
+	}
+	// A refill under way is finished: its URLs are queued and out of the
+	// overflow, or still in it.
+	if err := <-overDone; err != nil && runErr == nil {
+		runErr = err
 	}
 
 	// Values recorded after an invocation's flush (ingest's last batch,
@@ -166,11 +190,16 @@ wait:
 		rep.ByStatus[k] = v
 	}
 	t.mu.Unlock()
-	if m := t.missing(); len(m) > 0 {
+	rep.MissingCount = t.outstanding()
+	if m := t.missing(maxMissing); len(m) > 0 {
 		rep.Missing = m
 	}
 	return rep, runErr
 }
+
+// maxMissing bounds Report.Missing: a stopped job of millions of lines
+// would otherwise list them all in memory.
+const maxMissing = 1000
 
 // quietAfter is how long without a request of its own makes a run with
 // URLs still owed a result look whether another process finished them.
@@ -182,11 +211,15 @@ const quietAfter = 2 * time.Second
 // owed a result before it is queued.
 // It returns how many it dropped.
 func (rt *Runtime) settleElsewhere(ctx context.Context) (int, error) {
-	queued, err := queuedEntries(ctx, rt.store)
+	n, err := rt.tally.settle(ctx, func(add func([]string) error) error {
+		return eachQueued(ctx, rt.store, func(queued map[string]string) error {
+			return add(slices.Collect(maps.Keys(queued)))
+		})
+	})
 	if err != nil {
 		return 0, fmt.Errorf("read queued urls: %w", err)
 	}
-	return rt.tally.settle(queued), nil
+	return n, nil
 }
 
 // shardLoop is the schedule of one shard: check invocations back to back

@@ -24,11 +24,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -155,7 +155,8 @@ type Runtime struct {
 	log    *slog.Logger
 
 	store   Store
-	ledger  ledger
+	ledger  *ledger
+	over    *overflow
 	files   stateFiles // the state's lock, the results file (outfile.go)
 	waits   waits      // why hosts wait, for Progress (waiting.go)
 	out     *lineWriter
@@ -173,12 +174,9 @@ type Runtime struct {
 	// crawl keeps the robots.txt Crawl-delays seen, for HostDelay.
 	crawl *crawlDelays
 
-	// Resumed counts the URLs found queued in the state at Open: accepted
-	// by an earlier run and still without a result there.
+	// Resumed counts the URLs found queued or held back in the state at
+	// Open: accepted by an earlier run and still without a result there.
 	Resumed int
-
-	mu       sync.Mutex
-	accepted map[string]time.Time
 
 	// results keeps result lines by id for serve mode (results.go).
 	results atomic.Pointer[resultStore]
@@ -223,22 +221,24 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock(), accepted: map[string]time.Time{}}
+	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock()}
 	rt.files.lock = lock
+	rt.over = newOverflow(rt)
 	if opts.State == "" {
 		rt.store, err = sqlite.NewMemory(time.Now)
-		if err == nil {
-			rt.ledger = newMemLedger()
-		}
 	} else {
 		var s *sqlite.Store
 		if s, err = sqlite.New(opts.State, time.Now); err == nil {
 			rt.store = s
-			rt.ledger, err = openSQLLedger(opts.State)
+			if !opts.SharedState {
+				err = rt.recover(ctx, s)
+			}
 		}
-		if err == nil && !opts.SharedState {
-			err = rt.recover(ctx, s)
-		}
+	}
+	if err == nil {
+		// Without a state file, the ledger and the overflow live in a
+		// scratch database on disk, gone at Close.
+		rt.ledger, err = openLedger(opts.State)
 	}
 	if err == nil {
 		err = rt.openOut(ctx, fresh)
@@ -254,6 +254,10 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if rt.files.out != nil {
 		opts.Out = rt.files.out
 	}
+	if rt.tally, err = newTally(p.FollowCrossHostRedirects); err != nil {
+		rt.Close()
+		return nil, err
+	}
 
 	var bodies *dirbody.Store
 	if dir := bodyFolder(opts); dir != "" {
@@ -263,7 +267,6 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 	}
 
-	rt.tally = newTally(p.FollowCrossHostRedirects)
 	rt.out = newLineWriter(opts.Out, func(rs []result.Result) {
 		rt.files.wrote(len(rs))
 		rt.tally.seen(rs)
@@ -304,6 +307,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		shard := parts
 		shard.Fetcher = func(params.Params) check.Fetcher { return fetcher }
 		engine := shard.Engine()
+		// A commit frees room in its host's queue: URLs held back are
+		// queued again (holdback.go).
+		engine.Store = committed{Store: rt.store, over: rt.over}
 		engine.LeaseTTL = opts.LeaseTTL
 		// SQLite reads cost nothing: a lingering host takes up URLs of a
 		// later input batch at once, not a period or two later.
@@ -311,15 +317,28 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.engines = append(rt.engines, engine)
 		rt.checks[i] = shard.CheckHandler(engine, opts.CheckRun)
 	}
-	rt.ingest = parts.IngestHandler(&counted{inner: parts.Ingester(), rt: rt})
+	ingester := parts.Ingester()
+	// A full queue holds URLs back, never evicts them (holdback.go).
+	ingester.Overflow = hostqueue.HoldBack
+	rt.ingest = parts.IngestHandler(&counted{inner: ingester, rt: rt})
 
-	queued, err := queuedEntries(ctx, rt.store)
+	err = eachQueued(ctx, rt.store, func(queued map[string]string) error {
+		rt.Resumed += rt.tally.expect(queued)
+		return rt.tally.Err()
+	})
 	if err != nil {
 		rt.Close()
 		return nil, fmt.Errorf("read queued urls from the state: %w", err)
 	}
-	rt.tally.expect(queued)
-	rt.Resumed = len(queued)
+	held, err := rt.over.load(ctx)
+	if err == nil {
+		err = rt.tally.Err()
+	}
+	if err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("read held urls from the state: %w", err)
+	}
+	rt.Resumed += held
 	rt.watchCrawlDelays()
 	return rt, nil
 }
@@ -343,6 +362,9 @@ func (rt *Runtime) Close() error {
 	// The results file's record is written through the ledger's
 	// connection, and the state's lock is dropped last.
 	errs := []error{rt.closeResults(), rt.files.close()}
+	if rt.tally != nil {
+		errs = append(errs, rt.tally.close())
+	}
 	if rt.ledger != nil {
 		errs = append(errs, rt.ledger.close())
 	}
@@ -355,44 +377,36 @@ func (rt *Runtime) Close() error {
 
 // AcceptedAt is when ingest first accepted a URL of host in this process.
 func (rt *Runtime) AcceptedAt(host string) (time.Time, bool) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	t, ok := rt.accepted[host]
-	return t, ok
+	return rt.tally.acceptedAt(host)
 }
 
 // counted is the ingester with the runtime's bookkeeping around it: the
-// URLs of a batch are expected (owed a result) before they are queued,
-// since a denied or dropped result can come out during the call, and
-// forgotten again when the batch failed them.
+// URLs of a batch it accepted are expected (owed a result), and so are
+// those a full queue did not take when the caller holds them back
+// (holding). A result that comes out during the call (a denied URL's, or a
+// fast fetch's) makes its URL expected and done at once (tally.seen); the
+// run cannot end meanwhile, since its input is not read yet.
 type counted struct {
 	inner ingesthandler.Ingester
 	rt    *Runtime
 }
 
 func (c *counted) Ingest(ctx context.Context, p hostqueue.IngestParams, msgs []urlmsg.Message) hostqueue.IngestResult {
+	res := c.inner.Ingest(ctx, p, msgs)
+	keep := isHolding(ctx)
 	want := make(map[string]string, len(msgs))
-	for _, m := range msgs {
-		want[m.ID] = m.URL
+	hosts := map[string]bool{}
+	for i, m := range msgs {
+		err, failed := res.Failed[i]
+		if !failed {
+			hosts[m.Host] = true
+		}
+		if !failed || keep && errors.Is(err, hostqueue.ErrQueueFull) {
+			want[m.ID] = m.URL
+		}
 	}
 	c.rt.tally.expect(want)
-	res := c.inner.Ingest(ctx, p, msgs)
-	var failed []string
-	for i := range res.Failed {
-		failed = append(failed, msgs[i].ID)
-	}
-	c.rt.tally.forget(failed)
-	now := time.Now()
-	c.rt.mu.Lock()
-	for i, m := range msgs {
-		if _, bad := res.Failed[i]; bad {
-			continue
-		}
-		if _, ok := c.rt.accepted[m.Host]; !ok {
-			c.rt.accepted[m.Host] = now
-		}
-	}
-	c.rt.mu.Unlock()
+	c.rt.tally.accept(hosts, time.Now())
 	return res
 }
 
@@ -410,15 +424,15 @@ func (w waker) Wake(_ context.Context, vshards []int) error {
 	return nil
 }
 
-// queuedEntries lists the URLs queued in the store, by id: the work an
-// earlier run left. Every host with queued URLs is in the due index.
-func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, error) {
-	out := map[string]string{}
+// eachQueued hands f the URLs queued in the store, by id, a host's at a
+// time: the work an earlier run left. Every host with queued URLs is in
+// the due index.
+func eachQueued(ctx context.Context, s hostqueue.Store, f func(map[string]string) error) error {
 	far := time.Now().AddDate(100, 0, 0)
 	for v := range hostqueue.VirtualShards {
 		keys, err := s.DueHosts(ctx, v, far, math.MaxInt32)
 		if err != nil {
-			return nil, fmt.Errorf("due hosts of virtual shard %d: %w", v, err)
+			return fmt.Errorf("due hosts of virtual shard %d: %w", v, err)
 		}
 		for _, key := range keys {
 			h, err := s.Load(ctx, key, 0)
@@ -426,20 +440,34 @@ func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, e
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("load %s: %w", key, err)
+				return fmt.Errorf("load %s: %w", key, err)
 			}
 			if h.Pending == 0 {
 				continue
 			}
 			if h, err = s.Load(ctx, key, h.Pending); err != nil {
-				return nil, fmt.Errorf("load %s: %w", key, err)
+				return fmt.Errorf("load %s: %w", key, err)
 			}
+			out := make(map[string]string, len(h.Head))
 			for _, e := range h.Head {
 				out[e.ID] = e.URL
 			}
+			if err := f(out); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// queuedEntries lists the URLs queued in the store, by id (tests).
+func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, error) {
+	all := map[string]string{}
+	err := eachQueued(ctx, s, func(m map[string]string) error {
+		maps.Copy(all, m)
+		return nil
+	})
+	return all, err
 }
 
 // activeFetcher notes when requests start, so a run can tell that this

@@ -142,7 +142,8 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	}
 	next := cur.successor()
 	incoming := req.Entries
-	fromPending, fromIncoming := hostqueue.Evict(cur.pending(), len(incoming), req.Limit)
+	fromPending, fromIncoming, held := hostqueue.Fit(cur.pending(), len(incoming), req)
+	incoming = incoming[:len(incoming)-held]
 	var evicted []hostqueue.Entry
 	var dead []string // chunk sort keys emptied by eviction
 	if fromPending > 0 {
@@ -166,7 +167,7 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	}
 	activated := next.activate(req.Due)
 	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead,
-		appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: next.pending(), Activated: activated}}, nil
+		appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), HeldBack: held, Pending: next.pending(), Activated: activated}}, nil
 }
 
 // report hands OnEvict the evicted entries it has not taken yet. It runs

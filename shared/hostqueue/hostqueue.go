@@ -74,8 +74,13 @@ type AppendRequest struct {
 	Key     string
 	Entries []Entry
 	// Limit is PersistLimit: after the append the queue holds at most Limit
-	// entries, the oldest evicted first.
+	// entries, the oldest evicted first (or, with HoldBack, the newest not
+	// appended).
 	Limit int
+	// HoldBack appends only what fits under Limit, evicting nothing: the
+	// entries that do not fit (the last of Entries) are left to the caller,
+	// counted in AppendResult.HeldBack (see Ingester.Overflow).
+	HoldBack bool
 	// Due is the check time to set when the host is not due yet. Callers
 	// pass now: a host that becomes active has no session to wait for, and
 	// its first request is paced by its stored last fetch anyway. The
@@ -94,6 +99,9 @@ type AppendRequest struct {
 type AppendResult struct {
 	Appended int
 	Evicted  int
+	// HeldBack counts the entries a HoldBack append left out: the last
+	// HeldBack of AppendRequest.Entries.
+	HeldBack int
 	Pending  int
 	// Activated is set when the append put the host into the due index (it
 	// had no work before), so a check run may have to be woken for it.

@@ -33,7 +33,32 @@ type Ingester struct {
 	// 50,000 distinct hosts in about 20 s of a 60 s timeout, with room
 	// for slow answers and retries.
 	Concurrency int
+	// Overflow is what a URL meets at a full queue (PersistLimit): EvictOldest,
+	// the reference design's rule and the default, or HoldBack.
+	Overflow Overflow
 }
+
+// Overflow says what ingest does when a host's queue cannot take a batch's
+// URLs under PersistLimit.
+type Overflow int
+
+const (
+	// EvictOldest makes room: the oldest queued URLs leave, each reported with a
+	// dropped result (the reference design's EnforceLimit). A producer
+	// that cannot be made to wait (the input queue on AWS) keeps the
+	// newest URLs and sees the evicted ones end.
+	EvictOldest Overflow = iota
+	// HoldBack queues only what fits and evicts nothing: the URLs that do
+	// not fit are in IngestResult.Failed with ErrQueueFull, for a producer
+	// that can wait and hand them over again once the host's queue has
+	// room (local mode: its input lines wait on disk, and POST /urls
+	// answers 503).
+	HoldBack
+)
+
+// ErrQueueFull fails, under HoldBack, the URLs a host's queue had no room
+// for: they were not queued, and are to be handed over again later.
+var ErrQueueFull = errors.New("not queued: the host's queue is full (PersistLimit), retry later")
 
 // ErrNoTime fails the messages of hosts whose write had not started by
 // IngestParams.Until: they were not queued, and are to be sent again.
@@ -70,6 +95,9 @@ type IngestResult struct {
 	Failed   map[int]error
 	Appended int
 	Evicted  int
+	// HeldBack counts the messages HoldBack left out (in Failed, with
+	// ErrQueueFull).
+	HeldBack int
 	// Denied counts the messages the Guard refused: each was answered with
 	// a denied result on the output queue instead of being queued.
 	Denied int
@@ -78,8 +106,9 @@ type IngestResult struct {
 	Activated []int
 }
 
-// Ingest queues msgs. Evicted entries are reported as dropped results before
-// they leave the store, so nothing disappears silently.
+// Ingest queues msgs. Under EvictOldest, evicted entries are reported as dropped
+// results before they leave the store, so nothing disappears silently;
+// under HoldBack, what does not fit is failed with ErrQueueFull.
 //
 // A URL whose host is an IP address the Guard refuses is never queued: no
 // DNS lookup or request could change the verdict, and queueing it would
@@ -180,10 +209,11 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			defer wg.Done()
 			defer func() { <-sem }()
 			r, err := in.Store.Append(ctx, AppendRequest{
-				Key:     g.key,
-				Entries: g.entries,
-				Limit:   p.PersistLimit,
-				Due:     now,
+				Key:      g.key,
+				Entries:  g.entries,
+				Limit:    p.PersistLimit,
+				HoldBack: in.Overflow == HoldBack,
+				Due:      now,
 				OnEvict: func(ctx context.Context, evicted []Entry) error {
 					return in.Publisher.Publish(ctx, Dropped(g.key, evicted, in.Now(), p.PersistLimit))
 				},
@@ -196,6 +226,14 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			defer mu.Unlock()
 			res.Appended += r.Appended
 			res.Evicted += r.Evicted
+			if r.HeldBack > 0 {
+				// The store appends in order: the last entries are out.
+				err := fmt.Errorf("%s: %w", g.key, ErrQueueFull)
+				for _, i := range g.idx[len(g.idx)-r.HeldBack:] {
+					res.Failed[i] = err
+				}
+				res.HeldBack += r.HeldBack
+			}
 			if r.Activated {
 				activated[VirtualShard(g.key)] = true
 			}

@@ -265,6 +265,39 @@ func TestIngestOnEvictPublishesDropped(t *testing.T) {
 	}
 }
 
+func TestIngestHoldBack(t *testing.T) {
+	pub := &fakePublisher{}
+	store := &fakeStore{t: t}
+	store.append = func(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		if !req.HoldBack {
+			t.Errorf("append of %s without HoldBack", req.Key)
+		}
+		// Room for 2 per host: the last incoming are held back.
+		held := max(len(req.Entries)-2, 0)
+		return hostqueue.AppendResult{Appended: len(req.Entries) - held, HeldBack: held, Pending: 2}, nil
+	}
+	in := &hostqueue.Ingester{Store: store, Publisher: pub, Now: func() time.Time { return testNow }, Overflow: hostqueue.HoldBack}
+	msgs := []urlmsg.Message{
+		msg("x1", "x.example", "http://x.example/1"),
+		msg("y1", "y.example", "http://y.example/1"),
+		msg("x2", "x.example", "http://x.example/2"),
+		msg("x3", "x.example", "http://x.example/3"),
+		msg("x4", "x.example", "http://x.example/4"),
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 2}, msgs)
+	if res.Appended != 3 || res.HeldBack != 2 || res.Evicted != 0 || len(pub.published) != 0 {
+		t.Fatalf("result %+v, published %d, want 3 appended, 2 held back, nothing evicted or published", res, len(pub.published))
+	}
+	if got := slices.Sorted(maps.Keys(res.Failed)); !slices.Equal(got, []int{3, 4}) {
+		t.Fatalf("failed %v, want the two last of x.example (3, 4)", got)
+	}
+	for i, err := range res.Failed {
+		if !errors.Is(err, hostqueue.ErrQueueFull) || !strings.Contains(err.Error(), "x.example") {
+			t.Errorf("message %d failed with %v, want ErrQueueFull naming the host", i, err)
+		}
+	}
+}
+
 func TestIngestOnEvictPublishFailure(t *testing.T) {
 	boom := errors.New("sqs down")
 	pub := &fakePublisher{err: boom}

@@ -22,6 +22,19 @@ func Evict(pending, incoming, limit int) (fromPending, fromIncoming int) {
 	return pending, over - pending
 }
 
+// Fit applies PersistLimit to an append as req asks: with req.HoldBack
+// nothing is evicted and only the first incoming entries that fit are
+// appended (held counts the rest), otherwise as Evict. Both stores call it,
+// so the rule lives here.
+func Fit(pending, incoming int, req AppendRequest) (fromPending, fromIncoming, held int) {
+	if !req.HoldBack {
+		fromPending, fromIncoming = Evict(pending, incoming, req.Limit)
+		return fromPending, fromIncoming, 0
+	}
+	room := max(max(req.Limit, 1)-pending, 0)
+	return 0, 0, max(incoming-room, 0)
+}
+
 // hostOf returns the host of a normalised URL, or fallback.
 func hostOf(raw, fallback string) string {
 	if u, err := url.Parse(raw); err == nil && u.Host != "" {

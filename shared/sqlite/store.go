@@ -179,7 +179,8 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 		return hostqueue.AppendResult{}, nil, err
 	}
 	incoming := req.Entries
-	fromPending, fromIncoming := hostqueue.Evict(h.pending, len(incoming), req.Limit)
+	fromPending, fromIncoming, held := hostqueue.Fit(h.pending, len(incoming), req)
+	incoming = incoming[:len(incoming)-held]
 	var evicted []hostqueue.Entry
 	lastEvicted := int64(-1)
 	if fromPending > 0 {
@@ -215,7 +216,7 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 	if err := updateHost(ctx, tx, h); err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
-	return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), Pending: h.pending, Activated: activated}, nil, nil
+	return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), HeldBack: held, Pending: h.pending, Activated: activated}, nil, nil
 }
 
 // hostForAppend returns the host's row, creating it when there is none and

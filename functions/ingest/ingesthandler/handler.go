@@ -104,6 +104,14 @@ func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.I
 	return res
 }
 
+// Ingest queues messages a caller parsed itself, as HandleSQS queues a
+// batch's valid records (parameters, deadline, metrics, wake-ups), and says
+// what became of each: for a producer that handles a URL not queued itself
+// (local mode's input holds back what a full queue cannot take).
+func (h *Handler) Ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.IngestResult {
+	return h.ingest(ctx, msgs)
+}
+
 // paramsWait bounds how long one invocation waits for its first parameter
 // read: long enough to ride out a slow cold start, short enough to hand a
 // batch back well inside the function's timeout.
@@ -320,11 +328,17 @@ func ingestParams(p params.Params) hostqueue.IngestParams {
 
 func reply(code int, body APIResponse) events.APIGatewayProxyResponse {
 	b, _ := json.Marshal(body)
-	return events.APIGatewayProxyResponse{
+	resp := events.APIGatewayProxyResponse{
 		StatusCode: code,
 		Headers:    map[string]string{"Content-Type": "application/json"},
 		Body:       string(b),
 	}
+	if code == http.StatusServiceUnavailable {
+		// Items not queued (no time left, a full queue held back) are
+		// worth sending again soon.
+		resp.Headers["Retry-After"] = "1"
+	}
+	return resp
 }
 
 func requestID(ctx context.Context) string {

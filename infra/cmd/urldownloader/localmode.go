@@ -357,14 +357,14 @@ func runLocalMode() int {
 			for _, id := range ids[:min(len(ids), 20)] {
 				fmt.Fprintf(os.Stderr, "urldownloader: no result yet: %s %s\n", id, rep.Missing[id])
 			}
-			if len(ids) > 20 {
-				fmt.Fprintf(os.Stderr, "urldownloader: ... and %d more\n", len(ids)-20)
+			if rep.MissingCount > 20 {
+				fmt.Fprintf(os.Stderr, "urldownloader: ... and %d more\n", rep.MissingCount-20)
 			}
 		}
 		if demo {
-			fmt.Fprintf(os.Stderr, "urldownloader: stopped with %d urls without a result\n", len(ids))
+			fmt.Fprintf(os.Stderr, "urldownloader: stopped with %d urls without a result\n", rep.MissingCount)
 		} else {
-			fmt.Fprintf(os.Stderr, "urldownloader: stopped; %d urls are still queued in %s: run the same command again to continue\n", len(ids), opts.State)
+			fmt.Fprintf(os.Stderr, "urldownloader: stopped; %d urls are still queued in %s: run the same command again to continue\n", rep.MissingCount, opts.State)
 		}
 		if timedOut {
 			return 1

@@ -288,6 +288,6 @@ func printLocalSummary(w io.Writer, r standalone.Report, o *outcomes, delay func
 	}
 	if verbose {
 		fmt.Fprintf(w, "urldownloader: counters: expected=%d results=%d duplicates=%d missing=%d requests=%d checkInvocations=%d ingestInvocations=%d\n",
-			r.Expected, r.Results, r.Duplicates, len(r.Missing), r.Requests, r.CheckRuns, in.Batches)
+			r.Expected, r.Results, r.Duplicates, r.MissingCount, r.Requests, r.CheckRuns, in.Batches)
 	}
 }

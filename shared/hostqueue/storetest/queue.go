@@ -198,6 +198,40 @@ func testEviction(t *testing.T, _ Harness, e *env) {
 	e.wantQueue(bigKey, ids(all[200:]))
 }
 
+// testHoldBack: a HoldBack append takes only what fits, in order, evicts
+// and reports nothing, and takes more once the queue has room again.
+func testHoldBack(t *testing.T, _ Harness, e *env) {
+	const key = "holdback.example"
+	app := func(es []hostqueue.Entry, limit int) hostqueue.AppendResult {
+		t.Helper()
+		res, err := e.store.Append(e.ctx(), hostqueue.AppendRequest{Key: key, Entries: es, Limit: limit, HoldBack: true, Due: T0,
+			OnEvict: func(_ context.Context, ev []hostqueue.Entry) error {
+				t.Errorf("HoldBack append reported %d evictions", len(ev))
+				return nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := entries("a", 0, 3), entries("b", 0, 4)
+	if res := app(a, 5); res != (hostqueue.AppendResult{Appended: 3, Pending: 3, Activated: true}) {
+		t.Errorf("append under the limit = %+v, want 3 appended, 3 pending, activated", res)
+	}
+	if res := app(b, 5); res != (hostqueue.AppendResult{Appended: 2, HeldBack: 2, Pending: 5}) {
+		t.Errorf("append over the limit = %+v, want 2 appended, 2 held back, 5 pending", res)
+	}
+	e.wantQueue(key, ids(concat(a, b[:2])))
+	if res := app(b[2:], 5); res != (hostqueue.AppendResult{HeldBack: 2, Pending: 5}) {
+		t.Errorf("append to a full queue = %+v, want 2 held back, 5 pending", res)
+	}
+	e.commit(key, hostqueue.Commit{Done: ids(a[:2])})
+	if res := app(b[2:], 5); res != (hostqueue.AppendResult{Appended: 2, Pending: 5}) {
+		t.Errorf("append after 2 were done = %+v, want 2 appended, 5 pending", res)
+	}
+	e.wantQueue(key, ids(concat(a[2:], b)))
+}
+
 func testEvictionReportFails(t *testing.T, _ Harness, e *env) {
 	const key = "evict-fail.example"
 	a := entries("a", 0, 5)

@@ -97,6 +97,7 @@ var (
 		{"Eviction", testEviction},
 		{"EvictionReportFails", testEvictionReportFails},
 		{"EvictionReportedOnceAcrossRetry", testEvictionRetry},
+		{"HoldBack", testHoldBack},
 		{"CommitDone", testCommitDone},
 		{"ReleaseAndContinue", testReleaseContinue},
 		{"PolitenessFields", testPolitenessFields},
