@@ -63,6 +63,9 @@ type OutInfo struct {
 	// Unrecorded is set when the state predates the record (or wrote to
 	// standard output): the file is appended to, as it was before.
 	Unrecorded bool
+	// OverwriteIgnored is set when Overwrite was asked for a file this
+	// state wrote: a resumed job appends to its own results, always.
+	OverwriteIgnored bool
 }
 
 // Takeover tells what Open found of a process that worked the state before
@@ -250,6 +253,11 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 	}
 	mode := os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	switch {
+	case same && fi.Size() >= rec.Size && sameHead(abs, rec):
+		// The job's own file: it resumes. --overwrite, given again with
+		// the same command line, must not empty what the job wrote.
+		info.Appended, info.Earlier = true, rec.Results
+		info.OverwriteIgnored = opts.Overwrite
 	case opts.Overwrite:
 		mode |= os.O_TRUNC
 		info.Overwritten = regular && fi.Size() > 0
@@ -262,8 +270,6 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 	case same && fi.Size() < rec.Size:
 		return conflict(fmt.Sprintf("state %s wrote %d results (%s) to it, but it holds only %s now: it was truncated or rewritten since",
 			opts.State, rec.Results, size(rec.Size), size(fi.Size())))
-	case same && sameHead(abs, rec):
-		info.Appended, info.Earlier = true, rec.Results
 	case same:
 		return conflict(fmt.Sprintf("state %s wrote %d results to it, but it starts with other bytes now: it was replaced or rewritten since", opts.State, rec.Results))
 	case !exists && rec.Path == abs:

@@ -167,6 +167,24 @@ func TestOutFile(t *testing.T) {
 			t.Errorf("resumed job: %+v, want appended after 2 earlier results", j.lastInfo)
 		}
 	})
+	t.Run("same job with --overwrite again still appends", func(t *testing.T) {
+		// The command line that started the job, run again to resume it:
+		// its --overwrite must not empty what the job wrote.
+		j := newOutJob(t, t.TempDir(), "job")
+		j.add(2)
+		j.overwrite = true
+		j.mustRun()
+		first := read(t, j.out)
+		j.add(1)
+		j.mustRun()
+		got := read(t, j.out)
+		if !bytes.HasPrefix(got, first) || len(readResults(t, j.out)) != 3 {
+			t.Errorf("resumed with --overwrite: %d results, earlier bytes kept %v; want 3, kept", len(readResults(t, j.out)), bytes.HasPrefix(got, first))
+		}
+		if !j.lastInfo.Appended || j.lastInfo.Overwritten || !j.lastInfo.OverwriteIgnored || j.lastInfo.Earlier != 2 {
+			t.Errorf("resumed with --overwrite: %+v, want appended after 2, overwrite ignored", j.lastInfo)
+		}
+	})
 	t.Run("another job's file refused, naming both", func(t *testing.T) {
 		dir := t.TempDir()
 		a, b := newOutJob(t, dir, "a"), newOutJob(t, dir, "b")

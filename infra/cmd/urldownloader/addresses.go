@@ -130,4 +130,6 @@ func (d *addressDenials) print(w io.Writer) {
 	if len(fixes) > maxFixes {
 		fmt.Fprintf(w, "urldownloader:   ... and %d other networks (see the results' errors)\n", len(fixes)-maxFixes)
 	}
+	// The denials are results: this state is done with those URLs.
+	fmt.Fprintln(w, "urldownloader:   and a new --state (their denied results are written; add --overwrite to replace --out, or give another --out)")
 }

@@ -123,7 +123,8 @@ func TestDenialsSummary(t *testing.T) {
 	d.print(&buf)
 	want := "urldownloader: 3 urls were denied by the address policy; to allow them, run again with:\n" +
 		"urldownloader:   --allow-net 127.0.0.0/8 or --allow-private  (2 urls, e.g. http://127.0.0.1/a)\n" +
-		"urldownloader:   --allow-net 169.254.169.254/32, named exactly; --allow-private never opens it  (1 url, e.g. http://meta.test/)\n"
+		"urldownloader:   --allow-net 169.254.169.254/32, named exactly; --allow-private never opens it  (1 url, e.g. http://meta.test/)\n" +
+		"urldownloader:   and a new --state (their denied results are written; add --overwrite to replace --out, or give another --out)\n"
 	if buf.String() != want {
 		t.Errorf("summary\n%s\nwant\n%s", buf.String(), want)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/urldownloader/urldownloader/infra/standalone"
 )
 
-var overwriteFlag = flag.Bool("overwrite", false, "empty an existing --out file and start it anew; without it, a non-empty --out is appended to only by the job that wrote it (its --state) and refused otherwise")
+var overwriteFlag = flag.Bool("overwrite", false, "empty an existing --out file of another job (or none) and start it anew; the job that wrote it (its --state) always appends; without it, a non-empty --out of another job is refused")
 
 // createOut opens --out for the moto backend, which has no state to resume.
 func createOut(path string) (*os.File, error) {
@@ -58,6 +58,9 @@ func printRecovery(w io.Writer, rt *standalone.Runtime) {
 		fmt.Fprintf(w, "urldownloader: appending to %s (this state did not record a results file before)\n", o.Path)
 	case o.Appended:
 		fmt.Fprintf(w, "urldownloader: appending to %s after the %d results earlier runs of this job wrote\n", o.Path, o.Earlier)
+	}
+	if o.OverwriteIgnored {
+		fmt.Fprintf(w, "urldownloader: --overwrite not applied: %s holds this job's own results, and the job goes on (a new --state starts a new job)\n", o.Path)
 	}
 	if o.Cut > 0 {
 		fmt.Fprintf(w, "urldownloader: %s ended in a partial line of %d bytes (a write cut by a crash, never committed): removed; its url gets its result again\n", o.Path, o.Cut)
