@@ -40,19 +40,10 @@ func prebuild(dir string) error {
 	// Bounds only a hung toolchain.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	prebuilt.bootstraps = map[string]string{}
-	var mu sync.Mutex
+	var runnerErr, bootErr error
 	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	wg.Go(func() { prebuilt.runner, errs[0] = buildRunner(ctx, root, dir) })
-	for i, fn := range []string{"ingest", "check"} {
-		wg.Go(func() {
-			bin, err := rie.Build(ctx, dir, fn)
-			mu.Lock()
-			defer mu.Unlock()
-			prebuilt.bootstraps[fn], errs[i+1] = bin, err
-		})
-	}
+	wg.Go(func() { prebuilt.runner, runnerErr = buildRunner(ctx, root, dir) })
+	prebuilt.bootstraps, bootErr = rie.BuildAll(ctx, dir, "ingest", "check")
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(runnerErr, bootErr)
 }

@@ -1,11 +1,10 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,20 +52,17 @@ func build(dir string) error {
 	// Bounds only a hung toolchain; a cold build takes well under a minute.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	var ingestErr, checkErr error
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if b := os.Getenv(ingestBootstrapEnv); b != "" {
-			bins.ingest = b
-			return
-		}
-		bins.ingest, ingestErr = rie.Build(ctx, dir, "ingest")
-	}()
-	go func() { defer wg.Done(); bins.check, checkErr = rie.Build(ctx, dir, "check") }()
-	wg.Wait()
-	return errors.Join(ingestErr, checkErr)
+	names := []string{"ingest", "check"}
+	prebuiltIngest := os.Getenv(ingestBootstrapEnv)
+	if prebuiltIngest != "" {
+		names = names[1:]
+	}
+	built, err := rie.BuildAll(ctx, dir, names...)
+	if err != nil {
+		return err
+	}
+	bins.ingest, bins.check = cmp.Or(prebuiltIngest, built["ingest"]), built["check"]
+	return nil
 }
 
 // startMoto starts a moto of the test's own.

@@ -2,6 +2,7 @@ package rie
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/urldownloader/urldownloader/internal/proc"
 )
@@ -32,6 +34,26 @@ func Build(ctx context.Context, dir, name string) (string, error) {
 		return "", fmt.Errorf("build function %s: no folder functions/%s in %s", name, name, root)
 	}
 	return buildPackage(ctx, root, "./functions/"+name, filepath.Join(dir, name))
+}
+
+// BuildAll builds the named functions side by side (as Build) and returns
+// each one's bootstrap by name. Tests call it before their clocks start: a
+// build competes for the CPU with everything else a parallel test run does.
+func BuildAll(ctx context.Context, dir string, names ...string) (map[string]string, error) {
+	bins := make(map[string]string, len(names))
+	errs := make([]error, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			bin, err := Build(ctx, dir, name)
+			mu.Lock()
+			defer mu.Unlock()
+			bins[name], errs[i] = bin, err
+		})
+	}
+	wg.Wait()
+	return bins, errors.Join(errs...)
 }
 
 // buildPackage builds the main package pkg (a path relative to root) into
