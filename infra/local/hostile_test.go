@@ -277,9 +277,19 @@ func TestHostileSite(t *testing.T) {
 		// the connection after the 500 KiB it reads: a moment after the
 		// fetcher's own end, from which the delay counts (once seen: 0.56
 		// ms). The shared/check tests allow the same slack.
-		const serverSlack = 2 * time.Millisecond
-		if gap, host := demosite.MinGap(all); gap >= 0 && gap < hostileDelay-serverSlack {
-			t.Errorf("requests to %s only %s apart, want at least FetchDelay %s", host, gap, hostileDelay)
+		// How long after the fetcher the handler notices is the
+		// scheduler's business: under CI's load it was 11 ms once. That
+		// slack applies to the host whose robots.txt is cut (and only
+		// there); every other host's gaps are held to the server's stamps.
+		const serverSlack, cutSlack = 2 * time.Millisecond, 50 * time.Millisecond
+		for host, g := range demosite.Gaps(all) {
+			slack := serverSlack
+			if strings.HasPrefix(host, "big-robots.") {
+				slack = cutSlack
+			}
+			if g.Min < hostileDelay-slack {
+				t.Errorf("requests to %s only %s apart, want at least FetchDelay %s", host, g.Min, hostileDelay)
+			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(count)) {
 			t.Logf("hostile site saw %3d requests: %s", count[k], k)
