@@ -136,6 +136,16 @@ func (w robotsWatch) Fetch(ctx context.Context, req fetch.Request) (*fetch.Respo
 	return resp, err
 }
 
+func (w robotsWatch) CloseHost(host string) { closeHost(w.f, host) }
+
+// closeHost passes a worker's CloseHost on to the fetcher underneath a
+// wrapper, when it keeps connections (check.HostCloser).
+func closeHost(f check.Fetcher, host string) {
+	if c, ok := f.(check.HostCloser); ok {
+		c.CloseHost(host)
+	}
+}
+
 // crawlDelays keeps the Crawl-delay each queue's robots.txt asked for, as
 // the fetcher saw them go by: the engine keeps its own per worker, this
 // copy is for the progress line and the summary.

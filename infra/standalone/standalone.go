@@ -134,10 +134,6 @@ type Options struct {
 	Metrics *metrics.Recorder
 }
 
-// lingerPoll is how often a lingering host's worker looks for URLs
-// appended since it drained (check.Engine.LingerPoll).
-const lingerPoll = 200 * time.Millisecond
-
 // Store is the host-queue store the runtime runs on.
 type Store interface {
 	hostqueue.Store
@@ -206,7 +202,13 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	p, err := params.Parse(opts.Params, params.Defaults())
+	// MaxConcurrentHosts caps a Lambda invocation's hosts, whose memory
+	// it is sized for; here the process's budget bounds the workers of all
+	// loops together, so a loop's own cap is only the parameter's limit
+	// unless --param sets one.
+	defaults := params.Defaults()
+	defaults.MaxConcurrentHosts = params.MaxMaxConcurrentHosts
+	p, err := params.Parse(opts.Params, defaults)
 	if err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
 	}
@@ -296,26 +298,30 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if bodies != nil {
 		parts.Bodies = bodies
 	}
-	// A check function per shard, each with its own fetcher, as each
-	// Lambda invocation has its own: a fetcher keeps at most 100 idle
-	// connections in all, so one shared by a thousand hosts would dial
-	// again for most requests.
+	// One engine and one fetcher for every check loop: the budget of host
+	// workers and connections is the process's (wiring.MachineBudget, from
+	// its descriptor limit and the machine's memory), shared by the loops as
+	// a Lambda function's is by the shards of one wake-up, and the
+	// fetcher's pool keeps one connection per active host whichever loop
+	// works it.
+	budget := wiring.MachineBudget(wiring.ProcessLimits())
+	fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, budget.Conns), rt.clock.Now),
+		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
+	parts.Budget = budget
+	parts.Fetcher = func(params.Params) check.Fetcher { return fetcher }
+	engine := parts.Engine()
+	// A commit frees room in its host's queue: URLs held back are
+	// queued again (holdback.go).
+	engine.Store = committed{Store: rt.store, over: rt.over}
+	engine.LeaseTTL = opts.LeaseTTL
+	// A session costs nothing on SQLite: a drained host is released at
+	// once (URLs that come later make it due again, and ingest wakes its
+	// loop) instead of holding a worker slot and polling its queue.
+	engine.NoLinger = true
+	rt.engines = []*check.Engine{engine}
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
 	for i := range rt.checks {
-		fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, 0), rt.clock.Now),
-			last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
-		shard := parts
-		shard.Fetcher = func(params.Params) check.Fetcher { return fetcher }
-		engine := shard.Engine()
-		// A commit frees room in its host's queue: URLs held back are
-		// queued again (holdback.go).
-		engine.Store = committed{Store: rt.store, over: rt.over}
-		engine.LeaseTTL = opts.LeaseTTL
-		// SQLite reads cost nothing: a lingering host takes up URLs of a
-		// later input batch at once, not a period or two later.
-		engine.LingerPoll = lingerPoll
-		rt.engines = append(rt.engines, engine)
-		rt.checks[i] = shard.CheckHandler(engine, opts.CheckRun)
+		rt.checks[i] = parts.CheckHandler(engine, opts.CheckRun)
 	}
 	ingester := parts.Ingester()
 	// A full queue holds URLs back, never evicts them (holdback.go).
@@ -485,3 +491,5 @@ func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Re
 	defer a.inFlight.Add(-1)
 	return a.f.Fetch(ctx, req)
 }
+
+func (a *activeFetcher) CloseHost(host string) { closeHost(a.f, host) }

@@ -15,9 +15,11 @@ type Budget struct {
 	// worker is counted at WorkerBytes. Zero: no memory bound.
 	Memory int64
 	// Conns is how many fetch connections the process may hold open, in
-	// use and idle. A worker has one in use and may leave one idle in the
-	// pool for its host's next request, so workers are at most Conns/2.
-	// Zero: no connection bound.
+	// use and idle. A worker keeps one to its host, in use or idle between
+	// requests, and closes it when its session ends (HostCloser); now and
+	// then one more, to another origin of its queue (a robots.txt
+	// redirected elsewhere, http and https of one name): workers are at
+	// most seven eighths of Conns. Zero: no connection bound.
 	Conns int
 }
 
@@ -58,7 +60,7 @@ func (b Budget) Workers(maxBody int64) int {
 		n = max(1, int(b.Memory/WorkerBytes(maxBody)))
 	}
 	if b.Conns > 0 {
-		c := max(1, b.Conns/2)
+		c := max(1, b.Conns-b.Conns/8)
 		if n == 0 || c < n {
 			n = c
 		}
@@ -88,6 +90,13 @@ func (s *slots) take(limit int) bool {
 	s.busy++
 	s.peak = max(s.peak, s.busy)
 	return true
+}
+
+// inUse is how many slots are busy.
+func (s *slots) inUse() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
 }
 
 func (s *slots) give() {

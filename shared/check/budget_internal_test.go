@@ -20,8 +20,9 @@ func TestBudgetWorkers(t *testing.T) {
 		{"unbounded", Budget{}, 200 << 10, 0},
 		{"memory: 1 MiB per worker at 200 KiB bodies", Budget{Memory: 200 * mib}, 200 << 10, 198},
 		{"memory: larger bodies, fewer workers", Budget{Memory: 200 * mib}, 10 * mib, 6},
-		{"connections: half of them", Budget{Conns: 700}, 200 << 10, 350},
-		{"the tighter of the two", Budget{Memory: 200 * mib, Conns: 100}, 200 << 10, 50},
+		{"connections: seven eighths of them", Budget{Conns: 700}, 200 << 10, 613},
+		{"the tighter of the two", Budget{Memory: 200 * mib, Conns: 100}, 200 << 10, 88},
+		{"local mode on this kind of machine: 10,000 hosts at once", Budget{Memory: 12 << 30, Conns: 20000 - 256}, 200 << 10, 12192},
 		{"never below one", Budget{Memory: 1, Conns: 1}, 10 * mib, 1},
 	}
 	for _, tc := range tests {

@@ -103,9 +103,9 @@ func TestBudgetSharedByShards(t *testing.T) {
 		}
 		e.seed(urls...)
 		eng := e.engine()
-		eng.Budget = check.Budget{Conns: 6} // 3 workers
+		eng.Budget = check.Budget{Conns: 3} // 3 workers
 		if got := eng.Budget.Workers(p.MaxBodyBytes); got != 3 {
-			t.Fatalf("Budget{Conns: 6}.Workers = %d, want 3", got)
+			t.Fatalf("Budget{Conns: 3}.Workers = %d, want 3", got)
 		}
 		sums := e.runShards(eng, []int{0, 1}, 2, len(urls), 30*time.Second)
 

@@ -30,6 +30,13 @@ type Fetcher interface {
 	Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error)
 }
 
+// HostCloser is a Fetcher that closes the connections it keeps alive to a
+// host name (fetch.Fetcher.CloseHost); a worker calls it when its session
+// ends, so the idle pool holds the connections of active hosts only.
+type HostCloser interface {
+	CloseHost(host string)
+}
+
 // Clock is the engine's time source; tests may speed it up.
 type Clock interface {
 	Now() time.Time
@@ -90,6 +97,18 @@ type Engine struct {
 	// exists to save writes. An embedded store, whose reads cost nothing,
 	// sets it (local mode).
 	LingerPoll time.Duration
+	// NoLinger releases a host as soon as its queue drains instead of
+	// lingering (see worker.linger). A linger saves the due-index writes of
+	// a new session on DynamoDB; on an embedded store a session costs
+	// nothing, while a lingering worker holds a slot another host may want
+	// and, polling its queue, CPU (local mode sets it).
+	NoLinger bool
+	// Spread, when set, is how long a host new to the run (no last fetch
+	// stored or remembered) waits before its first request, given its
+	// first delay: hosts that become due together then start spread over
+	// that delay instead of in one burst of connects, and each keeps its
+	// own phase from then on. Nil: spreadStart. It may only add time.
+	Spread func(delay time.Duration) time.Duration
 	// Budget bounds the host workers of all the engine's runs together
 	// (one process: a wake-up's shards share it); each run is also capped
 	// by MaxConcurrentHosts. The zero Budget bounds nothing more.
@@ -554,14 +573,21 @@ func (r *run) renew(ctx context.Context, owned []int, now time.Time, ttl time.Du
 // whether that was for want of a slot in the process's Budget.
 func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Time) (starved, budget bool) {
 	// Active hosts may be among the due ones; asking for one more than the
-	// cap covers them and still shows a host left waiting.
-	keys, err := r.engine.Store.DueHosts(ctx, v, now, p.MaxConcurrentHosts+1)
+	// cap covers them and still shows a host left waiting. With a budget
+	// the cap is also what the process has room for: a large
+	// MaxConcurrentHosts then does not read thousands of keys a tick only
+	// to find no slot for them.
+	limit := r.engine.Budget.Workers(r.engine.keptBody(p))
+	want := p.MaxConcurrentHosts
+	if limit > 0 {
+		want = min(want, r.activeCount()+max(0, limit-r.engine.slots.inUse()))
+	}
+	keys, err := r.engine.Store.DueHosts(ctx, v, now, want+1)
 	if err != nil {
 		r.errs.Add(1)
 		r.engine.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
 		return false, false
 	}
-	limit := r.engine.Budget.Workers(r.engine.keptBody(p))
 	for _, key := range keys {
 		r.mu.Lock()
 		if r.active[key] {

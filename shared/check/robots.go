@@ -195,7 +195,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		// least), whatever MaxBodyBytes caps pages at: a rule at 450 KiB
 		// binds us even when pages are cut at 200 KiB.
 		sent := w.engine.Clock.Now()
-		resp, err := w.fetcher.Fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
+		resp, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
 		w.lastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)

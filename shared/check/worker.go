@@ -61,6 +61,12 @@ type worker struct {
 	newRobots    map[string]hostqueue.Robots
 	// robotsItems are the origins whose robots.txt is stored apart.
 	robotsItems map[string]bool
+	// startAt is the earliest first request of a host new to the run
+	// (Engine.Spread); zero for a host with a last fetch.
+	startAt time.Time
+	// dialed are the host names this session requested: their kept-alive
+	// connections are closed when it ends (HostCloser).
+	dialed map[string]bool
 }
 
 // outcome of processing one entry.
@@ -126,6 +132,7 @@ func (w *worker) work(ctx context.Context) error {
 		return err
 	}
 	w.begin(h)
+	defer w.closeConns()
 	// inflight is the round still being committed; h the state after the
 	// last finished commit.
 	var inflight *background
@@ -177,6 +184,53 @@ func (w *worker) begin(h *hostqueue.Host) {
 	w.attempts = maps.Clone(h.Attempts)
 	if w.attempts == nil {
 		w.attempts = map[string]int{}
+	}
+	if w.lastFetch.IsZero() && w.pauseUntil.IsZero() {
+		spread := w.engine.Spread
+		if spread == nil {
+			spread = spreadStart
+		}
+		w.startAt = w.engine.Clock.Now().Add(max(0, spread(w.p.FetchDelay)))
+	}
+}
+
+// spreadStart is the default Engine.Spread: a uniformly random wait within
+// the first delay. Hosts that fall due together (a list read at once, a
+// check run taking over a shard of new hosts) would otherwise all connect
+// in the same milliseconds and then, each waiting exactly its delay, go on
+// requesting in waves: thousands of SYNs at once overflow listen queues
+// and the kernel retries a dropped SYN only after a second.
+func spreadStart(delay time.Duration) time.Duration {
+	if delay <= 0 {
+		return 0
+	}
+	return rand.N(delay)
+}
+
+// fetch performs one request through the session's fetcher, noting the
+// host name whose connection the session leaves behind.
+func (w *worker) fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
+	if u, err := url.Parse(req.URL); err == nil && u.Hostname() != "" {
+		if w.dialed == nil {
+			w.dialed = map[string]bool{}
+		}
+		w.dialed[u.Hostname()] = true
+	}
+	return w.fetcher.Fetch(ctx, req)
+}
+
+// closeConns closes the connections the session kept alive to its host
+// names, once no request of it is in flight: the host leaves the worker, and
+// its next session (after its next check time, or in another invocation)
+// would find the connection gone or stale; meanwhile it would hold a
+// descriptor and a place in the idle pool that an active host needs.
+func (w *worker) closeConns() {
+	c, ok := w.fetcher.(HostCloser)
+	if !ok {
+		return
+	}
+	for name := range w.dialed {
+		c.CloseHost(name)
 	}
 }
 
@@ -261,7 +315,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 		return nil, ErrCrashed
 	}
 	w.remember(w.key, w.lastFetch)
-	if end == endDrained && len(done) > 0 {
+	if end == endDrained && len(done) > 0 && !w.engine.NoLinger {
 		w.linger(ctx, len(r.entries))
 	}
 	if r.drained {
@@ -484,6 +538,9 @@ func (w *worker) pace(ctx context.Context) outcome {
 	if w.pauseUntil.After(start) {
 		start = w.pauseUntil
 	}
+	if w.startAt.After(start) {
+		start = w.startAt
+	}
 	if b, failing := w.bound(); failing {
 		if w.pauseUntil.After(b) {
 			return outGiveUp
@@ -579,7 +636,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		}
 		sent := w.engine.Clock.Now()
 		w.engine.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
-		resp, err := w.fetcher.Fetch(ctx, req)
+		resp, err := w.fetch(ctx, req)
 		w.lastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.lastFetch)
 		w.reqs.Add(1)

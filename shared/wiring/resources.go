@@ -32,8 +32,9 @@ import (
 //   - Descriptors: fdBudget in all, well under Lambda's 1,024. The SDK
 //     clients' connections are capped (sdkConns: DynamoDB, SQS, SSM, S3), the
 //     runtime keeps a handful (runtimeFDs), and the rest are the fetcher's
-//     connections (fetch.Options.MaxConns), two per worker (one in use,
-//     one idle for its host's next request).
+//     connections (fetch.Options.MaxConns), one per worker (in use, or
+//     idle for its host's next request; closed when its session ends),
+//     with an eighth to spare (check.Budget.Workers).
 
 const (
 	// memoryLimitShare is GOMEMLIMIT's share of MemorySize: the rest is
@@ -109,4 +110,37 @@ func sdkHTTPClient(conns int) *awshttp.BuildableClient {
 		t.MaxConnsPerHost = conns
 		t.MaxIdleConnsPerHost = conns
 	})
+}
+
+// Local mode's budget (MachineBudget): the process's own limits stand in
+// for the function's.
+const (
+	// localFDReserve are the descriptors local mode keeps besides fetch
+	// connections: the state's and the ledger's SQLite files (database,
+	// WAL, shared memory), the input and results files, stdio, the epoll,
+	// serve mode's listener and its clients, DNS queries in flight.
+	localFDReserve = 256
+	// localMemoryShare of the machine's memory is what host workers may
+	// fill at their worst (check.WorkerBytes each); a worker's real use is
+	// a small part of that (docs/benchmarks.md: peak memory at 10,000
+	// hosts).
+	localMemoryShare = 0.5
+	// defaultMachineMemory stands in when the machine's memory cannot be
+	// read.
+	defaultMachineMemory = 4 << 30
+)
+
+// MachineBudget is the check engine's Budget for a process allowed fds
+// descriptors on a machine with memory bytes (ProcessLimits): fds less
+// localFDReserve for connections, localMemoryShare of memory for workers.
+// A process that may open fewer than a handful of connections still gets
+// one worker (check.Budget.Workers).
+func MachineBudget(fds int, memory int64) check.Budget {
+	if memory <= 0 {
+		memory = defaultMachineMemory
+	}
+	return check.Budget{
+		Memory: max(1, int64(float64(memory)*localMemoryShare)-baseMemory-check.RobotsCacheBytes),
+		Conns:  max(2, fds-localFDReserve),
+	}
 }

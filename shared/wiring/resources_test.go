@@ -37,8 +37,8 @@ func TestBudgetFor(t *testing.T) {
 		{0, 0},     // not in Lambda: unbounded
 		{128, 15},  // (64 - 48) MiB of bodies
 		{512, 206}, // the check function: memory binds
-		{1024, 334},
-		{10240, 334}, // descriptors bind: (800 - 24 - 108) / 2
+		{1024, 460},
+		{10240, 585}, // descriptors bind: 668 = 800 - 24 - 108, less an eighth
 	}
 	for _, tc := range tests {
 		b := BudgetFor(tc.memory)
@@ -157,5 +157,38 @@ func TestSDKConnectionsCapped(t *testing.T) {
 	}
 	if p := peak.Load(); p > dynamoConns || p < 2 {
 		t.Errorf("%d connections open at once, want at most %d (and several)", p, dynamoConns)
+	}
+}
+
+// TestMachineBudget: local mode's budget follows the process's descriptor
+// limit and the machine's memory, whichever binds, and never drops to no
+// worker at all.
+func TestMachineBudget(t *testing.T) {
+	const gib = 1 << 30
+	maxBody := params.Defaults().MaxBodyBytes
+	tests := []struct {
+		name        string
+		fds         int
+		memory      int64
+		wantWorkers int
+	}{
+		{"this machine: 20,000 descriptors, 24 GiB: memory binds, above 10,000", 20000, 24 * gib, 12145},
+		{"20,000 descriptors, 64 GiB: descriptors bind", 20000, 64 * gib, 17276},
+		{"a laptop: 1,048,576 descriptors, 8 GiB: memory binds", 1 << 20, 8 * gib, 4016},
+		{"the usual soft limit of 1,024", 1024, 8 * gib, 672},
+		{"memory unknown: 4 GiB assumed", 20000, 0, 1984},
+		{"hardly any descriptors: still one worker", 10, 8 * gib, 2},
+	}
+	for _, tc := range tests {
+		b := MachineBudget(tc.fds, tc.memory)
+		if got := b.Workers(maxBody); got != tc.wantWorkers {
+			t.Errorf("%s: MachineBudget(%d, %d) = %+v: %d workers, want %d", tc.name, tc.fds, tc.memory, b, got, tc.wantWorkers)
+		}
+		if b.Conns > max(2, tc.fds-localFDReserve) {
+			t.Errorf("%s: %d connections allowed with %d descriptors", tc.name, b.Conns, tc.fds)
+		}
+	}
+	if fds, memory := ProcessLimits(); fds < 1 || memory < 0 {
+		t.Errorf("ProcessLimits() = %d, %d", fds, memory)
 	}
 }
