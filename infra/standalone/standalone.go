@@ -122,6 +122,10 @@ type Options struct {
 	IngestWindow time.Duration
 	// LeaseTTL overrides the engine's shard lease duration (tests).
 	LeaseTTL time.Duration
+	// Budget, when set, replaces the process's budget of host workers and
+	// connections (wiring.MachineBudget of its descriptor limit and the
+	// machine's memory): tests of admission.
+	Budget *check.Budget
 	// OnResult, when set, sees every result once it is written to Out.
 	OnResult func(result.Result)
 	// OnReject, when set, is told of every input line refused as invalid.
@@ -305,6 +309,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	// fetcher's pool keeps one connection per active host whichever loop
 	// works it.
 	budget := wiring.MachineBudget(wiring.ProcessLimits())
+	if opts.Budget != nil {
+		budget = *opts.Budget
+	}
 	fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, budget.Conns), rt.clock.Now),
 		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 	parts.Budget = budget

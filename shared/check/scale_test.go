@@ -1,0 +1,179 @@
+package check_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/fetch"
+)
+
+// TestHostsStartSpread: hosts that fall due together start spread over
+// their first delay instead of in one burst, and keep their own phase:
+// every request still comes at least the delay after the host's last one.
+func TestHostsStartSpread(t *testing.T) {
+	t.Parallel()
+	const hosts, perHost = 40, 2
+	run := func(t *testing.T, spread func(time.Duration) time.Duration) (firsts []time.Duration, sites []*site) {
+		p := testParams()
+		p.FetchDelay = time.Second
+		p.MaxConcurrentHosts = hosts
+		e := newEnv(t, p)
+		var urls []string
+		for range hosts {
+			s := newSite(t, page)
+			sites = append(sites, s)
+			for i := range perHost {
+				urls = append(urls, s.url(fmt.Sprintf("/p%d", i)))
+			}
+		}
+		e.seed(urls...)
+		eng := e.engine()
+		eng.Spread = spread
+		start := time.Now()
+		e.runWith(eng, "owner-"+t.Name(), 30*time.Second, 0, e.pub.has(len(urls)))
+		for _, s := range sites {
+			reqs := s.requests()
+			if len(reqs) != perHost+1 {
+				t.Fatalf("%s: requests %v, want robots.txt and %d pages", s.host, s.paths(), perHost)
+			}
+			firsts = append(firsts, reqs[0].Start.Sub(start))
+			if g := minGap(reqs); g < p.FetchDelay-slack {
+				t.Errorf("%s: gap %v below the delay %v", s.host, g, p.FetchDelay)
+			}
+		}
+		return firsts, sites
+	}
+
+	t.Run("default: uniform within the first delay", func(t *testing.T) {
+		t.Parallel()
+		virtual(t, func(t *testing.T) {
+			firsts, _ := run(t, nil)
+			slices.Sort(firsts)
+			if firsts[0] < 0 || firsts[len(firsts)-1] >= time.Second+slack {
+				t.Errorf("first requests from %v to %v after the start, want within the first delay (1s)", firsts[0], firsts[len(firsts)-1])
+			}
+			// 40 uniform draws: all within one half of the delay has odds
+			// of 2^-39; a burst (everyone at once) fails this at once.
+			if spread := firsts[len(firsts)-1] - firsts[0]; spread < 500*time.Millisecond {
+				t.Errorf("first requests spread over %v, want most of the 1s delay: %v", spread, firsts)
+			}
+			if n := len(slices.Compact(slices.Clone(firsts))); n < hosts/2 {
+				t.Errorf("only %d distinct first-request times among %d hosts: %v", n, hosts, firsts)
+			}
+		})
+	})
+
+	t.Run("each host keeps its own phase", func(t *testing.T) {
+		t.Parallel()
+		virtual(t, func(t *testing.T) {
+			// Host i waits i x 25 ms: its later requests keep that offset
+			// (a delay after its own last response), not a common beat.
+			var n atomic.Int64
+			firsts, sites := run(t, func(time.Duration) time.Duration {
+				return time.Duration(n.Add(1)-1) * 25 * time.Millisecond
+			})
+			offsets := map[time.Duration]bool{}
+			for i, s := range sites {
+				offsets[firsts[i].Round(5*time.Millisecond)] = true
+				reqs := s.requests()
+				last := reqs[len(reqs)-1].Start.Sub(reqs[0].Start)
+				if want := time.Duration(perHost) * time.Second; last < want-slack || last > want+time.Second/4 {
+					t.Errorf("%s: last request %v after its first, want about %v (its own phase)", s.host, last, want)
+				}
+			}
+			if len(offsets) != hosts {
+				t.Errorf("%d distinct start offsets among %d hosts, want each its own: %v", len(offsets), hosts, firsts)
+			}
+		})
+	})
+
+	t.Run("a host with a last fetch is not spread again", func(t *testing.T) {
+		t.Parallel()
+		virtual(t, func(t *testing.T) {
+			p := testParams()
+			p.FetchDelay = time.Second
+			e := newEnv(t, p)
+			s := newSite(t, page)
+			e.seed(s.url("/a"))
+			e.runUntil(1, 30*time.Second)
+			// Its next session starts from the stored last fetch: a spread
+			// of an hour would hold it back, so none may apply.
+			e.seed(s.url("/b"))
+			eng := e.engine()
+			eng.Spread = func(time.Duration) time.Duration { return time.Hour }
+			e.runWith(eng, "owner-"+t.Name(), 30*time.Second, 0, e.pub.has(2))
+			if got := e.pub.one(t, s.url("/b")); got.URL == "" {
+				t.Fatalf("the second URL has no result")
+			}
+			if g := minGap(s.requests()); g < p.FetchDelay-slack {
+				t.Errorf("gap %v below the delay", g)
+			}
+		})
+	})
+}
+
+// closingFetcher records CloseHost calls and whether a request of that
+// host was in flight at the time.
+type closingFetcher struct {
+	check.Fetcher
+	mu       sync.Mutex
+	inFlight map[string]int
+	closed   map[string]int
+	early    []string
+}
+
+func (c *closingFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
+	u, _ := url.Parse(req.URL)
+	c.mu.Lock()
+	c.inFlight[u.Hostname()]++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inFlight[u.Hostname()]--
+		c.mu.Unlock()
+	}()
+	return c.Fetcher.Fetch(ctx, req)
+}
+
+func (c *closingFetcher) CloseHost(host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inFlight[host] > 0 {
+		c.early = append(c.early, host)
+	}
+	c.closed[host]++
+}
+
+// TestSessionClosesItsConnections: when a host's session ends its worker
+// closes the connections kept to the host's names (HostCloser), once no
+// request of it is in flight, so the idle pool holds active hosts only.
+func TestSessionClosesItsConnections(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		e := newEnv(t, testParams())
+		cf := &closingFetcher{inFlight: map[string]int{}, closed: map[string]int{}}
+		e.wrap = func(f check.Fetcher) check.Fetcher { cf.Fetcher = f; return cf }
+		a, b := newSite(t, page), newSite(t, page)
+		e.seed(a.url("/1"), a.url("/2"), b.url("/1"))
+		e.runUntil(3, 30*time.Second)
+		cf.mu.Lock()
+		defer cf.mu.Unlock()
+		for _, s := range []*site{a, b} {
+			name, _, _ := strings.Cut(s.host, ":")
+			if cf.closed[name] == 0 {
+				t.Errorf("%s: connections never closed after its session (closed %v)", name, cf.closed)
+			}
+		}
+		if len(cf.early) > 0 {
+			t.Errorf("CloseHost while a request of the host was in flight: %v", cf.early)
+		}
+	})
+}
