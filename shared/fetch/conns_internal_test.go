@@ -124,3 +124,19 @@ func TestTLSResumption(t *testing.T) {
 		})
 	}
 }
+
+// TestHostKey: CloseHost names a host as a URL's Hostname does; the
+// transport dials its IDNA ASCII form.
+func TestHostKey(t *testing.T) {
+	for in, out := range map[string]string{
+		"WWW.Site.Test.": "www.site.test",
+		"bücher.test":    "xn--bcher-kva.test",
+		"[::1]":          "::1",
+		"::1":            "::1",
+		"127.0.0.1":      "127.0.0.1",
+	} {
+		if got := hostKey(in); got != out {
+			t.Errorf("hostKey(%q) = %q, want %q", in, got, out)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type dnsZone struct {
 	cname    string
 	cnameTTL uint32
 	rcode    int // dns.RcodeSuccess unless set
+	// truncate answers over UDP with the TC bit and no records, so
+	// only a query over TCP gets them.
+	truncate bool
 }
 
 // dnsServer is a recursive nameserver on loopback (miekg/dns over UDP)
@@ -38,25 +41,41 @@ type dnsServer struct {
 	// zones by lowercase FQDN.
 	zones   map[string]dnsZone
 	queries map[string]int // "name type" -> queries received
+	tcp     int            // of which over TCP
 	// hold, when set, is waited on before answering.
 	hold chan struct{}
 }
 
 func startDNS(t *testing.T, zones map[string]dnsZone) *dnsServer {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// One port over UDP and TCP (for answers too long for a datagram).
+	// TCP first: the UDP port of a free TCP one is free far more often
+	// than the other way round. Should it be taken, try another.
+	var pc net.PacketConn
+	var ln net.Listener
+	for try := 0; pc == nil; try++ {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if pc, err = net.ListenPacket("udp", ln.Addr().String()); err != nil {
+			ln.Close()
+			if try == 20 {
+				t.Fatalf("no port free over both TCP and UDP: %v", err)
+			}
+		}
 	}
 	s := &dnsServer{addr: pc.LocalAddr().String(), zones: map[string]dnsZone{}, queries: map[string]int{}}
 	for name, z := range zones {
 		s.zones[dns.Fqdn(strings.ToLower(name))] = z
 	}
-	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, Handler: s, NotifyStartedFunc: func() { close(started) }}
-	go srv.ActivateAndServe()
-	<-started
-	t.Cleanup(func() { srv.Shutdown() })
+	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: s}, {Listener: ln, Handler: s}} {
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go srv.ActivateAndServe()
+		<-started
+		t.Cleanup(func() { srv.Shutdown() })
+	}
 	return s
 }
 
@@ -65,6 +84,10 @@ func (s *dnsServer) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	name := strings.ToLower(q.Name)
 	s.mu.Lock()
 	s.queries[strings.TrimSuffix(name, ".")+" "+dns.TypeToString[q.Qtype]]++
+	_, overTCP := w.RemoteAddr().(*net.TCPAddr)
+	if overTCP {
+		s.tcp++
+	}
 	z, ok := s.zones[name]
 	hold := s.hold
 	s.mu.Unlock()
@@ -80,6 +103,11 @@ func (s *dnsServer) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		return
 	}
 	m.Rcode = z.rcode
+	if z.truncate && !overTCP {
+		m.Truncated = true
+		w.WriteMsg(m)
+		return
+	}
 	owner := name
 	if z.cname != "" {
 		m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: z.cnameTTL}, Target: dns.Fqdn(z.cname)})
@@ -478,4 +506,56 @@ func TestResolveBypassesDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, "queries", ns.total(), 0)
+}
+
+// TestDNSCacheTruncated: an answer truncated over UDP is asked again over
+// TCP.
+func TestDNSCacheTruncated(t *testing.T) {
+	ns := startDNS(t, map[string]dnsZone{"long.test": {a: []string{"192.0.2.1", "192.0.2.2"}, ttl: 60, truncate: true}})
+	cache := newCache(ns, newTestClock())
+	addrs, err := cache.Lookup(context.Background(), "long.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, "addresses", fmt.Sprint(addrs), "[192.0.2.1 192.0.2.2]")
+	ns.mu.Lock()
+	overTCP := ns.tcp
+	ns.mu.Unlock()
+	want(t, "queries over TCP", overTCP, 2)
+	want(t, "queries counted", cache.Stats().Queries, int64(4))
+}
+
+// TestDNSCacheNextAddress: the answers are dialed in order, the next one
+// when a connection is refused.
+func TestDNSCacheNextAddress(t *testing.T) {
+	site := startServer(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), nil)
+	_, port, _ := net.SplitHostPort(site.Listener.Addr().String())
+	// Nothing listens on 127.0.0.3 at the site's port.
+	ns := startDNS(t, map[string]dnsZone{"two.test": {a: []string{"127.0.0.3", "127.0.0.2"}, ttl: 60}})
+	opts := localOptions()
+	opts.DNS = newCache(ns, newTestClock())
+	f := fetch.New(opts, fixedNow)
+	defer f.CloseIdleConnections()
+	mustFetch(t, f, "http://two.test:"+port+"/")
+}
+
+// TestDefaultDNSCacheShared: fetchers with no Options.DNS share the
+// process's cache. (localhost is answered from /etc/hosts: no query.)
+func TestDefaultDNSCacheShared(t *testing.T) {
+	site := startServer(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), nil)
+	_, port, _ := net.SplitHostPort(site.Listener.Addr().String())
+	before := fetch.DefaultDNSCache().Stats()
+	for range 2 {
+		f := fetch.New(localOptions(), fixedNow)
+		mustFetch(t, f, "http://localhost:"+port+"/")
+		f.CloseIdleConnections()
+		if st := f.Stats().DNS; st.Lookups <= before.Lookups {
+			t.Errorf("fetcher's DNS stats %+v do not count its lookups", st)
+		}
+	}
+	after := fetch.DefaultDNSCache().Stats()
+	want(t, "lookups", after.Lookups-before.Lookups, int64(2))
+	if after.CacheHits-before.CacheHits < 1 {
+		t.Errorf("the second fetcher's lookup was not answered from the shared cache: %+v then %+v", before, after)
+	}
 }
