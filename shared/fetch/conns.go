@@ -124,7 +124,10 @@ type trackedConn struct {
 	// which drops it only once its read loop notices. A request handed
 	// a stale connection has sent nothing yet (see Fetcher.roundTrip).
 	stale bool
-	once  sync.Once
+	// gone: closed and forgotten; a request that held it must not put it
+	// back among the idle.
+	gone bool
+	once sync.Once
 }
 
 // Close closes the connection and forgets it, once.
@@ -133,6 +136,7 @@ func (c *trackedConn) Close() error {
 	c.once.Do(func() {
 		t := c.tracker
 		t.mu.Lock()
+		c.gone = true
 		if set := t.byHost[c.host]; set != nil {
 			delete(set, c)
 			if len(set) == 0 {
@@ -179,7 +183,7 @@ func (t *connTracker) acquire(c *trackedConn) bool {
 func (t *connTracker) release(c *trackedConn) {
 	t.mu.Lock()
 	c.inUse--
-	if c.inUse > 0 {
+	if c.inUse > 0 || c.gone {
 		t.mu.Unlock()
 		return
 	}

@@ -140,3 +140,23 @@ func TestHostKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedRequestForgetsItsConn: a request whose connection the
+// transport closed (here: no answer in time) leaves nothing behind among
+// the idle or the tracked.
+func TestFailedRequestForgetsItsConn(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	t.Cleanup(srv.Close)
+	defer close(release)
+	f := New(Options{AllowPrivate: true, Timeout: 200 * time.Millisecond}, nil)
+	if _, err := f.Fetch(context.Background(), Request{URL: srv.URL + "/"}); KindOf(err) != KindTimeout {
+		t.Fatalf("Fetch: %v, want a timeout", err)
+	}
+	f.conns.mu.Lock()
+	idle, hosts := f.conns.idle.Len(), len(f.conns.byHost)
+	f.conns.mu.Unlock()
+	if idle != 0 || hosts != 0 || f.OpenConns() != 0 {
+		t.Errorf("after a failed request: %d idle, %d hosts tracked, %d open; want none", idle, hosts, f.OpenConns())
+	}
+}

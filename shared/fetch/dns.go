@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -54,9 +55,10 @@ const errServerMisbehaving = "server misbehaving"
 // DNSCacheOptions configures a DNSCache. The zero value asks the
 // nameservers of /etc/resolv.conf with the defaults above.
 type DNSCacheOptions struct {
-	// Servers are the nameservers asked, as "ip:port" ("127.0.0.1:5353");
-	// nil means those of /etc/resolv.conf (port 53). Each is asked in
-	// turn until one answers.
+	// Servers are the nameservers asked, as "ip:port" ("127.0.0.1:5353")
+	// or "ip" (port 53); see ParseDNSServers. nil means those of
+	// /etc/resolv.conf; an empty list, none: the system resolver answers
+	// every name. Each is asked in turn until one answers.
 	Servers []string
 	// MinTTL and MaxTTL bound how long an answer is kept: its own TTL
 	// (the shortest of its records) raised to MinTTL, cut to MaxTTL.
@@ -162,8 +164,11 @@ func NewDNSCache(opts DNSCacheOptions) *DNSCache {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	servers := slices.Clone(opts.Servers)
-	if servers == nil {
+	servers := make([]string, 0, len(opts.Servers))
+	for _, s := range opts.Servers {
+		servers = append(servers, withDNSPort(s))
+	}
+	if opts.Servers == nil {
 		servers = resolvConfServers("/etc/resolv.conf")
 	}
 	return &DNSCache{
@@ -321,8 +326,9 @@ func (c *DNSCache) store(name string, e *dnsEntry) {
 // resolve asks for name: an entry to keep (addresses or "no such host"),
 // or an error that must not be kept.
 func (c *DNSCache) resolve(name string) (*dnsEntry, error) {
-	if _, ok := dns.IsDomainName(name); !ok || name == "" {
-		// As Go's resolver: a name that cannot be in the DNS is not found.
+	if _, ok := dns.IsDomainName(name); !ok || name == "" || name == "onion" || strings.HasSuffix(name, ".onion") {
+		// As Go's resolver: a name that cannot be in the DNS is not
+		// found, and a Tor name (RFC 7686) is never asked.
 		return c.negative(&net.DNSError{Err: errNoSuchHost, Name: name, IsNotFound: true}), nil
 	}
 	if c.bySystem(name) {
@@ -505,6 +511,33 @@ func answerAddrs(r *dns.Msg, name string, qtype uint16) ([]netip.Addr, time.Dura
 		target = next
 	}
 	return addrs, time.Duration(ttl) * time.Second
+}
+
+// ParseDNSServers reads a comma-separated list of nameservers, each an IP
+// address with an optional port ("127.0.0.1:5353", "10.0.0.2", "[::1]:53"),
+// for DNSCacheOptions.Servers. Blanks around items are ignored; the error
+// names the bad item, for the caller to prefix with its flag's name.
+func ParseDNSServers(list string) ([]string, error) {
+	var out []string
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if _, err := netip.ParseAddrPort(withDNSPort(item)); err != nil {
+			return nil, fmt.Errorf("%q is not a nameserver: want an IP address with an optional port, such as 127.0.0.1:5353 or [::1]:53", item)
+		}
+		out = append(out, withDNSPort(item))
+	}
+	return out, nil
+}
+
+// withDNSPort adds port 53 to a bare address.
+func withDNSPort(s string) string {
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		return net.JoinHostPort(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"), "53")
+	}
+	return s
 }
 
 // resolvConfServers are the nameservers a resolv.conf names, as

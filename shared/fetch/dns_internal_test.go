@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,5 +80,30 @@ func TestDNSCacheSystemFallback(t *testing.T) {
 	}
 	if got := c.Stats().SystemLookups; got != 6 {
 		t.Errorf("system lookups %d, want 6", got)
+	}
+}
+
+func TestParseDNSServers(t *testing.T) {
+	got, err := ParseDNSServers(" 127.0.0.1:5353, 10.0.0.2,,[::1]:53, ::1 ")
+	if err != nil || fmt.Sprint(got) != "[127.0.0.1:5353 10.0.0.2:53 [::1]:53 [::1]:53]" {
+		t.Errorf("ParseDNSServers = %v, %v", got, err)
+	}
+	for _, bad := range []string{"dns.test", "127.0.0.1:x", "1.2.3.4:99999"} {
+		if _, err := ParseDNSServers(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseDNSServers(%q) = %v, want an error naming it", bad, err)
+		}
+	}
+	c := NewDNSCache(DNSCacheOptions{Servers: []string{"127.0.0.9"}})
+	if fmt.Sprint(c.servers) != "[127.0.0.9:53]" {
+		t.Errorf("servers %v, want port 53 added", c.servers)
+	}
+}
+
+func TestDNSCacheOnion(t *testing.T) {
+	c := NewDNSCache(DNSCacheOptions{Servers: []string{"127.0.0.9:1"}})
+	_, err := c.Lookup(context.Background(), "hidden.onion")
+	var de *net.DNSError
+	if !errors.As(err, &de) || !de.IsNotFound || c.Stats().Queries != 0 {
+		t.Errorf("hidden.onion: %v after %d queries, want not found and none", err, c.Stats().Queries)
 	}
 }

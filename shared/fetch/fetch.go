@@ -96,9 +96,9 @@ type Options struct {
 	// meets it. Zero means no cap (DefaultMaxIdleConns idle).
 	MaxConns int
 	// Network, when set, replaces the operating system's network: every
-	// connection is dialed through it (after Resolve and the address
-	// guard, which judge its addresses as they judge a socket's). For
-	// tests only (see fetchtest.Network: in-memory connections, so a
+	// connection is dialed through it (after Resolve, or DNS when set,
+	// and the address guard, which judge its addresses as they judge a
+	// socket's; with neither, names reach it unresolved). For tests only (see fetchtest.Network: in-memory connections, so a
 	// whole exchange can run on a testing/synctest bubble's virtual
 	// clock); nil everywhere else.
 	Network Dialer
