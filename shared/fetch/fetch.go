@@ -10,6 +10,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,10 +18,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/body"
@@ -36,6 +39,14 @@ const (
 	// DefaultUserAgent is sent when Options.UserAgent is empty, so a site's
 	// operator always sees who we are instead of Go's generic client name.
 	DefaultUserAgent = "urldownloader/1.0"
+	// DefaultMaxIdleConns is how many connections wait idle for their
+	// host's next request without Options.MaxConns: one for each of
+	// 10,000 hosts fetched at once, so a host's URLs share one
+	// connection. The caller's CloseHost keeps the pool to the hosts
+	// that still have URLs due; it needs as many file descriptors.
+	DefaultMaxIdleConns = 10_000
+	// minTLSSessions is the least TLS sessions kept for resumption.
+	minTLSSessions = 1024
 )
 
 // maxHeaderBytes caps the response header block: a server that sends
@@ -67,19 +78,27 @@ type Options struct {
 	// and their addresses dialed in order; a name the table lacks fails as
 	// "no such host", exactly like an NXDOMAIN answer (KindDNS, permanent).
 	// For the local stack and tests, which must send no DNS query; nil in
-	// production, where the system resolver answers. The address guard
-	// judges the table's addresses as it judges DNS answers.
+	// production, where DNS answers. The address guard judges the table's
+	// addresses as it judges DNS answers. It bypasses DNS.
 	Resolve map[string][]netip.Addr
+	// DNS is the cache that resolves host names (see DNSCache); nil means
+	// the process's shared one (DefaultDNSCache), so every fetcher of a
+	// process shares its answers. Set it to name other nameservers
+	// (DNSCacheOptions.Servers) or, in tests, to count and time answers.
+	// Unused with Resolve, and with Network unless set.
+	DNS *DNSCache
 	// MaxConns, when above zero, caps the connections the fetcher holds open
-	// at once, in use and idle: at most half of them wait idle for reuse, so
-	// a caller that runs at most MaxConns/2 requests at once never meets
-	// the cap. A dial beyond it first closes the idle connections, then
-	// fails as KindLocal (ErrConnLimit). Zero means no cap (100 idle).
+	// at once, in use and idle; every one of them may wait idle for its
+	// host's next request. A dial beyond the cap first closes the
+	// connection idle the longest (then, if none is known, every idle
+	// one), and fails as KindLocal (ErrConnLimit) only when all MaxConns
+	// carry requests, so a caller that runs fewer requests at once never
+	// meets it. Zero means no cap (DefaultMaxIdleConns idle).
 	MaxConns int
 	// Network, when set, replaces the operating system's network: every
-	// connection is dialed through it (after Resolve and the address
-	// guard, which judge its addresses as they judge a socket's). For
-	// tests only (see fetchtest.Network: in-memory connections, so a
+	// connection is dialed through it (after Resolve, or DNS when set,
+	// and the address guard, which judge its addresses as they judge a
+	// socket's; with neither, names reach it unresolved). For tests only (see fetchtest.Network: in-memory connections, so a
 	// whole exchange can run on a testing/synctest bubble's virtual
 	// clock); nil everywhere else.
 	Network Dialer
@@ -146,7 +165,10 @@ type Fetcher struct {
 	now       func() time.Time
 	transport *http.Transport
 	client    *http.Client
-	conns     *connCap // nil without Options.MaxConns
+	conns     *connTracker
+	dns       *DNSCache // nil with Options.Resolve, or a Network alone
+
+	tlsFull, tlsResumed atomic.Int64
 }
 
 // New returns a Fetcher. now is the clock Retry-After dates are measured
@@ -185,16 +207,23 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		through = guardedNetwork{opts.Network, dialer.Control}
 	}
 	dial := dialFunc(through.DialContext)
-	if opts.Resolve != nil {
-		dial = newHostTable(opts.Resolve).dialContext(through)
+	var cache *DNSCache
+	switch {
+	case opts.Resolve != nil:
+		dial = resolvingDial(newHostTable(opts.Resolve).lookup, through)
+	case opts.DNS != nil || opts.Network == nil:
+		// A test's Network without a DNS cache gets names as they are
+		// (and its guard refuses them): no query leaves its bubble.
+		cache = cmp.Or(opts.DNS, DefaultDNSCache())
+		dial = resolvingDial(cache.lookup, through)
 	}
-	var conns *connCap
-	maxIdle := 100
+	conns := newConnTracker(max(opts.MaxConns, 0))
+	dial = conns.dial(dial)
+	maxIdle := DefaultMaxIdleConns
 	if opts.MaxConns > 0 {
-		conns = &connCap{max: int64(opts.MaxConns)}
-		dial = conns.dial(dial)
-		maxIdle = max(1, opts.MaxConns/2)
+		maxIdle = opts.MaxConns
 	}
+	f := &Fetcher{opts: opts, now: now, conns: conns, dns: cache}
 	transport := &http.Transport{
 		// No proxy, deliberately, even if HTTP_PROXY is set: through a
 		// proxy we would dial the proxy's address, the guard would check
@@ -205,6 +234,14 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		Protocols:   protocols,
 		TLSClientConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,
+			// A connection opened again to a host (its idle one closed,
+			// by the host, CloseHost or the cap) resumes its TLS session
+			// instead of a full handshake: one for each host the pool
+			// can hold.
+			ClientSessionCache: tls.NewLRUClientSessionCache(max(maxIdle, minTLSSessions)),
+			// Runs after the certificate checks, on every handshake, a
+			// resumed one too: only counts.
+			VerifyConnection: f.countHandshake,
 		},
 		TLSHandshakeTimeout: opts.Timeout,
 		// Compression is negotiated and undone by us, so MaxBodyBytes caps
@@ -221,25 +258,71 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		MaxConnsPerHost:     1,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	if conns != nil {
-		conns.closeIdle = transport.CloseIdleConnections
-	}
-	client := &http.Client{
+	conns.closeIdle = transport.CloseIdleConnections
+	f.transport = transport
+	f.client = &http.Client{
 		Transport: transport,
 		// The caller follows redirects itself, through its per-host queues
 		// and robots checks; we hand back the 3xx with Location.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Fetcher{opts: opts, now: now, transport: transport, client: client, conns: conns}
+	return f
+}
+
+func (f *Fetcher) countHandshake(cs tls.ConnectionState) error {
+	if cs.DidResume {
+		f.tlsResumed.Add(1)
+	} else {
+		f.tlsFull.Add(1)
+	}
+	return nil
 }
 
 // OpenConns is how many connections the fetcher holds open, in use and
-// idle; -1 when it counts none (no Options.MaxConns).
-func (f *Fetcher) OpenConns() int {
-	if f.conns == nil {
-		return -1
+// idle.
+func (f *Fetcher) OpenConns() int { return int(f.conns.open.Load()) }
+
+// CloseHost closes the connections to host (a URL's Hostname: every
+// scheme and port of that name), so the idle pool keeps only hosts that
+// still have URLs due. The caller calls it when it is done with a host
+// for now: its session ended and no request to it is in flight. An idle
+// connection closes at once; one carrying a request closes when that
+// request ends, so a request is never cut. A request that the transport
+// hands a connection closed this way (its pool drops it a moment later)
+// is sent on a new one: it had sent nothing, so the host sees it once.
+func (f *Fetcher) CloseHost(host string) { f.conns.closeHost(host) }
+
+// Stats are a Fetcher's counters since New, for benchmarks and logs.
+type Stats struct {
+	// Dials is the connections opened (TCP connects that succeeded).
+	Dials int64
+	// OpenConns is the connections open now, in use and idle.
+	OpenConns int64
+	// TLSFull and TLSResumed count the TLS handshakes done: full ones,
+	// and those that resumed a kept session.
+	TLSFull, TLSResumed int64
+	// StaleRetries is the requests sent again because the connection
+	// they were handed had been closed by CloseHost or the cap.
+	StaleRetries int64
+	// DNS is the counters of the fetcher's DNS cache, shared by every
+	// fetcher that uses it (the process's, unless Options.DNS); zero
+	// with Options.Resolve.
+	DNS DNSStats
+}
+
+// Stats returns the fetcher's counters: cheap atomic reads.
+func (f *Fetcher) Stats() Stats {
+	s := Stats{
+		Dials:        f.conns.dials.Load(),
+		OpenConns:    f.conns.open.Load(),
+		TLSFull:      f.tlsFull.Load(),
+		TLSResumed:   f.tlsResumed.Load(),
+		StaleRetries: f.conns.staleRetries.Load(),
 	}
-	return int(f.conns.open.Load())
+	if f.dns != nil {
+		s.DNS = f.dns.Stats()
+	}
+	return s
 }
 
 // CloseIdleConnections closes kept-alive connections, for example before a
@@ -271,33 +354,13 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	hreq, resp, use, err := f.roundTrip(ctx, u.String(), req)
 	if err != nil {
-		return nil, &Error{Kind: KindBadURL, Op: "build request", URL: req.URL, Err: err}
+		return nil, err
 	}
-	hreq.Header.Set("User-Agent", f.opts.UserAgent)
-	hreq.Header.Set("Accept", "*/*")
-	hreq.Header.Set("Accept-Encoding", "gzip, deflate")
-	if req.ETag != "" {
-		hreq.Header.Set("If-None-Match", req.ETag)
-	}
-	if req.LastModified != "" {
-		hreq.Header.Set("If-Modified-Since", req.LastModified)
-	}
-
-	// net/http silently sends a GET again on a new connection when a
-	// kept-alive one dies before answering, so the server would see two
-	// requests with no delay between them. A request whose Body is neither
-	// nil nor http.NoBody (and has no GetBody) is not replayable; the
-	// transport still probes the empty body, finds EOF at once and sends a
-	// plain GET with no body. The failure then comes back as a connection
-	// error, which the caller paces and retries like any other.
-	hreq.Body = io.NopCloser(strings.NewReader(""))
-
-	resp, err := f.client.Do(hreq)
-	if err != nil {
-		return nil, f.wrap(ctx, "request", req.URL, err)
-	}
+	// Released once the body is closed (defers run last first): until
+	// then the connection is the request's, and CloseHost leaves it.
+	defer use.done()
 	// Closing without draining on truncation drops the connection instead
 	// of downloading the rest: the right trade for an oversized body.
 	defer resp.Body.Close()
@@ -351,6 +414,55 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 	out.RetryAfter, out.RetryAfterSet = parseRetryAfter(resp.Header.Get("Retry-After"), f.now())
 	return out, nil
+}
+
+// roundTrip sends the GET and returns the response with the connection
+// use it holds (to release once the body is closed).
+//
+// net/http silently sends a GET again on a new connection when a
+// kept-alive one dies before answering, so the server would see two
+// requests with no delay between them. A request whose Body is neither
+// nil nor http.NoBody (and has no GetBody) is not replayable; the
+// transport still probes the empty body, finds EOF at once and sends a
+// plain GET with no body. The failure then comes back as a connection
+// error, which the caller paces and retries like any other.
+//
+// The one exception is ours: a connection CloseHost (or the cap) closed
+// while idle can be handed out before the transport's pool drops it. The
+// request then wrote nothing to any host, so it is sent once more, on a
+// new connection.
+func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*http.Request, *http.Response, *connUse, error) {
+	for try := 0; ; try++ {
+		use := &connUse{t: f.conns}
+		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { use.got(info.Conn) },
+		})
+		hreq, err := http.NewRequestWithContext(tctx, http.MethodGet, rawURL, nil)
+		if err != nil {
+			return nil, nil, nil, &Error{Kind: KindBadURL, Op: "build request", URL: req.URL, Err: err}
+		}
+		hreq.Header.Set("User-Agent", f.opts.UserAgent)
+		hreq.Header.Set("Accept", "*/*")
+		hreq.Header.Set("Accept-Encoding", "gzip, deflate")
+		if req.ETag != "" {
+			hreq.Header.Set("If-None-Match", req.ETag)
+		}
+		if req.LastModified != "" {
+			hreq.Header.Set("If-Modified-Since", req.LastModified)
+		}
+		hreq.Body = io.NopCloser(strings.NewReader(""))
+		resp, err := f.client.Do(hreq)
+		if err == nil {
+			return hreq, resp, use, nil
+		}
+		again := try == 0 && use.onlyStale() && ctx.Err() == nil
+		use.done()
+		if again {
+			f.conns.staleRetries.Add(1)
+			continue
+		}
+		return nil, nil, nil, f.wrap(ctx, "request", req.URL, err)
+	}
 }
 
 // Size is the body's length as kept: in Body or in the store.
