@@ -168,6 +168,8 @@ type Runtime struct {
 	// requests and inFlight count this process's requests, for Progress.
 	requests, inFlight atomic.Int64
 	wakes              []chan struct{}
+	// budget bounds the host workers and connections of every loop.
+	budget check.Budget
 	// lastFetch is when this process last started a request (Unix
 	// nanoseconds).
 	lastFetch atomic.Int64
@@ -314,7 +316,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, budget.Conns), rt.clock.Now),
 		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
-	parts.Budget = budget
+	parts.Budget, rt.budget = budget, budget
 	parts.Fetcher = func(params.Params) check.Fetcher { return fetcher }
 	engine := parts.Engine()
 	// A commit frees room in its host's queue: URLs held back are
@@ -481,6 +483,20 @@ func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, e
 		return nil
 	})
 	return all, err
+}
+
+// Budget is the process's budget of host workers and connections.
+func (rt *Runtime) Budget() check.Budget { return rt.budget }
+
+// HostsAtOnce is how many hosts the runtime works at most at once: its
+// budget's workers at the bodies' cap (MaxBodyBytes), or the loops'
+// MaxConcurrentHosts when lower.
+func (rt *Runtime) HostsAtOnce() int {
+	n := rt.engines[0].WorkerLimit(rt.params)
+	if all := rt.params.MaxConcurrentHosts * rt.opts.ShardCount; n == 0 || all < n {
+		n = all
+	}
+	return n
 }
 
 // activeFetcher notes when requests start, so a run can tell that this

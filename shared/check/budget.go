@@ -3,6 +3,8 @@ package check
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/urldownloader/urldownloader/shared/params"
 )
 
 // Budget bounds what one process holds at once across every check run it
@@ -112,3 +114,8 @@ func (e *Engine) Workers() (now, peak int) {
 	defer e.slots.mu.Unlock()
 	return e.slots.busy, e.slots.peak
 }
+
+// WorkerLimit is how many host workers the engine's Budget admits at once
+// with the parameters p (bodies kept up to MaxBodyBytes, or the inline
+// limit with a body store); zero means no bound.
+func (e *Engine) WorkerLimit(p params.Params) int { return e.Budget.Workers(e.keptBody(p)) }

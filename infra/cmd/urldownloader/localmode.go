@@ -292,6 +292,8 @@ func runLocalMode() int {
 			fmt.Fprintln(os.Stderr, "urldownloader: hosts the earlier run stopped are due again at their staggered check, within 2 × CheckHostPeriod")
 		}
 	}
+	fmt.Fprintf(os.Stderr, "urldownloader: up to %d hosts at once (%d connections, %.1f GiB for workers)\n",
+		rt.HostsAtOnce(), rt.Budget().Conns, float64(rt.Budget().Memory)/(1<<30))
 
 	// The server stops after Run, so the results of its last rounds are
 	// kept for GET /urls/{id} while clients can still ask.
