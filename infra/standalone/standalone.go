@@ -318,15 +318,18 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 	parts.Budget, rt.budget = budget, budget
 	parts.Fetcher = func(params.Params) check.Fetcher { return fetcher }
+	appends := &check.Appends{}
+	parts.Store = appendWatch{Store: rt.store, appends: appends}
 	engine := parts.Engine()
 	// A commit frees room in its host's queue: URLs held back are
 	// queued again (holdback.go).
 	engine.Store = committed{Store: rt.store, over: rt.over}
 	engine.LeaseTTL = opts.LeaseTTL
-	// A session costs nothing on SQLite: a drained host is released at
-	// once (URLs that come later make it due again, and ingest wakes its
-	// loop) instead of holding a worker slot and polling its queue.
-	engine.NoLinger = true
+	// A lingering host learns of its new URLs from ingest, in this
+	// process, instead of polling its queue (which cost more CPU than the
+	// fetching at 5,000 hosts): a shuffled input then reuses the session
+	// and its connection, as one grouped by host does.
+	engine.Appends = appends
 	rt.engines = []*check.Engine{engine}
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
 	for i := range rt.checks {
@@ -483,6 +486,21 @@ func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, e
 		return nil
 	})
 	return all, err
+}
+
+// appendWatch tells lingering workers (check.Appends) of the URLs ingest
+// appends to their hosts' queues.
+type appendWatch struct {
+	Store
+	appends *check.Appends
+}
+
+func (a appendWatch) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+	res, err := a.Store.Append(ctx, req)
+	if err == nil {
+		a.appends.Appended(req.Key)
+	}
+	return res, err
 }
 
 // Budget is the process's budget of host workers and connections.

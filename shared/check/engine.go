@@ -97,12 +97,12 @@ type Engine struct {
 	// exists to save writes. An embedded store, whose reads cost nothing,
 	// sets it (local mode).
 	LingerPoll time.Duration
-	// NoLinger releases a host as soon as its queue drains instead of
-	// lingering (see worker.linger). A linger saves the due-index writes of
-	// a new session on DynamoDB; on an embedded store a session costs
-	// nothing, while a lingering worker holds a slot another host may want
-	// and, polling its queue, CPU (local mode sets it).
-	NoLinger bool
+	// Appends, when set, tells lingering workers that URLs were appended
+	// to their host's queue, so they take them up at once without reading
+	// the store: for a process whose ingest runs beside its checks (local
+	// mode), where a poll per lingering host would cost more CPU than the
+	// fetching (see Appends).
+	Appends *Appends
 	// Spread, when set, is how long a host new to the run (no last fetch
 	// stored or remembered) waits before its first request, given its
 	// first delay: hosts that become due together then start spread over

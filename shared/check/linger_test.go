@@ -313,6 +313,34 @@ func runBounded(e *env, d, limit time.Duration, stop func() bool) (check.Summary
 // before /c would be at least that second.
 func TestLingerPollTakesUpLateURLs(t *testing.T) {
 	t.Parallel()
+	for _, told := range []bool{false, true} {
+		name := "polling the store"
+		if told {
+			name = "told by ingest (Appends), no polling"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			lingerTakesUpLateURLs(t, told)
+		})
+	}
+}
+
+// appendTeller is an ingest store that tells Appends of every append, as
+// local mode's is.
+type appendTeller struct {
+	hostqueue.Store
+	appends *check.Appends
+}
+
+func (a appendTeller) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+	res, err := a.Store.Append(ctx, req)
+	if err == nil {
+		a.appends.Appended(req.Key)
+	}
+	return res, err
+}
+
+func lingerTakesUpLateURLs(t *testing.T, told bool) {
 	virtual(t, func(t *testing.T) {
 		p := testParams()
 		e := newEnv(t, p)
@@ -332,6 +360,11 @@ func TestLingerPollTakesUpLateURLs(t *testing.T) {
 		first := []string{s.url("/a"), s.url("/b")}
 		late := []string{s.url("/c")}
 		e.seed(first...)
+		appends := &check.Appends{}
+		var ingestStore hostqueue.Store = e.store
+		if told {
+			ingestStore = appendTeller{Store: e.store, appends: appends}
+		}
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		appended := make(chan error, 1)
@@ -349,7 +382,7 @@ func TestLingerPollTakesUpLateURLs(t *testing.T) {
 				return
 			}
 			m.ID = urlmsg.MakeID("poll-"+t.Name(), 0, m.URL)
-			in := &hostqueue.Ingester{Store: e.store, Publisher: e.pub, Now: time.Now}
+			in := &hostqueue.Ingester{Store: ingestStore, Publisher: e.pub, Now: time.Now}
 			if res := in.Ingest(ctx, hostqueue.IngestParams{PersistLimit: p.PersistLimit}, []urlmsg.Message{m}); len(res.Failed) != 0 || res.Appended != 1 {
 				appended <- fmt.Errorf("append: %+v", res)
 				return
@@ -357,7 +390,13 @@ func TestLingerPollTakesUpLateURLs(t *testing.T) {
 			appended <- nil
 		}()
 		eng := e.engine()
-		eng.LingerPoll = 100 * time.Millisecond
+		loads := &loadCounter{Store: e.store}
+		eng.Store = loads
+		if told {
+			eng.Appends = appends
+		} else {
+			eng.LingerPoll = 100 * time.Millisecond
+		}
 		sum := e.runWith(eng, "owner-"+t.Name(), 20*time.Second, 0, func() bool {
 			return len(e.pub.all()) >= len(first)+len(late)
 		})
@@ -374,6 +413,14 @@ func TestLingerPollTakesUpLateURLs(t *testing.T) {
 		}
 		if g := reqs[3].Start.Sub(reqs[2].End); g >= lingerAtLeast || g < p.FetchDelay-slack {
 			t.Errorf("gap from /b to /c is %v, want about FetchDelay %v plus a poll, well under the linger (>= %v)", g, p.FetchDelay, lingerAtLeast)
+		}
+		// Told, the linger reads the host once (the look after it starts
+		// watching), where polling reads it every LingerPoll.
+		if n := loads.count(hostKey); told && n > 3 {
+			t.Errorf("%d loads of the host, want the session's and one look per linger, no polling", n)
+		}
+		if n := appends.Watched(); n != 0 {
+			t.Errorf("%d keys still watched after the run, want none", n)
 		}
 	})
 }

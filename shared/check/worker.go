@@ -315,7 +315,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 		return nil, ErrCrashed
 	}
 	w.remember(w.key, w.lastFetch)
-	if end == endDrained && len(done) > 0 && !w.engine.NoLinger {
+	if end == endDrained && len(done) > 0 {
 		w.linger(ctx, len(r.entries))
 	}
 	if r.drained {
@@ -455,6 +455,17 @@ func (w *worker) linger(ctx context.Context, n int) {
 	if poll := w.engine.LingerPoll; poll > 0 {
 		step = min(step, poll)
 	}
+	var grew <-chan struct{}
+	if a := w.engine.Appends; a != nil {
+		// Watch first, then look once: an append between the two still
+		// closes the channel.
+		var stop func()
+		grew, stop = a.watch(w.key)
+		defer stop()
+		if w.grown(ctx, n) {
+			return
+		}
+	}
 	var looked time.Time
 	for {
 		now := w.engine.Clock.Now()
@@ -467,9 +478,32 @@ func (w *worker) linger(ctx context.Context, n int) {
 				return
 			}
 		}
-		if w.engine.Clock.Sleep(ctx, min(until.Sub(now), w.req.Until.Sub(now), step)) != nil {
+		wait := min(until.Sub(now), w.req.Until.Sub(now), step)
+		if grew == nil {
+			if w.engine.Clock.Sleep(ctx, wait) != nil {
+				return
+			}
+			continue
+		}
+		if woke, err := sleepOrWake(ctx, w.engine.Clock, wait, grew); err != nil || woke {
 			return
 		}
+	}
+}
+
+// sleepOrWake sleeps d on clock, or less when wake closes first (woke).
+func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan struct{}) (woke bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- clock.Sleep(sctx, d) }()
+	select {
+	case <-wake:
+		cancel()
+		<-done
+		return true, nil
+	case err := <-done:
+		return false, err
 	}
 }
 
