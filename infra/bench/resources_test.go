@@ -54,6 +54,19 @@ func TestResourcesSmoke(t *testing.T) {
 	if c.BaseFDs <= 0 || c.PeakFDs < c.BaseFDs+c.PeakWorkers {
 		t.Errorf("descriptors: %d wired, %d peak with %d workers: the sampler missed the connections", c.BaseFDs, c.PeakFDs, c.PeakWorkers)
 	}
+	if r := res.Rate; r == nil {
+		t.Error("no requests-per-second row")
+	} else {
+		// Every host was asked (the run outlasts the small farm's work),
+		// robots.txt once each, and the row's figure is a rate.
+		want := rc.Rate.Hosts * (rc.Rate.PerHost + 1)
+		if r.Site.Hosts != rc.Rate.Hosts || r.Site.Requests != want || r.Site.Robots != rc.Rate.Hosts {
+			t.Errorf("rate row: the farm saw %+v, want %d hosts, %d requests", r.Site, rc.Rate.Hosts, want)
+		}
+		if r.RPS() <= 0 || r.Check.PeakWorkers == 0 || r.ConnsPerHost() < 1 {
+			t.Errorf("rate row: %.1f requests/s, %d workers peak, %.2f connections a host", r.RPS(), r.Check.PeakWorkers, r.ConnsPerHost())
+		}
+	}
 	in := res.Ingest
 	if in.Records != rc.IngestRecords || in.URLs != rc.IngestHosts || in.Appended == 0 {
 		t.Errorf("ingest: %d records, %d urls, %d appended; want %d, %d and some", in.Records, in.URLs, in.Appended, rc.IngestRecords, rc.IngestHosts)
