@@ -77,7 +77,7 @@ func FullResources() ResourcesConfig {
 		PageBytes: 200_000, FirstByte: time.Second, LastByte: 2 * time.Second,
 		CheckRun:    30 * time.Second,
 		IngestHosts: 50_000, IngestRecords: 1000,
-		Rate:        FullRate(),
+		Rate: FullRate(),
 	}
 }
 
@@ -94,7 +94,7 @@ func SmokeResources() ResourcesConfig {
 		// Little time, so a moto slower than the smallest batch still
 		// shows the hand-back instead of the timeout.
 		IngestHosts: 600, IngestRecords: 20, IngestTimeout: 8 * time.Second,
-		Rate:        SmokeRate(),
+		Rate: SmokeRate(),
 	}
 }
 
