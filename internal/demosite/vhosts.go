@@ -44,6 +44,10 @@ type VHosts struct {
 
 	mu    sync.Mutex
 	hosts map[string]*vhostStats
+	// open and inflight are connections open and requests in flight now;
+	// the peaks their most at once.
+	open, openPeak         int
+	inflight, inflightPeak int
 }
 
 // vhostStats is one host as the server saw it.
@@ -80,6 +84,17 @@ func StartVHosts(opts VHostOptions) (*VHosts, error) {
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			s.conns.Add(1)
 			return context.WithValue(ctx, connKey{}, &connHost{})
+		},
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			switch st {
+			case http.StateNew:
+				s.open++
+				s.openPeak = max(s.openPeak, s.open)
+			case http.StateClosed, http.StateHijacked:
+				s.open--
+			}
 		},
 	}
 	go func() { _ = s.srv.Serve(ln) }()
@@ -126,6 +141,8 @@ func (s *VHosts) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.inflight++
 	h.requests++
+	s.inflight++
+	s.inflightPeak = max(s.inflightPeak, s.inflight)
 	if r.URL.Path == "/robots.txt" {
 		h.robots++
 	}
@@ -133,6 +150,7 @@ func (s *VHosts) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		s.mu.Lock()
 		h.inflight--
+		s.inflight--
 		h.lastEnd = time.Now()
 		s.mu.Unlock()
 	}()
@@ -168,6 +186,10 @@ type VHostStats struct {
 	// had (a connection counts for its first request's host).
 	Conns        int64
 	MaxHostConns int
+	// OpenPeak is the most connections open at once (the client's
+	// sockets), InflightPeak the most requests in flight at once (the
+	// hosts being fetched from at that instant).
+	OpenPeak, InflightPeak int
 	// Overlaps are requests that came while another to the same host was
 	// in flight (the politeness rule wants 0).
 	Overlaps int
@@ -182,7 +204,7 @@ type VHostStats struct {
 func (s *VHosts) Stats(d time.Duration) VHostStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := VHostStats{Hosts: len(s.hosts), Conns: s.conns.Load(), MinGap: -1}
+	st := VHostStats{Hosts: len(s.hosts), Conns: s.conns.Load(), MinGap: -1, OpenPeak: s.openPeak, InflightPeak: s.inflightPeak}
 	for _, h := range s.hosts {
 		st.Requests += h.requests
 		st.Robots += h.robots

@@ -62,7 +62,7 @@ func TestVHosts(t *testing.T) {
 	}
 	// Keep-alive: the client pools connections by name, so each name
 	// opened one and kept it for its next requests.
-	if st.Conns != 3 || st.MaxHostConns != 1 {
+	if st.Conns != 3 || st.MaxHostConns != 1 || st.OpenPeak != 3 || st.InflightPeak != 1 {
 		t.Errorf("stats %+v: want 3 connections, 1 a host", st)
 	}
 }
