@@ -111,6 +111,9 @@ type Options struct {
 	// Resolve, when set, resolves host names from this table instead of
 	// DNS (fetch.Options.Resolve).
 	Resolve map[string][]netip.Addr
+	// DNSServers, when set, are the nameservers ("ip:port") the fetchers'
+	// DNS cache asks instead of /etc/resolv.conf's (--dns-server).
+	DNSServers []string
 	// ShardCount is the number of check loops (1..16; default 16).
 	ShardCount int
 	// CheckRun is how long one check invocation starts requests (default
