@@ -12,6 +12,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.83.0
 	github.com/aws/smithy-go v1.28.9
+	github.com/miekg/dns v1.1.73
 	golang.org/x/net v0.62.0
 	modernc.org/sqlite v1.62.0
 )

@@ -10,6 +10,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -67,9 +68,15 @@ type Options struct {
 	// and their addresses dialed in order; a name the table lacks fails as
 	// "no such host", exactly like an NXDOMAIN answer (KindDNS, permanent).
 	// For the local stack and tests, which must send no DNS query; nil in
-	// production, where the system resolver answers. The address guard
-	// judges the table's addresses as it judges DNS answers.
+	// production, where DNS answers. The address guard judges the table's
+	// addresses as it judges DNS answers. It bypasses DNS.
 	Resolve map[string][]netip.Addr
+	// DNS is the cache that resolves host names (see DNSCache); nil means
+	// the process's shared one (DefaultDNSCache), so every fetcher of a
+	// process shares its answers. Set it to name other nameservers
+	// (DNSCacheOptions.Servers) or, in tests, to count and time answers.
+	// Unused with Resolve, and with Network unless set.
+	DNS *DNSCache
 	// MaxConns, when above zero, caps the connections the fetcher holds open
 	// at once, in use and idle: at most half of them wait idle for reuse, so
 	// a caller that runs at most MaxConns/2 requests at once never meets
@@ -146,7 +153,8 @@ type Fetcher struct {
 	now       func() time.Time
 	transport *http.Transport
 	client    *http.Client
-	conns     *connCap // nil without Options.MaxConns
+	conns     *connCap  // nil without Options.MaxConns
+	dns       *DNSCache // nil with Options.Resolve, or a Network alone
 }
 
 // New returns a Fetcher. now is the clock Retry-After dates are measured
@@ -185,8 +193,15 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		through = guardedNetwork{opts.Network, dialer.Control}
 	}
 	dial := dialFunc(through.DialContext)
-	if opts.Resolve != nil {
-		dial = newHostTable(opts.Resolve).dialContext(through)
+	var cache *DNSCache
+	switch {
+	case opts.Resolve != nil:
+		dial = resolvingDial(newHostTable(opts.Resolve).lookup, through)
+	case opts.DNS != nil || opts.Network == nil:
+		// A test's Network without a DNS cache gets names as they are
+		// (and its guard refuses them): no query leaves its bubble.
+		cache = cmp.Or(opts.DNS, DefaultDNSCache())
+		dial = resolvingDial(cache.lookup, through)
 	}
 	var conns *connCap
 	maxIdle := 100
@@ -230,7 +245,7 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		// and robots checks; we hand back the 3xx with Location.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Fetcher{opts: opts, now: now, transport: transport, client: client, conns: conns}
+	return &Fetcher{opts: opts, now: now, transport: transport, client: client, conns: conns, dns: cache}
 }
 
 // OpenConns is how many connections the fetcher holds open, in use and

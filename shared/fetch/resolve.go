@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 )
 
 // errNoSuchHost is the text Go's resolver gives an NXDOMAIN answer; a name
@@ -32,14 +33,25 @@ func newHostTable(t map[string][]netip.Addr) hostTable {
 
 func tableKey(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
 
-// dialContext returns a DialContext that looks host names up in the table
-// and dials their addresses in order through d, whose Control hook (the
-// address guard) judges each one, as it judges addresses from DNS. IP
-// literals are dialed as they are. A name the table lacks fails exactly as
-// Go's resolver reports NXDOMAIN: a *net.OpError "dial" around a
+// lookup resolves host from the table for a dial on network. A name the
+// table lacks fails exactly as Go's resolver reports NXDOMAIN: a
 // *net.DNSError with IsNotFound, so KindOf, IsTransient and the message
 // cannot tell the two apart.
-func (t hostTable) dialContext(d Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+func (t hostTable) lookup(_ context.Context, network, host string) ([]netip.Addr, error) {
+	return forNetwork(t[tableKey(host)], network, host)
+}
+
+// lookupFunc finds the addresses to dial for host on network ("tcp",
+// "tcp4" or "tcp6"), in the order to try them.
+type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
+// resolvingDial returns a dialFunc that looks host names up with lookup
+// and dials their addresses in order through d, whose Control hook (the
+// address guard) judges each one: a table's address, a DNS answer and a
+// cached one alike. IP literals are dialed as they are. A failed lookup
+// comes back as the dial error Go's own dialer gives, a *net.OpError
+// "dial" around the *net.DNSError.
+func resolvingDial(lookup lookupFunc, d Dialer) dialFunc {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(address)
 		if err != nil {
@@ -48,20 +60,13 @@ func (t hostTable) dialContext(d Dialer) func(ctx context.Context, network, addr
 		if _, err := netip.ParseAddr(host); err == nil {
 			return d.DialContext(ctx, network, address)
 		}
-		var addrs []netip.Addr
-		for _, a := range t[tableKey(host)] {
-			if network == "tcp4" && !a.Unmap().Is4() || network == "tcp6" && !a.Is6() {
-				continue
-			}
-			addrs = append(addrs, a)
-		}
-		if len(addrs) == 0 {
-			return nil, &net.OpError{Op: "dial", Net: network,
-				Err: &net.DNSError{Err: errNoSuchHost, Name: host, IsNotFound: true}}
+		addrs, err := lookup(ctx, network, host)
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 		}
 		var first error
-		for _, a := range addrs {
-			c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+		for i, a := range addrs {
+			c, err := dialPart(ctx, d, network, net.JoinHostPort(a.String(), port), len(addrs)-i)
 			if err == nil {
 				return c, nil
 			}
@@ -74,4 +79,23 @@ func (t hostTable) dialContext(d Dialer) func(ctx context.Context, network, addr
 		}
 		return nil, first
 	}
+}
+
+// dialPart dials one of the remaining addresses with its share of the
+// time left, as Go's dialer does, so an address that never answers leaves
+// time for the next.
+func dialPart(ctx context.Context, d Dialer, network, address string, remaining int) (net.Conn, error) {
+	if deadline, ok := ctx.Deadline(); ok && remaining > 1 {
+		left := time.Until(deadline)
+		share := left / time.Duration(remaining)
+		// Go's dialer's floor: a slow but working address still connects.
+		const floor = 2 * time.Second
+		if share < floor {
+			share = min(floor, left)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, share)
+		defer cancel()
+	}
+	return d.DialContext(ctx, network, address)
 }
