@@ -304,8 +304,13 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	// connections in all, so one shared by a thousand hosts would dial
 	// again for most requests.
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
+	fetchOpts := wiring.FetchOptions(p, opts.Addresses, opts.Resolve, 0)
+	if opts.DNSServers != nil {
+		// One cache for every shard's fetcher, as the default one is.
+		fetchOpts.DNS = fetch.NewDNSCache(fetch.DNSCacheOptions{Servers: opts.DNSServers})
+	}
 	for i := range rt.checks {
-		fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, 0), rt.clock.Now),
+		fetcher := &activeFetcher{f: fetch.New(fetchOpts, rt.clock.Now),
 			last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 		shard := parts
 		shard.Fetcher = func(params.Params) check.Fetcher { return fetcher }
