@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -62,9 +63,8 @@ type ResourcesConfig struct {
 	// environment: no worker budget, no GOMEMLIMIT, only
 	// MaxConcurrentHosts per shard, as before issue 11 (for comparison).
 	NoBudget bool
-	// Rate is the requests-per-second row (resources_rate.go); zero
-	// RateHosts: none.
-	Rate RateConfig
+	// Rate are the requests-per-second rows (resources_rate.go).
+	Rate []RateConfig
 }
 
 // FullResources is what `make bench` runs: the issue's sizes. The check
@@ -112,8 +112,8 @@ type ResourcesResult struct {
 	SlowRequests, HangConns       int64
 	EventBytes                    int
 	Elapsed                       time.Duration
-	// Rate is the requests-per-second row; nil when not run.
-	Rate *RateResult
+	// Rate are the requests-per-second rows.
+	Rate []*RateResult
 }
 
 // Misses lists the targets the run missed: peak RSS at most 60% of the
@@ -152,8 +152,8 @@ func (r *ResourcesResult) Misses() []string {
 	if r.Ingest.URLsInOKRecords > r.Ingest.Appended {
 		out = append(out, fmt.Sprintf("ingest kept records holding %d URLs but queued %d", r.Ingest.URLsInOKRecords, r.Ingest.Appended))
 	}
-	if r.Rate != nil {
-		out = append(out, r.Rate.Misses()...)
+	for _, rr := range r.Rate {
+		out = append(out, rr.Misses()...)
 	}
 	return out
 }
@@ -174,8 +174,8 @@ func (r *ResourcesResult) Table() string {
 		r.IngestMemoryMiB, r.IngestTimeout, float64(r.EventBytes)/1e6, in.Records, in.URLs,
 		mib(in.GOMEMLIMIT), mib(in.PeakRSS), pct(in.PeakRSS, r.IngestMemoryMiB), mib(in.PeakHeap), in.BaseFDs, in.PeakFDs,
 		in.Elapsed.Round(100*time.Millisecond), (r.IngestTimeout - in.Elapsed).Round(100*time.Millisecond), in.Records-in.FailedRecords, in.URLsInOKRecords, in.FailedRecords)
-	if r.Rate != nil {
-		b.WriteString(r.Rate.row(r.CheckMemoryMiB, r.CheckTimeout, r.Shards))
+	for _, rr := range r.Rate {
+		b.WriteString(rr.row(r.CheckMemoryMiB, r.CheckTimeout, r.Shards))
 	}
 	if m := r.Misses(); len(m) > 0 {
 		fmt.Fprintf(&b, "\nMissed: %s.\n", strings.Join(m, "; "))
@@ -271,8 +271,14 @@ func (e *benchEnv) resources(ctx context.Context, rc ResourcesConfig) (*Resource
 	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(ingestFn.MemorySize)
 	e.log.Info("resources: ingest invocation", "bytes", len(raw), "records", rc.IngestRecords, "hosts", rc.IngestHosts, "timeout", res.IngestTimeout)
 	res.Ingest, err = e.resChild(ctx, "ingest", env, resChildInput{Timeout: res.IngestTimeout, Event: raw})
-	if err == nil && rc.Rate.Hosts > 0 {
-		res.Rate, err = e.rate(ctx, rc.Rate)
+	for _, c := range rc.Rate {
+		if err != nil {
+			break
+		}
+		var rr *RateResult
+		if rr, err = e.rate(ctx, c); rr != nil {
+			res.Rate = append(res.Rate, rr)
+		}
 	}
 	res.Elapsed = time.Since(start)
 	return res, err
@@ -339,6 +345,11 @@ func (e *benchEnv) resChild(ctx context.Context, mode string, fnEnv map[string]s
 		}
 	} else if runErr == nil {
 		runErr = err
+	}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rep.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
 	}
 	if runErr != nil {
 		return rep, fmt.Errorf("%s child: %w (%s)\n%s", mode, runErr, rep.Err, stderr.String())

@@ -24,6 +24,7 @@ type metrics struct {
 	dropped        int
 	givenUp        int
 	released       int64 // hosts released to wait out a pause (ReleaseOnWait)
+	rateWaits      int64 // requests that waited for the invocation's rate (InvocationRPS)
 }
 
 // second is one simulated second.
