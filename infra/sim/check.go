@@ -832,7 +832,7 @@ func (s *Sim) invocationSlot(r *run, cb func(outcome, response), start func()) {
 	}
 	r.inv.nextStart = at + int64(float64(time.Second)/rps)
 	if at > s.now {
-		s.m.rateWaits++
+		s.m.rateWait += at - s.now
 		s.at(at, start)
 		return
 	}

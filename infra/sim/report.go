@@ -55,7 +55,7 @@ type Report struct {
 	SQSTotal   float64
 	Requests   int64
 	Sessions   int64
-	RateWaits  int64 // requests that waited for the invocation's rate (Config.InvocationRPS)
+	RateWait   time.Duration // what requests waited for their invocation's rate, in all (Config.InvocationRPS)
 	MinGapRel  float64
 	Gaps       int64
 	Violations []string
@@ -83,7 +83,7 @@ func (s *Sim) report() *Report {
 		PeakWorkers: s.runs.peakWorkers, GBs: s.runs.gbs, Invocations: s.runs.invocations,
 		Scheduled: s.runs.scheduled, Woken: s.runs.woken, IdleRuns: s.runs.idleRuns, ContendRuns: s.runs.contendRuns,
 		Blocked: s.runs.blocked, BlockedGBs: s.runs.blockedGBs,
-		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions, RateWaits: s.m.rateWaits,
+		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions, RateWait: time.Duration(s.m.rateWait),
 		MinGapRel: s.m.minGapRel, Gaps: s.m.gaps, Violations: s.m.violations, Series: s.m.perSec,
 	}
 	for _, u := range r.WByCat {
@@ -344,8 +344,8 @@ func Details(reps []*Report) string {
 			inv = fmt.Sprintf("**%d broken**: %s", len(v), v[0])
 		}
 		reqs := num(float64(r.Requests))
-		if r.RateWaits > 0 {
-			reqs += fmt.Sprintf(" (%s waited for the invocation's rate)", num(float64(r.RateWaits)))
+		if r.RateWait > 0 && r.Requests > 0 {
+			reqs += fmt.Sprintf(" (waiting %s each on average for the invocation's rate)", dur(r.RateWait/time.Duration(r.Requests)))
 		}
 		gap := "-"
 		if r.Gaps > 0 {

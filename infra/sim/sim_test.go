@@ -130,7 +130,7 @@ func TestInvocationRPS(t *testing.T) {
 	for _, v := range r.Check() {
 		t.Error(v)
 	}
-	if r.RateWaits == 0 {
+	if r.RateWait == 0 {
 		t.Errorf("no request waited for a rate of %.0f a second", c.InvocationRPS)
 	}
 	if r.Ended != r.URLs || r.MinGapRel < 1 {
