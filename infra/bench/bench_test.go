@@ -61,6 +61,9 @@ func TestSmoke(t *testing.T) {
 	if b := res.BigSite; b == nil || b.Dropped != 0 || b.Span < b.Bound || b.Stats.MinGap < b.Delay {
 		t.Errorf("big site: %+v, want nothing dropped, the big host's span at least its bound, gaps at least d", b)
 	}
+	if m := res.Million; m == nil || !m.Finished || m.Outcome.ByStatus["fetched"] != m.URLs || m.DNSNames != m.Hosts || m.Site.BelowGap != 0 || m.Site.Overlaps != 0 || m.Process.MaxRSS == 0 {
+		t.Errorf("million job (smoke size): %+v, want every URL fetched, each name looked up, no gap below d", m)
+	}
 	for _, c := range res.Cost {
 		if tot := c.Usage.Total(); tot.WriteUnits == 0 || tot.Requests == 0 {
 			t.Errorf("%s: no DynamoDB usage metered: %+v", c.Name, tot)

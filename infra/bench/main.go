@@ -58,6 +58,11 @@ type Config struct {
 	BigSitePerHost, BigSiteSmallHosts int
 	BigSiteDelay                      time.Duration
 	SkipMemory, SkipBigSite           bool
+	// The million-URL job (millionjob.go): MillionHosts x MillionPerHost
+	// URLs at MillionDelay, bounded by MillionTimeout.
+	MillionHosts, MillionPerHost int
+	MillionDelay, MillionTimeout time.Duration
+	SkipMillion                  bool
 
 	// The cost scenarios.
 	TrickleHosts      int
@@ -103,6 +108,7 @@ func FullConfig() Config {
 		ScaleHosts: 1000, ScalePerHost: 100, ScaleDelay: time.Second,
 		ResumeHosts: 50, ResumePerHost: 40, ResumeStops: 5,
 		MemoryLines: []int{2_000_000}, BigSitePerHost: 3000, BigSiteSmallHosts: 100, BigSiteDelay: 10 * time.Millisecond,
+		MillionHosts: 100_000, MillionPerHost: 10, MillionDelay: time.Second, MillionTimeout: 10 * time.Minute,
 		TrickleHosts: 500, BurstURLs: 1000, WideHosts: 2000, WidePerHost: 5, CostDelay: 250 * time.Millisecond,
 		LambdaBuild: true, BenchTime: 2 * time.Second,
 		Timeout: 4 * time.Minute,
@@ -120,6 +126,7 @@ func SmokeConfig() Config {
 		ScaleHosts: 20, ScalePerHost: 5, ScaleDelay: 100 * time.Millisecond,
 		ResumeHosts: 4, ResumePerHost: 20, ResumeStops: 2,
 		MemoryLines: []int{30000}, BigSitePerHost: 1200, BigSiteSmallHosts: 3, BigSiteDelay: time.Millisecond,
+		MillionHosts: 20, MillionPerHost: 10, MillionDelay: 100 * time.Millisecond, MillionTimeout: time.Minute,
 		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
 		BenchTime: 50 * time.Millisecond,
 		Params:    map[string]string{"CheckHostPeriod": "1100ms"},
@@ -137,7 +144,7 @@ func main() {
 	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs on moto (default 50,200)")
 	localHosts := flag.String("local-hosts", "", "comma-separated H values for the politeness runs through local mode (default 200,1000; 0: none)")
 	perHost := flag.Int("u", 0, "URLs per host in the politeness runs (default 40)")
-	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,cost,lambda,resources,bodies")
+	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,million,cost,lambda,resources,bodies")
 	memory20m := flag.Bool("memory-20m", false, "add a 20-million-line row to the memory rows (many minutes)")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
@@ -184,6 +191,7 @@ func main() {
 		cfg.SkipMemory, cfg.SkipBigSite = !parts["memory"], !parts["bigsite"]
 		cfg.SkipResources = !parts["resources"]
 		cfg.SkipBodies = !parts["bodies"]
+		cfg.SkipMillion = !parts["million"]
 	}
 	if *memory20m {
 		cfg.MemoryLines = append(cfg.MemoryLines, 20_000_000)
@@ -213,6 +221,9 @@ func main() {
 		}
 		if len(res.Memory) > 0 || res.BigSite != nil {
 			fmt.Println(bigJobsTable(res.Memory, res.BigSite))
+		}
+		if res.Million != nil {
+			fmt.Println(millionTable(res.Million))
 		}
 	}
 	if err != nil {
@@ -271,6 +282,17 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 				return res, err
 			}
 			log.Info("wrote bodies section", "file", cfg.Out)
+		}
+	}
+	if !cfg.SkipMillion {
+		if res.Million, err = env.million(ctx); err != nil {
+			return res, err
+		}
+		if cfg.Out != "" {
+			if err := writeMillion(inRoot(root, cfg.Out), res.Million, res.Machine); err != nil {
+				return res, err
+			}
+			log.Info("wrote million section", "file", cfg.Out)
 		}
 	}
 	if cfg.Out != "" && (len(res.Memory) > 0 || res.BigSite != nil) {

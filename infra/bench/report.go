@@ -38,6 +38,8 @@ type Results struct {
 	Resources *ResourcesResult
 	// Bodies are the whole-bodies runs (bodies.go), in their own section.
 	Bodies []*BodiesResult
+	// Million is the million-URL job (millionjob.go), in its own section.
+	Million *MillionResult
 }
 
 // Prices used to turn units into money: AWS us-east-1 list prices,

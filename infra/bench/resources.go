@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -62,6 +63,8 @@ type ResourcesConfig struct {
 	// environment: no worker budget, no GOMEMLIMIT, only
 	// MaxConcurrentHosts per shard, as before issue 11 (for comparison).
 	NoBudget bool
+	// Rate are the requests-per-second rows (resources_rate.go).
+	Rate []RateConfig
 }
 
 // FullResources is what `make bench` runs: the issue's sizes. The check
@@ -74,6 +77,7 @@ func FullResources() ResourcesConfig {
 		PageBytes: 200_000, FirstByte: time.Second, LastByte: 2 * time.Second,
 		CheckRun:    30 * time.Second,
 		IngestHosts: 50_000, IngestRecords: 1000,
+		Rate: FullRate(),
 	}
 }
 
@@ -90,6 +94,7 @@ func SmokeResources() ResourcesConfig {
 		// Little time, so a moto slower than the smallest batch still
 		// shows the hand-back instead of the timeout.
 		IngestHosts: 600, IngestRecords: 20, IngestTimeout: 8 * time.Second,
+		Rate: SmokeRate(),
 	}
 }
 
@@ -107,6 +112,8 @@ type ResourcesResult struct {
 	SlowRequests, HangConns       int64
 	EventBytes                    int
 	Elapsed                       time.Duration
+	// Rate are the requests-per-second rows.
+	Rate []*RateResult
 }
 
 // Misses lists the targets the run missed: peak RSS at most 60% of the
@@ -145,6 +152,9 @@ func (r *ResourcesResult) Misses() []string {
 	if r.Ingest.URLsInOKRecords > r.Ingest.Appended {
 		out = append(out, fmt.Sprintf("ingest kept records holding %d URLs but queued %d", r.Ingest.URLsInOKRecords, r.Ingest.Appended))
 	}
+	for _, rr := range r.Rate {
+		out = append(out, rr.Misses()...)
+	}
 	return out
 }
 
@@ -164,6 +174,9 @@ func (r *ResourcesResult) Table() string {
 		r.IngestMemoryMiB, r.IngestTimeout, float64(r.EventBytes)/1e6, in.Records, in.URLs,
 		mib(in.GOMEMLIMIT), mib(in.PeakRSS), pct(in.PeakRSS, r.IngestMemoryMiB), mib(in.PeakHeap), in.BaseFDs, in.PeakFDs,
 		in.Elapsed.Round(100*time.Millisecond), (r.IngestTimeout - in.Elapsed).Round(100*time.Millisecond), in.Records-in.FailedRecords, in.URLsInOKRecords, in.FailedRecords)
+	for _, rr := range r.Rate {
+		b.WriteString(rr.row(r.CheckMemoryMiB, r.CheckTimeout, r.Shards))
+	}
 	if m := r.Misses(); len(m) > 0 {
 		fmt.Fprintf(&b, "\nMissed: %s.\n", strings.Join(m, "; "))
 	} else {
@@ -236,17 +249,7 @@ func (e *benchEnv) resources(ctx context.Context, rc ResourcesConfig) (*Resource
 		return res, fmt.Errorf("queue the scenario's urls: %d failed", len(ir.Failed))
 	}
 
-	env := maps.Clone(checkFn.Env)
-	env["ALLOW_PRIVATE_NETWORKS"] = "true"
-	env["CHECK_RUN_SECONDS"] = strconv.FormatFloat(rc.CheckRun.Seconds(), 'f', -1, 64)
-	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(checkFn.MemorySize)
-	if rc.NoBudget {
-		delete(env, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
-	}
-	var shards []int
-	for s := range st.ShardCount {
-		shards = append(shards, s)
-	}
+	env, shards := checkChildEnv(st, rc.CheckRun, rc.NoBudget)
 	e.log.Info("resources: check invocation", "shards", shards, "run", rc.CheckRun)
 	res.Check, err = e.resChild(ctx, "check", env, resChildInput{Timeout: checkFn.Timeout, Shards: shards, SinkURL: b.sink.url.String(), Resolve: table})
 	if err != nil {
@@ -268,8 +271,36 @@ func (e *benchEnv) resources(ctx context.Context, rc ResourcesConfig) (*Resource
 	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(ingestFn.MemorySize)
 	e.log.Info("resources: ingest invocation", "bytes", len(raw), "records", rc.IngestRecords, "hosts", rc.IngestHosts, "timeout", res.IngestTimeout)
 	res.Ingest, err = e.resChild(ctx, "ingest", env, resChildInput{Timeout: res.IngestTimeout, Event: raw})
+	for _, c := range rc.Rate {
+		if err != nil {
+			break
+		}
+		var rr *RateResult
+		if rr, err = e.rate(ctx, c); rr != nil {
+			res.Rate = append(res.Rate, rr)
+		}
+	}
 	res.Elapsed = time.Since(start)
 	return res, err
+}
+
+// checkChildEnv is the check function's environment for a wake-up
+// invocation of every shard of st, with run as CHECK_RUN_SECONDS and the
+// function's MemorySize (unless noBudget), and the shards it works.
+func checkChildEnv(st *stack.Stack, run time.Duration, noBudget bool) (map[string]string, []int) {
+	checkFn := st.Functions[stack.CheckFunction]
+	env := maps.Clone(checkFn.Env)
+	env["ALLOW_PRIVATE_NETWORKS"] = "true"
+	env["CHECK_RUN_SECONDS"] = strconv.FormatFloat(run.Seconds(), 'f', -1, 64)
+	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(checkFn.MemorySize)
+	if noBudget {
+		delete(env, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+	}
+	var shards []int
+	for s := range st.ShardCount {
+		shards = append(shards, s)
+	}
+	return env, shards
 }
 
 // resChild runs one function invocation in a child process (see
@@ -314,6 +345,11 @@ func (e *benchEnv) resChild(ctx context.Context, mode string, fnEnv map[string]s
 		}
 	} else if runErr == nil {
 		runErr = err
+	}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rep.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
 	}
 	if runErr != nil {
 		return rep, fmt.Errorf("%s child: %w (%s)\n%s", mode, runErr, rep.Err, stderr.String())

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
@@ -34,6 +35,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/sqlite"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 	"github.com/urldownloader/urldownloader/shared/wiring"
 )
@@ -62,6 +64,11 @@ type resChildInput struct {
 	Resolve map[string][]netip.Addr
 	// Ingest: the SQS event, as Lambda would deliver it.
 	Event json.RawMessage
+	// SQLite, when set, is a file for a SQLite store (shared/sqlite) that
+	// stands in for DynamoDB: the child queues Queue in it and the check
+	// engine works it, so the store's speed (moto's) does not bind.
+	SQLite string
+	Queue  []urlmsg.Message
 }
 
 // resChildReport is what the child measured.
@@ -90,7 +97,11 @@ type resChildReport struct {
 	URLs, URLsInOKRecords  int
 	Appended               int
 	Deadline               time.Duration
-	Err                    string
+	// DynamoDB is the store's calls (moto here) as the SDK client timed
+	// them; CPU the child's user and system time (set by the parent).
+	DynamoDB Latency
+	CPU      time.Duration
+	Err      string
 }
 
 func init() {
@@ -151,11 +162,13 @@ func resChild(mode string) (rep resChildReport, err error) {
 	awsCfg.HTTPClient = nil
 	rep.MemoryMiB, _ = strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
 	rep.GOMEMLIMIT = wiring.LimitMemory(os.Getenv)
-	opts := wiring.Options{Log: log, Budget: wiring.BudgetFor(rep.MemoryMiB)}
+	ddbLat := &latencies{}
+	opts := wiring.Options{Log: log, Budget: wiring.BudgetFor(rep.MemoryMiB), DynamoOptions: []func(*dynamodb.Options){ddbLat.dynamo}}
 	samp := startResSampler(5 * time.Millisecond)
 	defer func() {
 		rep.PeakFDs, rep.PeakHeap, rep.PeakWorkers, rep.PeakConns = samp.stop()
 		rep.PeakRSS = vmHWM()
+		rep.DynamoDB = ddbLat.summary()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		rep.NumGC = ms.NumGC
@@ -168,6 +181,19 @@ func resChild(mode string) (rep resChildReport, err error) {
 		opts.Resolve = in.Resolve
 		s := wiring.New(awsCfg, cfg, opts)
 		defer s.Publisher.Close()
+		if in.SQLite != "" {
+			st, err := sqlite.New(in.SQLite, time.Now)
+			if err != nil {
+				return rep, err
+			}
+			defer st.Close()
+			ing := *s.Ingester
+			ing.Store = st
+			if ir := ing.Ingest(ctx, hostqueue.IngestParams{PersistLimit: 1000}, in.Queue); len(ir.Failed) > 0 {
+				return rep, fmt.Errorf("queue %d urls in the SQLite store: %d failed", len(in.Queue), len(ir.Failed))
+			}
+			s.Engine.Store = st
+		}
 		// As functions/check/main.go wires it.
 		s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(checkhandler.RunWindow(cfg.CheckRun)))
 		s.Engine.ParamsReady = s.Params.WaitLoaded

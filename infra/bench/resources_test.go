@@ -54,6 +54,20 @@ func TestResourcesSmoke(t *testing.T) {
 	if c.BaseFDs <= 0 || c.PeakFDs < c.BaseFDs+c.PeakWorkers {
 		t.Errorf("descriptors: %d wired, %d peak with %d workers: the sampler missed the connections", c.BaseFDs, c.PeakFDs, c.PeakWorkers)
 	}
+	if len(res.Rate) != len(rc.Rate) {
+		t.Errorf("%d requests-per-second rows, want %d", len(res.Rate), len(rc.Rate))
+	}
+	for _, r := range res.Rate {
+		// Every host was asked (the run outlasts the small farm's work),
+		// robots.txt once each, and the row's figure is a rate.
+		want := r.Config.Hosts * (r.Config.PerHost + 1)
+		if r.Site.Hosts != r.Config.Hosts || r.Site.Requests != want || r.Site.Robots != r.Config.Hosts {
+			t.Errorf("rate row, %s: the farm saw %+v, want %d hosts, %d requests", r.Config.store(), r.Site, r.Config.Hosts, want)
+		}
+		if r.RPS() <= 0 || r.Check.PeakWorkers == 0 || r.ConnsPerHost() < 1 || r.Check.CPU <= 0 {
+			t.Errorf("rate row, %s: %.1f requests/s, %d workers peak, %.2f connections a host, CPU %s", r.Config.store(), r.RPS(), r.Check.PeakWorkers, r.ConnsPerHost(), r.Check.CPU)
+		}
+	}
 	in := res.Ingest
 	if in.Records != rc.IngestRecords || in.URLs != rc.IngestHosts || in.Appended == 0 {
 		t.Errorf("ingest: %d records, %d urls, %d appended; want %d, %d and some", in.Records, in.URLs, in.Appended, rc.IngestRecords, rc.IngestHosts)

@@ -20,9 +20,12 @@ type invocation struct {
 	runs    int
 	all     []*run
 	workers int
-	pub     *publisher
-	wake    bool
-	msgs    int
+	// nextStart is the soonest the invocation may start its next request
+	// (Config.InvocationRPS).
+	nextStart int64
+	pub       *publisher
+	wake      bool
+	msgs      int
 }
 
 type run struct {
@@ -785,29 +788,55 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 		return
 	}
 	s.at(start, func() {
-		if r.held[w.v]-s.now <= int64(p.FetchTimeout)+w.delay()+int64(commitMargin) {
-			cb(outStop, 0)
-			return
-		}
-		h := w.h
-		resp, dur := s.respond(h, robots)
-		if resp != respNXDomain {
-			s.checkPolite(w)
-			h.inflight = true
-		}
-		s.m.requests++
-		s.after(dur, func() {
+		s.invocationSlot(r, cb, func() {
+			if r.held[w.v]-s.now <= int64(p.FetchTimeout)+w.delay()+int64(commitMargin) {
+				cb(outStop, 0)
+				return
+			}
+			h := w.h
+			resp, dur := s.respond(h, robots)
 			if resp != respNXDomain {
-				h.inflight = false
-				h.lastEnd = s.now
+				s.checkPolite(w)
+				h.inflight = true
 			}
-			w.lastFetch = s.now
-			if s.now > r.remember[h] {
-				r.remember[h] = s.now
-			}
-			cb(outDone, resp)
+			s.m.requests++
+			s.after(dur, func() {
+				if resp != respNXDomain {
+					h.inflight = false
+					h.lastEnd = s.now
+				}
+				w.lastFetch = s.now
+				if s.now > r.remember[h] {
+					r.remember[h] = s.now
+				}
+				cb(outDone, resp)
+			})
 		})
 	})
+}
+
+// invocationSlot runs start at the invocation's next free request slot
+// (now, unless Config.InvocationRPS binds): requests queue in the order
+// they fall due, spaced 1/InvocationRPS apart. A request the queue would
+// push past the run's end is not made.
+func (s *Sim) invocationSlot(r *run, cb func(outcome, response), start func()) {
+	rps := s.cfg.InvocationRPS
+	if rps <= 0 {
+		start()
+		return
+	}
+	at := max(s.now, r.inv.nextStart)
+	if at >= r.until {
+		cb(outStop, 0)
+		return
+	}
+	r.inv.nextStart = at + int64(float64(time.Second)/rps)
+	if at > s.now {
+		s.m.rateWait += at - s.now
+		s.at(at, start)
+		return
+	}
+	start()
 }
 
 // checkPolite asserts the politeness rule at a request's start, from the

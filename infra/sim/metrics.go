@@ -24,6 +24,7 @@ type metrics struct {
 	dropped        int
 	givenUp        int
 	released       int64 // hosts released to wait out a pause (ReleaseOnWait)
+	rateWait       int64 // time requests waited for the invocation's rate (InvocationRPS), ns
 }
 
 // second is one simulated second.

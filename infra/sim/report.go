@@ -55,6 +55,7 @@ type Report struct {
 	SQSTotal   float64
 	Requests   int64
 	Sessions   int64
+	RateWait   time.Duration // what requests waited for their invocation's rate, in all (Config.InvocationRPS)
 	MinGapRel  float64
 	Gaps       int64
 	Violations []string
@@ -82,7 +83,7 @@ func (s *Sim) report() *Report {
 		PeakWorkers: s.runs.peakWorkers, GBs: s.runs.gbs, Invocations: s.runs.invocations,
 		Scheduled: s.runs.scheduled, Woken: s.runs.woken, IdleRuns: s.runs.idleRuns, ContendRuns: s.runs.contendRuns,
 		Blocked: s.runs.blocked, BlockedGBs: s.runs.blockedGBs,
-		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions,
+		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions, RateWait: time.Duration(s.m.rateWait),
 		MinGapRel: s.m.minGapRel, Gaps: s.m.gaps, Violations: s.m.violations, Series: s.m.perSec,
 	}
 	for _, u := range r.WByCat {
@@ -283,7 +284,11 @@ func deployment(c Config) string {
 	} else {
 		s += ", ingest concurrency unbounded"
 	}
-	s += fmt.Sprintf(", check %d MB (%d workers)", c.CheckMemoryMB, min(c.ProcessWorkers, c.P.MaxConcurrentHosts))
+	s += fmt.Sprintf(", check %d MB (%d workers", c.CheckMemoryMB, min(c.ProcessWorkers, c.P.MaxConcurrentHosts))
+	if c.InvocationRPS > 0 {
+		s += fmt.Sprintf(", %.0f requests/s an invocation", c.InvocationRPS)
+	}
+	s += ")"
 	if c.P.MaxConcurrentHosts != 256 {
 		s += fmt.Sprintf(", MaxConcurrentHosts %d", c.P.MaxConcurrentHosts)
 	}
@@ -338,13 +343,17 @@ func Details(reps []*Report) string {
 		if v := r.Check(); len(v) > 0 {
 			inv = fmt.Sprintf("**%d broken**: %s", len(v), v[0])
 		}
+		reqs := num(float64(r.Requests))
+		if r.RateWait > 0 && r.Requests > 0 {
+			reqs += fmt.Sprintf(" (waiting %s each on average for the invocation's rate)", dur(r.RateWait/time.Duration(r.Requests)))
+		}
 		gap := "-"
 		if r.Gaps > 0 {
 			gap = fmt.Sprintf("%.3f", r.MinGapRel)
 		}
 		fmt.Fprintf(&b, "| %s | %d / %d / %d / %d (%d) | %d, %d, %d | %s, %s | %.2f (%s) | %.2f | %.3f | %s | %d, %d; %d, %d; %d (%s) | %s | %s | %s, %s |\n",
 			r.Name, r.ByStatus[stFetched], r.ByStatus[stFetchError], r.ByStatus[stDenied], r.ByStatus[stDropped], r.GivenUp,
-			r.Duplicates, r.Redelivered, r.DLQ, num(float64(r.Requests)), num(float64(r.Sessions)),
+			r.Duplicates, r.Redelivered, r.DLQ, reqs, num(float64(r.Sessions)),
 			r.WCU/u, strings.Join(kinds, ", "), r.RCU/u, r.SQSTotal/u, strings.Join(thr, ", "),
 			r.Scheduled, r.Woken, r.ContendRuns, r.IdleRuns, r.Blocked, num(r.BlockedGBs), gap, inv,
 			dur(r.WallTime), num(float64(r.Events)))

@@ -132,6 +132,7 @@ func New(cfg Config) *Sim {
 	if cfg.ProcessWorkers < 0 {
 		cfg.ProcessWorkers = wiring.BudgetFor(cfg.CheckMemoryMB).Workers(int64(cfg.P.MaxBodyBytes))
 	}
+	cfg.InvocationRPS = invocationRPS(cfg)
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
 	s.gens = []generation{{vshards: cfg.VirtualShards, shards: cfg.ShardCount}}
 	maxV := cfg.VirtualShards

@@ -117,3 +117,32 @@ func TestTemplate(t *testing.T) {
 		t.Errorf("implausible settings from the template: %+v", c)
 	}
 }
+
+// TestInvocationRPS: an invocation held to a few requests a second makes
+// its requests later, never sooner (politeness holds), and still ends
+// every URL; the default is the benchmark's measured figure, scaled by
+// memory.
+func TestInvocationRPS(t *testing.T) {
+	c := small()
+	c.Name = "slow invocations"
+	c.InvocationRPS = 20
+	r := New(c).Run()
+	for _, v := range r.Check() {
+		t.Error(v)
+	}
+	if r.RateWait == 0 {
+		t.Errorf("no request waited for a rate of %.0f a second", c.InvocationRPS)
+	}
+	if r.Ended != r.URLs || r.MinGapRel < 1 {
+		t.Errorf("%d of %d URLs ended, smallest gap %.3f of the delay", r.Ended, r.URLs, r.MinGapRel)
+	}
+	d := Defaults()
+	d.CheckMemoryMB = measuredRPSMemoryMB
+	if got := invocationRPS(d); got != measuredRPS {
+		t.Errorf("default rate %.1f at %d MB, want the measured %d", got, d.CheckMemoryMB, measuredRPS)
+	}
+	d.CheckMemoryMB = 2 * measuredRPSMemoryMB
+	if got := invocationRPS(d); got <= measuredRPS {
+		t.Errorf("default rate %.1f at %d MB, want more than at %d MB", got, d.CheckMemoryMB, measuredRPSMemoryMB)
+	}
+}

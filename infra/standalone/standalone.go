@@ -111,6 +111,9 @@ type Options struct {
 	// Resolve, when set, resolves host names from this table instead of
 	// DNS (fetch.Options.Resolve).
 	Resolve map[string][]netip.Addr
+	// DNSServers, when set, are the nameservers ("ip:port") the fetchers'
+	// DNS cache asks instead of /etc/resolv.conf's (--dns-server).
+	DNSServers []string
 	// ShardCount is the number of check loops (1..16; default 16).
 	ShardCount int
 	// CheckRun is how long one check invocation starts requests (default
@@ -314,7 +317,13 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Budget != nil {
 		budget = *opts.Budget
 	}
-	fetcher := &activeFetcher{f: fetch.New(wiring.FetchOptions(p, opts.Addresses, opts.Resolve, budget.Conns), rt.clock.Now),
+	fetchOpts := wiring.FetchOptions(p, opts.Addresses, opts.Resolve, budget.Conns)
+	if opts.DNSServers != nil {
+		// --dns-server: a cache of its own asking those servers; otherwise
+		// the process-wide one on /etc/resolv.conf's.
+		fetchOpts.DNS = fetch.NewDNSCache(fetch.DNSCacheOptions{Servers: opts.DNSServers})
+	}
+	fetcher := &activeFetcher{f: fetch.New(fetchOpts, rt.clock.Now),
 		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 	parts.Budget, rt.budget = budget, budget
 	parts.Fetcher = func(params.Params) check.Fetcher { return fetcher }

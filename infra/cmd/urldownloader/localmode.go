@@ -49,7 +49,7 @@ func runBackend() (code int, handled bool) {
 	case "local":
 		return runLocalMode(), true
 	case "moto":
-		for _, name := range []string{"state", "listen", "allowed-host", "token"} {
+		for _, name := range []string{"state", "listen", "allowed-host", "token", "dns-server"} {
 			if flagSet(name) {
 				fmt.Fprintf(os.Stderr, "urldownloader: --%s is for --backend local\n", name)
 				return 2, true
@@ -149,6 +149,7 @@ func runLocalMode() int {
 	if flagSet("check-run") {
 		opts.CheckRun = sharedDuration("check-run")
 	}
+	opts.DNSServers = dnsServerFlag
 	// The functions' metrics, as on AWS, kept to be read back at the end.
 	var emf metrics.Buffer
 	opts.Metrics = metrics.New(&emf, "local", nil, map[string]string{"function": "local"})
