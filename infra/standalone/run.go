@@ -260,7 +260,10 @@ type stopClock struct {
 	once sync.Once
 }
 
-var _ check.Clock = (*stopClock)(nil)
+var (
+	_ check.Clock     = (*stopClock)(nil)
+	_ check.WakeClock = (*stopClock)(nil)
+)
 
 var errStopping = errors.New("local run stopping")
 
@@ -284,6 +287,26 @@ func (c *stopClock) Sleep(ctx context.Context, d time.Duration) error {
 		return errStopping
 	case <-t.C:
 		return nil
+	}
+}
+
+// SleepOrWake is Sleep that also ends, without an error, when wake closes
+// (check.WakeClock).
+func (c *stopClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+	if c.Stopping() {
+		return false, errStopping
+	}
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-c.stop:
+		return false, errStopping
+	case <-wake:
+		return true, nil
+	case <-t.C:
+		return false, nil
 	}
 }
 

@@ -53,6 +53,29 @@ func (RealClock) Now() time.Time { return time.Now() }
 // Sleep waits d or until ctx is done.
 func (RealClock) Sleep(ctx context.Context, d time.Duration) error { return backoff.Sleep(ctx, d) }
 
+// SleepOrWake waits d, or less when wake closes first (woke), or until ctx
+// is done.
+func (RealClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-wake:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	}
+}
+
+// WakeClock is a Clock whose sleep can also end when a channel closes: a
+// lingering worker told of new URLs (Appends) sleeps on it. A Clock
+// without it gets the same from Sleep on a goroutine of its own, which
+// costs a goroutine and a context per sleep.
+type WakeClock interface {
+	SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (woke bool, err error)
+}
+
 const (
 	// headBatch is how many URLs a host worker takes per round: its results
 	// go out as one SQS batch and its progress as one store write.

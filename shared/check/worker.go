@@ -493,6 +493,9 @@ func (w *worker) linger(ctx context.Context, n int) {
 
 // sleepOrWake sleeps d on clock, or less when wake closes first (woke).
 func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan struct{}) (woke bool, err error) {
+	if wc, ok := clock.(WakeClock); ok {
+		return wc.SleepOrWake(ctx, d, wake)
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)

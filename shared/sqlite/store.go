@@ -41,6 +41,13 @@ type Store struct {
 	conn      *sql.Conn
 	stmts     map[string]*sql.Stmt // by query, prepared on conn
 	nextSweep time.Time
+
+	// writes wait here for the next group transaction (see write); wmu
+	// guards it apart from mu, which the group's leader holds meanwhile.
+	wmu    sync.Mutex
+	writes []*pendingWrite
+	// writeTxs counts the write transactions run (under mu).
+	writeTxs int
 }
 
 // maxAttempts bounds the report-then-retry rounds of one Append.
