@@ -430,6 +430,9 @@ func doneSet(ids []string) map[string]bool {
 // waiting early.
 const lingerStep = 250 * time.Millisecond
 
+// lingerWakeStep is lingerStep for a worker that Appends wakes.
+const lingerWakeStep = time.Second
+
 // linger keeps a host whose queue just drained with its worker until the
 // host's next staggered check time (the reference formula) at least one
 // CheckHostPeriod from now, so under two periods; then the commit that
@@ -457,6 +460,10 @@ func (w *worker) linger(ctx context.Context, n int) {
 	}
 	var grew <-chan struct{}
 	if a := w.engine.Appends; a != nil {
+		// Told of appends, the worker wakes only to see whether it is
+		// wanted elsewhere: a timer per lingering host every 250 ms was 6%
+		// of the CPU at 5,000 hosts.
+		step = lingerWakeStep
 		// Watch first, then look once: an append between the two still
 		// closes the channel.
 		var stop func()
