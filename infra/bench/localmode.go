@@ -205,8 +205,8 @@ type childSampler struct {
 	peak              float64
 	hwm               int64
 	childFDs, selfFDs int
-	busy0, tick0 time.Duration
-	busy1, tick1 time.Duration
+	busy0, tick0      time.Duration
+	busy1, tick1      time.Duration
 }
 
 func startChildSampler(pid int, every time.Duration) *childSampler {

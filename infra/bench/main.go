@@ -122,7 +122,7 @@ func FullConfig() Config {
 func SmokeConfig() Config {
 	return Config{
 		Hosts: []int{4}, LocalHosts: []int{4}, TLSHosts: []int{4},
-		Rows:  map[int]RowShape{4: {3, 100 * time.Millisecond}},
+		Rows:  map[int]RowShape{4: {6, 100 * time.Millisecond}},
 		Delay: 100 * time.Millisecond, Latency: time.Millisecond, PlotHosts: 4,
 		ScaleHosts: 20, ScalePerHost: 5, ScaleDelay: 100 * time.Millisecond,
 		ResumeHosts: 4, ResumePerHost: 20, ResumeStops: 2,
