@@ -287,11 +287,15 @@ type effSeries struct {
 	hosts  []int
 	effs   []float64
 	labels []string
+	// overall marks the points whose hosts were never all busy at once:
+	// their efficiency is the overall rate's, drawn hollow.
+	overall []bool
 }
 
 // efficiencySeries gathers, over the HTTP rows in order of H, local mode's
-// and Colly's efficiency where the hosts were all busy at once (moto's
-// too when it ran at two H or more); empty without a local mode row.
+// and Colly's efficiency (moto's too when it ran at two H or more): the
+// steady rate's, or the overall rate's where the hosts were never all busy
+// at once; empty without a local mode row.
 func efficiencySeries(rows []*PolitenessResult) []effSeries {
 	local := effSeries{name: "urldownloader, local mode", col: colLocal}
 	colly := effSeries{name: "Colly", col: colColly}
@@ -300,10 +304,17 @@ func efficiencySeries(rows []*PolitenessResult) []effSeries {
 		if st == nil {
 			return
 		}
-		if e, ok := p.efficiency(*st); ok {
-			s.hosts, s.effs = append(s.hosts, p.Hosts), append(s.effs, e)
-			s.labels = append(s.labels, fmt.Sprintf("%d x %d, %s", p.Hosts, p.PerHost, p.Delay))
+		e, steady := p.plotEfficiency(*st)
+		if e <= 0 {
+			return
 		}
+		label := fmt.Sprintf("%d x %d, %s", p.Hosts, p.PerHost, p.Delay)
+		if !steady {
+			label += " (overall: never all busy)"
+		}
+		s.hosts, s.effs = append(s.hosts, p.Hosts), append(s.effs, e)
+		s.overall = append(s.overall, !steady)
+		s.labels = append(s.labels, label)
 	}
 	for _, p := range rows {
 		if p.TLS {
@@ -369,6 +380,9 @@ func writeEfficiencyPlot(path string, rows []*PolitenessResult) error {
 			xs, ys = append(xs, x), append(ys, y)
 			X, Y := int(p.px(x)), int(p.py(y))
 			c.rect(image.Rect(X-4, Y-4, X+5, Y+5), s.col)
+			if s.overall[i] {
+				c.rect(image.Rect(X-2, Y-2, X+3, Y+3), colWhite)
+			}
 			c.text(X+8, Y+4+14*(k-len(ss)/2), fmt.Sprintf("%.2f", y), s.col)
 		}
 		polyline(p, xs, ys, s.col)
@@ -380,6 +394,7 @@ func writeEfficiencyPlot(path string, rows []*PolitenessResult) error {
 		notes = ss[0].labels
 	}
 	c.text(90, 530, "rows (H x U, d): "+strings.Join(notes, "; "), colBlack)
+	c.text(90, 546, "hollow: the hosts were never all busy at once; the overall rate over H/d", colBlack)
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -282,11 +282,13 @@ func (e *benchEnv) politeness(ctx context.Context, row polRow) (*PolitenessResul
 	if err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	site, err := e.siteWith(demosite.Options{Hosts: hosts, Robots: robotsRules, TLS: row.TLS, HostsPerListener: per})
 	if err != nil {
 		return nil, err
 	}
 	defer site.Close()
+	e.log.Info("politeness: site up", "hosts", hosts, "tls", row.TLS, "hostsPerListener", per, "took", time.Since(t0).Round(time.Millisecond))
 	urls := site.URLs(u)
 	rng := rand.New(rand.NewPCG(uint64(hosts), 5))
 	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })

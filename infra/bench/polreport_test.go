@@ -91,11 +91,13 @@ func TestEfficiencyPlot(t *testing.T) {
 		p.Colly = RunStats{System: "colly", SteadyWindow: 3 * d, SteadyRate: p.Bound * 0.8}
 		rows = append(rows, p)
 	}
-	// An HTTPS row and one never all busy are left out.
+	// An HTTPS row is left out; one never all busy is judged by its
+	// overall rate, one without requests left out.
 	rows = append(rows, &PolitenessResult{Hosts: 1000, TLS: true, Local: &RunStats{SteadyWindow: time.Second, SteadyRate: 1}, Bound: 1000})
-	rows = append(rows, &PolitenessResult{Hosts: 20000, Local: &RunStats{}, Bound: 20000})
+	rows = append(rows, &PolitenessResult{Hosts: 20000, Local: &RunStats{OverallRate: 5000}, Bound: 20000})
+	rows = append(rows, &PolitenessResult{Hosts: 50000, Local: &RunStats{}, Bound: 50000})
 	ss := efficiencySeries(rows)
-	if len(ss) != 2 || len(ss[0].hosts) != 4 || len(ss[1].hosts) != 4 || ss[0].effs[3] > 0.61 || ss[0].effs[3] < 0.59 {
+	if len(ss) != 2 || len(ss[0].hosts) != 5 || len(ss[1].hosts) != 4 || ss[0].effs[3] > 0.61 || ss[0].effs[3] < 0.59 || ss[0].effs[4] != 0.25 || !ss[0].overall[4] || ss[0].overall[3] {
 		t.Fatalf("series: %+v", ss)
 	}
 	dir := t.TempDir()
