@@ -11,8 +11,11 @@ import (
 // keeps the others and the header they came from, and stamps its own; a
 // run of every part replaces everything, without stamps.
 func TestMergeSections(t *testing.T) {
-	old := splitSections("Run of OLD.\n\n### 1. Politeness\n\nold rows\n\n### 2. DynamoDB\n\nold units\n\n### Resources per invocation\n\nold resources\n")
-	partial := mergeSections(old, splitSections("### 1. Politeness\n\nnew rows\n"), "Run of NEW.\n\n", stampMark+" NEW_")
+	old := splitSections("\n\nRun of OLD.\n\n### 1. Politeness\n\nold rows\n\n### 2. DynamoDB\n\nold units\n\n### Resources per invocation\n\nold resources\n\n![plot](p.png)\n\n![other](o.png)\n")
+	partial := mergeSections(old, splitSections("### 1. Politeness\n\nnew rows\n\n![plot](p.png)\n"), "Run of NEW.\n\n", stampMark+" NEW_")
+	if !strings.HasPrefix(partial, "Run of OLD.") || strings.Count(partial, "(p.png)") != 1 || !strings.Contains(partial, "(o.png)") {
+		t.Errorf("partial merge: the old header first, the plot drawn again linked once, the other kept:\n%s", partial)
+	}
 	for _, want := range []string{"Run of OLD.", "new rows", "old units", "old resources", stampMark + " NEW_"} {
 		if !strings.Contains(partial, want) {
 			t.Errorf("partial merge lacks %q:\n%s", want, partial)

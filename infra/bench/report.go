@@ -367,7 +367,19 @@ func mergeSections(old, produced []section, header, stamp string) string {
 		for _, s := range old {
 			if s.key == "" {
 				b.Reset()
-				b.WriteString(s.text)
+				b.WriteString(strings.TrimLeft(s.text, "\n"))
+			}
+		}
+	}
+	// An image the run drew again is linked from its new section only
+	// (older runs linked the politeness plot after the last section).
+	var images []string
+	for _, s := range produced {
+		for _, line := range strings.Split(s.text, "\n") {
+			if strings.HasPrefix(line, "![") {
+				if _, target, ok := strings.Cut(line, "]("); ok {
+					images = append(images, "]("+target)
+				}
 			}
 		}
 	}
@@ -379,9 +391,15 @@ func mergeSections(old, produced []section, header, stamp string) string {
 		done[s.key] = true
 		if p, ok := byKey[s.key]; ok {
 			b.WriteString(p.text)
-		} else {
-			b.WriteString(strings.TrimRight(s.text, "\n") + "\n\n")
+			continue
 		}
+		var lines []string
+		for _, line := range strings.Split(s.text, "\n") {
+			if !slices.ContainsFunc(images, func(img string) bool { return strings.HasPrefix(line, "![") && strings.Contains(line, img) }) {
+				lines = append(lines, line)
+			}
+		}
+		b.WriteString(strings.TrimRight(strings.Join(lines, "\n"), "\n") + "\n\n")
 	}
 	for _, s := range produced {
 		if !done[s.key] {
