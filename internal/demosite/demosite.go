@@ -72,7 +72,10 @@ type Site struct {
 	opts    Options
 	hosts   []string
 	servers []*http.Server
-	tls     *siteTLS
+	// listeners are closed by hand if Start fails (the servers close
+	// theirs once serving).
+	listeners []net.Listener
+	tls       *siteTLS
 	// known is the set of hosts, for listeners shared by several.
 	known map[string]bool
 
@@ -120,18 +123,29 @@ func Start(opts Options) (*Site, error) {
 	if per <= 1 || opts.Listen != nil {
 		per = 1
 	}
+	var serve []func()
 	for first := 0; first < len(ips); first += per {
-		if err := s.serve(ips[first:min(first+per, len(ips))]); err != nil {
-			s.Close()
+		run, err := s.listen(ips[first:min(first+per, len(ips))])
+		if err != nil {
+			for _, l := range s.listeners {
+				l.Close()
+			}
 			return nil, err
 		}
+		serve = append(serve, run)
+	}
+	// Serving starts once every host is known: a shared listener's
+	// connections look their host up.
+	for _, run := range serve {
+		go run()
 	}
 	return s, nil
 }
 
-// serve opens one listener for the hosts at ips: on the address itself
-// for one, on every loopback address (one port for all) for several.
-func (s *Site) serve(ips []string) error {
+// listen opens one listener for the hosts at ips (on the address itself
+// for one, on every loopback address, one port for all, for several) and
+// returns what serves it.
+func (s *Site) listen(ips []string) (func(), error) {
 	var ln net.Listener
 	var err error
 	switch {
@@ -143,8 +157,9 @@ func (s *Site) serve(ips []string) error {
 		ln, err = listenLoopback()
 	}
 	if err != nil {
-		return fmt.Errorf("demo site: listen on %s: %w", ips[0], err)
+		return nil, fmt.Errorf("demo site: listen on %s: %w", ips[0], err)
 	}
+	s.listeners = append(s.listeners, ln)
 	// host is the one host of a listener of its own; "" when shared, where
 	// each connection's local address names it.
 	host, mine := ln.Addr().String(), []string{ln.Addr().String()}
@@ -163,8 +178,7 @@ func (s *Site) serve(ips []string) error {
 	if s.tls != nil {
 		cfg, err := s.tls.listenerConfig(mine)
 		if err != nil {
-			ln.Close()
-			return err
+			return nil, err
 		}
 		ln = tls.NewListener(ln, cfg)
 	}
@@ -181,8 +195,7 @@ func (s *Site) serve(ips []string) error {
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	s.servers = append(s.servers, srv)
-	go func() { _ = srv.Serve(ln) }()
-	return nil
+	return func() { _ = srv.Serve(ln) }, nil
 }
 
 // listenLoopback listens on a free port of every address of the loopback
