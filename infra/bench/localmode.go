@@ -225,21 +225,24 @@ func startChildSampler(pid int, every time.Duration) *childSampler {
 				return
 			case <-t.C:
 			}
+			// The time is the CPU reading's, so that nothing read before
+			// it (a slow /proc on a loaded machine) skews the interval.
+			c, cerr := procCPU(pid)
 			now := time.Now()
-			// Listing thousands of descriptors costs a few milliseconds:
-			// once a second.
-			if tick%int(max(1, time.Second/every)) == 0 {
-				s.childFDs = max(s.childFDs, procFDs(strconv.Itoa(pid)))
-				s.selfFDs = max(s.selfFDs, procFDs("self"))
-			}
 			if n, err := procHWM(pid); err == nil {
 				s.hwm = n
 			}
-			c, cerr := procCPU(pid)
 			if err == nil && cerr == nil {
 				s.peak = max(s.peak, (c-last).Seconds()/now.Sub(lastAt).Seconds())
 			}
 			last, lastAt, err = c, now, cerr
+			// Listing thousands of descriptors costs a few milliseconds:
+			// once a second, after the CPU sample so that its time is
+			// not counted into the next one's interval.
+			if tick%int(max(1, time.Second/every)) == 0 {
+				s.childFDs = max(s.childFDs, procFDs(strconv.Itoa(pid)))
+				s.selfFDs = max(s.selfFDs, procFDs("self"))
+			}
 		}
 	}()
 	return s

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -198,6 +199,16 @@ func (s *Site) listen(ips []string) (func(), error) {
 	return func() { _ = srv.Serve(ln) }, nil
 }
 
+// The ports of shared listeners lie below the kernel's ephemeral range
+// (32768-60999 by default): after a run, clients' connections hold
+// thousands of those ports (in TIME_WAIT, bound to 127.0.0.1), and a
+// wildcard bind to port 0 searches past every one of them, seconds per
+// listener when there are thousands. nextSharedPort counts the ports
+// handed out; one another program holds is skipped.
+const sharedPortLo, sharedPortHi = 20000, 32767
+
+var nextSharedPort atomic.Int64
+
 // listenLoopback listens on a free port of every address of the loopback
 // device: 0.0.0.0 bound to the device "lo", so connections from other
 // machines never reach it.
@@ -211,7 +222,16 @@ func listenLoopback() (net.Listener, error) {
 		}
 		return serr
 	}}
-	return lc.Listen(context.Background(), "tcp4", "0.0.0.0:0")
+	var err error
+	for range sharedPortHi - sharedPortLo + 1 {
+		port := sharedPortLo + (nextSharedPort.Add(1)-1)%(sharedPortHi-sharedPortLo+1)
+		var ln net.Listener
+		ln, err = lc.Listen(context.Background(), "tcp4", fmt.Sprintf("0.0.0.0:%d", port))
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return ln, err
+		}
+	}
+	return nil, err
 }
 
 // accepted counts a new connection for its host (host, or the connection's
