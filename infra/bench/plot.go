@@ -340,7 +340,7 @@ func efficiencySeries(rows []*PolitenessResult) []effSeries {
 // per system, each point labelled with its row's U and d.
 func writeEfficiencyPlot(path string, rows []*PolitenessResult) error {
 	ss := efficiencySeries(rows)
-	c := newCanvas(1000, 560)
+	c := newCanvas(1000, 620)
 	c.text(20, 24, "Politeness efficiency (steady req/s over the H/d bound) against H, each row at its own U and d", colBlack)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range ss {
@@ -383,18 +383,26 @@ func writeEfficiencyPlot(path string, rows []*PolitenessResult) error {
 			if s.overall[i] {
 				c.rect(image.Rect(X-2, Y-2, X+3, Y+3), colWhite)
 			}
-			c.text(X+8, Y+4+14*(k-len(ss)/2), fmt.Sprintf("%.2f", y), s.col)
+			// Labels right of the point for the first system, left for
+			// the second, so close values do not overprint.
+			label := fmt.Sprintf("%.2f", y)
+			lx := X + 8
+			if k%2 == 1 {
+				lx = X - 8 - textWidth(label)
+			}
+			c.text(lx, Y+4-14*(k/2), label, s.col)
 		}
 		polyline(p, xs, ys, s.col)
 		legend = append(legend, legendItem{s.name, s.col, 0})
 	}
-	p.legend(p.r.Min.X+20, p.r.Max.Y-16*len(legend), legend)
+	// Below the axes, where no point can fall.
+	p.legend(p.r.Min.X, p.r.Max.Y+60, legend)
 	var notes []string
 	if len(ss) > 0 {
 		notes = ss[0].labels
 	}
-	c.text(90, 530, "rows (H x U, d): "+strings.Join(notes, "; "), colBlack)
-	c.text(90, 546, "hollow: the hosts were never all busy at once; the overall rate over H/d", colBlack)
+	c.text(90, p.r.Max.Y+60+16*len(legend), "rows (H x U, d): "+strings.Join(notes, "; "), colBlack)
+	c.text(90, p.r.Max.Y+76+16*len(legend), "hollow: the hosts were never all busy at once; the overall rate over H/d", colBlack)
 	f, err := os.Create(path)
 	if err != nil {
 		return err
