@@ -29,17 +29,20 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("smoke run: %v\nlog:\n%s", err, log.String())
 	}
-	if len(res.Politeness) != 1 || len(res.Cost) != 3 || res.Lambda == nil || res.Scale == nil || res.Resume == nil {
+	if len(res.Politeness) != 2 || len(res.Cost) != 3 || res.Lambda == nil || res.Scale == nil || res.Resume == nil {
 		t.Fatalf("smoke run is missing parts: %d politeness, %d cost, lambda %v, scale %v, resume %v",
 			len(res.Politeness), len(res.Cost), res.Lambda != nil, res.Scale != nil, res.Resume != nil)
+	}
+	if len(res.Politeness) != 2 || res.Politeness[0].TLS || !res.Politeness[1].TLS {
+		t.Fatalf("smoke run: want an HTTP and an HTTPS politeness row, got %d rows", len(res.Politeness))
 	}
 	p := res.Politeness[0]
 	if p.Moto == nil || p.Local == nil {
 		t.Fatalf("smoke politeness run lacks a system: moto %v, local mode %v", p.Moto != nil, p.Local != nil)
 	}
 	for _, s := range []RunStats{*p.Moto, *p.Local} {
-		if s.MinGap < p.Delay {
-			t.Errorf("%s: smallest gap %s is below the delay %s", s.System, s.MinGap, p.Delay)
+		if s.MinGap < p.Delay || s.GapsBelow != 0 {
+			t.Errorf("%s: smallest gap %s, %d gaps below the delay %s", s.System, s.MinGap, s.GapsBelow, p.Delay)
 		}
 		// robots.txt fetched once per host and obeyed.
 		if s.Robots != p.Hosts || s.DisallowedRequested != 0 || s.Denied != p.Hosts {
@@ -48,6 +51,43 @@ func TestSmoke(t *testing.T) {
 	}
 	if pr := p.Local.Process; pr == nil || pr.MaxRSS == 0 || p.Local.StateBytes == 0 {
 		t.Errorf("local mode run: process %+v, state %d bytes; want its peak RSS and state size", pr, p.Local.StateBytes)
+	}
+	// The new columns: every system's connections counted by the site
+	// (each host at least one), the kernel's counters read (at least the
+	// system's own connects), local mode's and Colly's processes measured,
+	// and on HTTPS each host's full handshakes.
+	for _, row := range res.Politeness {
+		systems := []RunStats{*row.Local, row.Colly}
+		if row.Moto != nil {
+			systems = append(systems, *row.Moto)
+		}
+		for _, s := range systems {
+			if s.ConnsPerHost < 1 || s.Kernel.ActiveOpens < int64(row.Hosts) {
+				t.Errorf("H=%s, %s: %.2f new connections per host, %d active opens; want at least 1 and %d", row.rowLabel(), s.System, s.ConnsPerHost, s.Kernel.ActiveOpens, row.Hosts)
+			}
+			if s.System == "colly" || s.Process != nil {
+				if c, ok := row.cpuPerKURL(s); !ok || c <= 0 || s.Process.MaxRSS == 0 || s.Process.BenchFDs == 0 {
+					t.Errorf("H=%s, %s: CPU per 1,000 URLs %v (%v), process %+v; want CPU, peak memory and descriptors", row.rowLabel(), s.System, c, ok, s.Process)
+				}
+			}
+			if row.TLS && s.FullTLS < 1 {
+				t.Errorf("H=%s, %s: %.2f full TLS handshakes per host, want at least 1", row.rowLabel(), s.System, s.FullTLS)
+			}
+			if !row.TLS && s.FullTLS != 0 {
+				t.Errorf("H=%s, %s: TLS handshakes on HTTP", row.rowLabel(), s.System)
+			}
+		}
+		if row.Colly.Results["fetched"] != row.Hosts*row.PerHost {
+			t.Errorf("H=%s: Colly fetched %v, want %d", row.rowLabel(), row.Colly.Results, row.Hosts*row.PerHost)
+		}
+	}
+	// The efficiency plot needs a row whose hosts were all busy at once,
+	// which a loaded machine may not give at this size (TestEfficiencyPlot
+	// draws one on figures of its own).
+	if len(efficiencySeries(res.Politeness)) > 0 {
+		if st, err := os.Stat(efficiencyPNG(cfg.Out)); err != nil || st.Size() == 0 {
+			t.Errorf("no efficiency plot: %v", err)
+		}
 	}
 	if sc := res.Scale; sc.Stats.Requests != sc.Hosts*(sc.PerHost+1) || sc.Stats.Process.MaxRSS == 0 {
 		t.Errorf("scale run: %d requests, want %d; peak RSS %d", sc.Stats.Requests, sc.Hosts*(sc.PerHost+1), sc.Stats.Process.MaxRSS)
@@ -73,7 +113,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{beginMarker, endMarker, "steady / (H/d)", "local mode", "wall / bound", "re-fetches", "write units / URL", "bootstrap"} {
+	for _, want := range []string{beginMarker, endMarker, "steady / (H/d)", "local mode", "new connections / host", "SYN retransmissions", "CPU s / 1,000 URLs", "4 (HTTPS)", "Issue 21's targets", "wall / bound", "re-fetches", "write units / URL", "bootstrap"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("report lacks %q", want)
 		}

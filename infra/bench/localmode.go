@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,7 +104,11 @@ type childRun struct {
 	// CPUPeak is the highest share of one core over a sampling interval;
 	// Machine the share of all cores busy while it ran.
 	CPUPeak, Machine float64
-	Stderr           string
+	// ChildFDs and BenchFDs are the most descriptors the child and the
+	// bench process (the site's listeners and connections) held open, read
+	// every second while it ran.
+	ChildFDs, BenchFDs int
+	Stderr             string
 }
 
 // CPUMean is the child's CPU time over its wall time, as a share of one
@@ -119,7 +124,22 @@ func (c childRun) CPUMean() float64 {
 // every 20 ms while it runs, and the first time it says so the runner gets
 // SIGINT (Ctrl-C); ctx ending kills it.
 func (r *localRunner) run(ctx context.Context, args []string, stop func() bool) (childRun, error) {
+	return r.runEnv(ctx, args, nil, stop)
+}
+
+// runEnv is run with env (NAME=value) added to the runner's environment.
+func (r *localRunner) runEnv(ctx context.Context, args, env []string, stop func() bool) (childRun, error) {
 	cmd := exec.CommandContext(ctx, r.bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	return runChild(ctx, cmd, stop)
+}
+
+// runChild runs cmd until it exits, measured from outside: wall, rusage,
+// VmHWM, CPU peaks and descriptors (see run for stop).
+func runChild(ctx context.Context, cmd *exec.Cmd, stop func() bool) (childRun, error) {
+	bin := cmd.Path
 	tail := &proc.Tail{Max: 32 << 10}
 	cmd.Stderr = tail
 	cmd.Stdout = tail
@@ -127,7 +147,7 @@ func (r *localRunner) run(ctx context.Context, args []string, stop func() bool) 
 	var cr childRun
 	cr.Start = time.Now()
 	if err := cmd.Start(); err != nil {
-		return cr, fmt.Errorf("start %s: %w", r.bin, err)
+		return cr, fmt.Errorf("start %s: %w", bin, err)
 	}
 	exited := make(chan struct{})
 	var stopped sync.WaitGroup
@@ -155,9 +175,10 @@ func (r *localRunner) run(ctx context.Context, args []string, stop func() bool) 
 	close(exited)
 	stopped.Wait()
 	cr.CPUPeak, cr.Machine, cr.MaxRSS = smp.stop()
+	cr.ChildFDs, cr.BenchFDs = smp.childFDs, smp.selfFDs
 	cr.Stderr = tail.String()
 	if cmd.ProcessState == nil {
-		return cr, fmt.Errorf("run %s: %w", r.bin, err)
+		return cr, fmt.Errorf("run %s: %w", bin, err)
 	}
 	cr.ExitCode = cmd.ProcessState.ExitCode()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -167,10 +188,10 @@ func (r *localRunner) run(ctx context.Context, args []string, stop func() bool) 
 	}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		return cr, fmt.Errorf("run %s: %w", r.bin, err)
+		return cr, fmt.Errorf("run %s: %w", bin, err)
 	}
 	if ctx.Err() != nil {
-		return cr, fmt.Errorf("local mode run: %w; its output ends:\n%s", ctx.Err(), lastLines(cr.Stderr, 15))
+		return cr, fmt.Errorf("%s run: %w; its output ends:\n%s", filepath.Base(bin), ctx.Err(), lastLines(cr.Stderr, 15))
 	}
 	return cr, nil
 }
@@ -181,10 +202,11 @@ type childSampler struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 
-	peak         float64
-	hwm          int64
-	busy0, tick0 time.Duration
-	busy1, tick1 time.Duration
+	peak              float64
+	hwm               int64
+	childFDs, selfFDs int
+	busy0, tick0      time.Duration
+	busy1, tick1      time.Duration
 }
 
 func startChildSampler(pid int, every time.Duration) *childSampler {
@@ -197,21 +219,30 @@ func startChildSampler(pid int, every time.Duration) *childSampler {
 		defer t.Stop()
 		lastAt := time.Now()
 		last, err := procCPU(pid)
-		for {
+		for tick := 0; ; tick++ {
 			select {
 			case <-s.done:
 				return
 			case <-t.C:
 			}
+			// The time is the CPU reading's, so that nothing read before
+			// it (a slow /proc on a loaded machine) skews the interval.
+			c, cerr := procCPU(pid)
 			now := time.Now()
 			if n, err := procHWM(pid); err == nil {
 				s.hwm = n
 			}
-			c, cerr := procCPU(pid)
 			if err == nil && cerr == nil {
 				s.peak = max(s.peak, (c-last).Seconds()/now.Sub(lastAt).Seconds())
 			}
 			last, lastAt, err = c, now, cerr
+			// Listing thousands of descriptors costs a few milliseconds:
+			// once a second, after the CPU sample so that its time is
+			// not counted into the next one's interval.
+			if tick%int(max(1, time.Second/every)) == 0 {
+				s.childFDs = max(s.childFDs, procFDs(strconv.Itoa(pid)))
+				s.selfFDs = max(s.selfFDs, procFDs("self"))
+			}
 		}
 	}()
 	return s
@@ -229,6 +260,15 @@ func (s *childSampler) stop() (peak, machine float64, hwm int64) {
 		machine = (s.busy1 - s.busy0).Seconds() / dt
 	}
 	return s.peak, machine, s.hwm
+}
+
+// procFDs counts the open descriptors of /proc/<pid> (0 when it cannot).
+func procFDs(pid string) int {
+	des, err := os.ReadDir("/proc/" + pid + "/fd")
+	if err != nil {
+		return 0
+	}
+	return len(des)
 }
 
 // procHWM reads a process's peak resident set size (bytes) from
@@ -322,7 +362,8 @@ func readOutcome(path string, want []string) (outcome, error) {
 		}
 		o.ByStatus[string(r.Status)]++
 		if r.Status == result.StatusFetched {
-			path := strings.TrimPrefix(r.URL, "http://"+r.Host)
+			_, rest, _ := strings.Cut(r.URL, "://")
+			path := strings.TrimPrefix(rest, r.Host)
 			if r.Data != demosite.Body(r.Host, path) {
 				o.Wrong++
 			}
@@ -354,6 +395,11 @@ func stateSize(path string) int64 {
 // localRun is one politeness run of local mode over the site: the URLs in
 // the given order, in a file, downloaded by the runner with a new state.
 func (e *benchEnv) localRun(ctx context.Context, site *demosite.Site, urls []string, hosts int, d time.Duration, name string) (RunStats, error) {
+	return e.localRunEnv(ctx, site, urls, hosts, d, name, nil)
+}
+
+// localRunEnv is localRun with env added to the runner's environment.
+func (e *benchEnv) localRunEnv(ctx context.Context, site *demosite.Site, urls []string, hosts int, d time.Duration, name string, env []string) (RunStats, error) {
 	r, err := e.runner(ctx)
 	if err != nil {
 		return RunStats{}, err
@@ -365,7 +411,7 @@ func (e *benchEnv) localRun(ctx context.Context, site *demosite.Site, urls []str
 	out, state := filepath.Join(r.dir, name+".out.jsonl"), filepath.Join(r.dir, name+".db")
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-	cr, err := r.run(rctx, e.localArgs(in, out, state, d, nil), nil)
+	cr, err := r.runEnv(rctx, e.localArgs(in, out, state, d, nil), env, nil)
 	if err != nil {
 		return RunStats{}, err
 	}

@@ -30,19 +30,21 @@ import (
 
 // Config sizes one benchmark run.
 type Config struct {
-	// Hosts lists the H of the politeness runs; PerHost is U, PerHostAt
-	// overrides it for some H.
-	Hosts     []int
-	PerHost   int
-	PerHostAt map[int]int
-	Delay     time.Duration
+	// Hosts lists the H of the politeness rows on moto, LocalHosts those
+	// through local mode (`make run` as a child process), TLSHosts those
+	// through local mode over HTTPS; Colly runs beside each.
+	Hosts, LocalHosts, TLSHosts []int
+	// Rows are the politeness rows' U and d by H (rowShape); PerHost and
+	// RowDelay, when set, override them in every row (-u, -d).
+	Rows     map[int]RowShape
+	PerHost  int
+	RowDelay time.Duration
+	// Delay is the resume job's d.
+	Delay time.Duration
 	// Latency is the demo site's fixed response time.
 	Latency time.Duration
 	// PlotHosts is the H whose run is drawn.
 	PlotHosts int
-	// LocalHosts lists the H of the politeness runs through local mode
-	// (`make run` as a child process); Hosts those on moto.
-	LocalHosts []int
 
 	// The local mode job at scale (ScaleHosts x ScalePerHost URLs at
 	// ScaleDelay) and the resume job (ResumeHosts x ResumePerHost at Delay,
@@ -103,7 +105,11 @@ type Config struct {
 // FullConfig is what `make bench` runs (issue 5's sizes).
 func FullConfig() Config {
 	return Config{
-		Hosts: []int{50, 200}, LocalHosts: []int{200, 1000}, PerHost: 40, PerHostAt: map[int]int{},
+		Hosts: []int{50, 200}, LocalHosts: []int{200, 1000, 5000, 10000}, TLSHosts: []int{1000},
+		Rows: map[int]RowShape{
+			200: {40, 250 * time.Millisecond}, 1000: {40, 250 * time.Millisecond},
+			5000: {20, time.Second}, 10000: {5, time.Second},
+		},
 		Delay: 250 * time.Millisecond, Latency: 5 * time.Millisecond, PlotHosts: 200,
 		ScaleHosts: 1000, ScalePerHost: 100, ScaleDelay: time.Second,
 		ResumeHosts: 50, ResumePerHost: 40, ResumeStops: 5,
@@ -121,7 +127,8 @@ func FullConfig() Config {
 // SmokeConfig is a seconds-long run of every part, for `make test`.
 func SmokeConfig() Config {
 	return Config{
-		Hosts: []int{4}, LocalHosts: []int{4}, PerHost: 3, PerHostAt: map[int]int{},
+		Hosts: []int{4}, LocalHosts: []int{4}, TLSHosts: []int{4},
+		Rows:  map[int]RowShape{4: {6, 100 * time.Millisecond}},
 		Delay: 100 * time.Millisecond, Latency: time.Millisecond, PlotHosts: 4,
 		ScaleHosts: 20, ScalePerHost: 5, ScaleDelay: 100 * time.Millisecond,
 		ResumeHosts: 4, ResumePerHost: 20, ResumeStops: 2,
@@ -141,9 +148,11 @@ func SmokeConfig() Config {
 func main() {
 	smoke := flag.Bool("smoke", false, "a seconds-long run of every part with tiny sizes; writes nothing unless -out is given")
 	out := flag.String("out", "", "markdown file to update (default docs/benchmarks.md; none in smoke mode)")
-	hosts := flag.String("hosts", "", "comma-separated H values for the politeness runs on moto (default 50,200)")
-	localHosts := flag.String("local-hosts", "", "comma-separated H values for the politeness runs through local mode (default 200,1000; 0: none)")
-	perHost := flag.Int("u", 0, "URLs per host in the politeness runs (default 40)")
+	hosts := flag.String("hosts", "", "comma-separated H values for the politeness rows on moto (default 50,200; when any of -hosts, -local-hosts, -tls-hosts is given, the others default to none)")
+	localHosts := flag.String("local-hosts", "", "comma-separated H values for the politeness rows through local mode (default 200,1000,5000,10000; 0: none)")
+	tlsHosts := flag.String("tls-hosts", "", "comma-separated H values for the politeness rows through local mode over HTTPS (default 1000; 0: none)")
+	perHost := flag.Int("u", 0, "URLs per host in every politeness row (default: the row's: 40 at H<5000, 20 at 5000, 5 at 10000)")
+	rowDelay := flag.Duration("d", 0, "fetch delay in every politeness row (default: the row's: 250ms at H<5000, 1s from 5000)")
 	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,million,cost,lambda,resources,bodies")
 	memory20m := flag.Bool("memory-20m", false, "add a 20-million-line row to the memory rows (many minutes)")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
@@ -159,14 +168,21 @@ func main() {
 		cfg.Out = *out
 		cfg.PNG = strings.TrimSuffix(*out, filepath.Ext(*out)) + "-h" + strconv.Itoa(cfg.PlotHosts) + ".png"
 	}
-	for _, l := range []struct {
+	lists := []struct {
 		name, val string
 		to        *[]int
-	}{{"hosts", *hosts, &cfg.Hosts}, {"local-hosts", *localHosts, &cfg.LocalHosts}} {
+	}{{"hosts", *hosts, &cfg.Hosts}, {"local-hosts", *localHosts, &cfg.LocalHosts}, {"tls-hosts", *tlsHosts, &cfg.TLSHosts}}
+	// Naming some rows' H runs those rows alone: the lists not given are
+	// empty then.
+	if *hosts != "" || *localHosts != "" || *tlsHosts != "" {
+		for _, l := range lists {
+			*l.to = nil
+		}
+	}
+	for _, l := range lists {
 		if l.val == "" {
 			continue
 		}
-		*l.to = nil
 		for _, f := range strings.Split(l.val, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 0 {
@@ -180,6 +196,9 @@ func main() {
 	}
 	if *perHost > 0 {
 		cfg.PerHost = *perHost
+	}
+	if *rowDelay > 0 {
+		cfg.RowDelay = *rowDelay
 	}
 	if *only != "" {
 		parts := map[string]bool{}
@@ -253,10 +272,10 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 	defer func() { env.local.Close() }()
 
 	if !cfg.SkipPol {
-		for _, h := range politenessHosts(cfg) {
-			pr, err := env.politeness(ctx, h, slices.Contains(cfg.Hosts, h), slices.Contains(cfg.LocalHosts, h))
+		for _, row := range politenessRows(cfg) {
+			pr, err := env.politeness(ctx, row)
 			if err != nil {
-				return res, fmt.Errorf("politeness H=%d: %w", h, err)
+				return res, fmt.Errorf("politeness H=%d (https %v): %w", row.Hosts, row.TLS, err)
 			}
 			res.Politeness = append(res.Politeness, pr)
 		}

@@ -79,12 +79,16 @@ func (p panel) py(y float64) float64 {
 	return float64(p.r.Max.Y) - (y-p.ymin)/(p.ymax-p.ymin)*float64(p.r.Dy())
 }
 
-// axes draws the frame, grid, ticks and labels.
+// axes draws the frame, grid, ticks and labels (no x labels when xfmt is
+// empty).
 func (p panel) axes(title, xlabel, ylabel string, xstep, ystep float64, xfmt, yfmt string) {
 	c := p.c
 	for x := math.Ceil(p.xmin/xstep) * xstep; x <= p.xmax+1e-9; x += xstep {
 		X := p.px(x)
 		c.line(X, float64(p.r.Min.Y), X, float64(p.r.Max.Y), 1, colGrid, 0)
+		if xfmt == "" {
+			continue // the caller labels the ticks
+		}
 		s := fmt.Sprintf(xfmt, x)
 		c.text(int(X)-textWidth(s)/2, p.r.Max.Y+16, s, colBlack)
 	}
@@ -274,4 +278,138 @@ func niceStep(span float64, n int) float64 {
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+// effSeries is one system's efficiency (steady rate over H/d) by H.
+type effSeries struct {
+	name   string
+	col    color.Color
+	hosts  []int
+	effs   []float64
+	labels []string
+	// overall marks the points whose hosts were never all busy at once:
+	// their efficiency is the overall rate's, drawn hollow.
+	overall []bool
+}
+
+// efficiencySeries gathers, over the HTTP rows in order of H, local mode's
+// and Colly's efficiency (moto's too when it ran at two H or more): the
+// steady rate's, or the overall rate's where the hosts were never all busy
+// at once; empty without a local mode row.
+func efficiencySeries(rows []*PolitenessResult) []effSeries {
+	local := effSeries{name: "urldownloader, local mode", col: colLocal}
+	colly := effSeries{name: "Colly", col: colColly}
+	moto := effSeries{name: "urldownloader on moto", col: colOurs}
+	add := func(s *effSeries, p *PolitenessResult, st *RunStats) {
+		if st == nil {
+			return
+		}
+		e, steady := p.plotEfficiency(*st)
+		if e <= 0 {
+			return
+		}
+		label := fmt.Sprintf("%d x %d, %s", p.Hosts, p.PerHost, p.Delay)
+		if !steady {
+			label += " (overall: never all busy)"
+		}
+		s.hosts, s.effs = append(s.hosts, p.Hosts), append(s.effs, e)
+		s.overall = append(s.overall, !steady)
+		s.labels = append(s.labels, label)
+	}
+	for _, p := range rows {
+		if p.TLS {
+			continue
+		}
+		add(&moto, p, p.Moto)
+		add(&local, p, p.Local)
+		if p.Local != nil {
+			add(&colly, p, &p.Colly)
+		}
+	}
+	if len(local.hosts) == 0 {
+		return nil
+	}
+	out := []effSeries{local, colly}
+	if len(moto.hosts) > 1 {
+		out = append(out, moto)
+	}
+	return out
+}
+
+// writeEfficiencyPlot draws efficiency against H on a log scale, one line
+// per system, each point labelled with its row's U and d.
+func writeEfficiencyPlot(path string, rows []*PolitenessResult) error {
+	ss := efficiencySeries(rows)
+	c := newCanvas(1000, 620)
+	c.text(20, 24, "Politeness efficiency (steady req/s over the H/d bound) against H, each row at its own U and d", colBlack)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		for _, h := range s.hosts {
+			lo, hi = math.Min(lo, float64(h)), math.Max(hi, float64(h))
+		}
+	}
+	xmin, xmax := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if xmax <= xmin {
+		xmax = xmin + 1
+	}
+	p := panel{c: c, r: image.Rect(90, 70, 960, 470), xmin: xmin, xmax: xmax, ymin: 0, ymax: 1.1}
+	// The x axis is log10(H): a step of one decade, labelled with H; 2
+	// and 5 of each decade get grid lines too.
+	p.axes("steady / (H/d); 1.0 is the bound", "H, hosts (log scale)", "efficiency", 1, 0.1, "", "%.1f")
+	for e := xmin; e <= xmax; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			x := e + math.Log10(m)
+			if x > xmax+1e-9 {
+				break
+			}
+			X := p.px(x)
+			if m != 1 {
+				c.line(X, float64(p.r.Min.Y), X, float64(p.r.Max.Y), 1, colGrid, 0)
+			}
+			s := fmt.Sprintf("%.0f", math.Pow(10, x))
+			c.text(int(X)-textWidth(s)/2, p.r.Max.Y+16, s, colBlack)
+		}
+	}
+	by := p.py(1)
+	c.line(float64(p.r.Min.X), by, float64(p.r.Max.X), by, 2, colBound, 8)
+	legend := []legendItem{{"H/d bound", colBound, 8}}
+	for k, s := range ss {
+		var xs, ys []float64
+		for i, h := range s.hosts {
+			x, y := math.Log10(float64(h)), s.effs[i]
+			xs, ys = append(xs, x), append(ys, y)
+			X, Y := int(p.px(x)), int(p.py(y))
+			c.rect(image.Rect(X-4, Y-4, X+5, Y+5), s.col)
+			if s.overall[i] {
+				c.rect(image.Rect(X-2, Y-2, X+3, Y+3), colWhite)
+			}
+			// Labels right of the point for the first system, left for
+			// the second, so close values do not overprint.
+			label := fmt.Sprintf("%.2f", y)
+			lx := X + 8
+			if k%2 == 1 {
+				lx = X - 8 - textWidth(label)
+			}
+			c.text(lx, Y+4-14*(k/2), label, s.col)
+		}
+		polyline(p, xs, ys, s.col)
+		legend = append(legend, legendItem{s.name, s.col, 0})
+	}
+	// Below the axes, where no point can fall.
+	p.legend(p.r.Min.X, p.r.Max.Y+60, legend)
+	var notes []string
+	if len(ss) > 0 {
+		notes = ss[0].labels
+	}
+	c.text(90, p.r.Max.Y+60+16*len(legend), "rows (H x U, d): "+strings.Join(notes, "; "), colBlack)
+	c.text(90, p.r.Max.Y+76+16*len(legend), "hollow: the hosts were never all busy at once; the overall rate over H/d", colBlack)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, c.img); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

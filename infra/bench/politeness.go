@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
-
-	"github.com/gocolly/colly/v2"
 
 	"github.com/urldownloader/urldownloader/infra/local"
 	"github.com/urldownloader/urldownloader/internal/demosite"
@@ -56,8 +60,37 @@ const privatePath = "/private/"
 // site starts a demo site on loopback addresses no other site of this run
 // uses, serving robots (404 when empty) as robots.txt.
 func (e *benchEnv) site(hosts int, robots string) (*demosite.Site, error) {
-	first := e.firstIP.Add(int64(hosts)) - int64(hosts) + 2
-	return demosite.Start(demosite.Options{Hosts: hosts, FirstIP: int(first), Latency: e.cfg.Latency, Robots: robots})
+	return e.siteWith(demosite.Options{Hosts: hosts, Robots: robots})
+}
+
+// siteWith starts a demo site shaped by opts on addresses of its own, with
+// the bench's latency.
+func (e *benchEnv) siteWith(opts demosite.Options) (*demosite.Site, error) {
+	first := e.firstIP.Add(int64(opts.Hosts)) - int64(opts.Hosts) + 2
+	opts.FirstIP, opts.Latency = int(first), e.cfg.Latency
+	return demosite.Start(opts)
+}
+
+// fdReserve is what the bench process keeps for other descriptors than the
+// site's (moto's connections, files, the runtime's).
+const fdReserve = 500
+
+// hostsPerListener is how many hosts share a listening socket, so that the
+// site fits the bench process's descriptor limit (RLIMIT_NOFILE, raised to
+// its hard limit by the Go runtime): a listener per host, plus a
+// connection per host (ours keeps one per host it works) and a fifth more
+// for connections closing while their successors open, plus fdReserve.
+// One per listener, as on the real web, whenever that fits.
+func hostsPerListener(hosts int) (int, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("descriptor limit: %w", err)
+	}
+	room := int(lim.Cur) - hosts - hosts/5 - fdReserve
+	if room < 1 {
+		return 0, fmt.Errorf("%d hosts need more descriptors than RLIMIT_NOFILE's %d", hosts, lim.Cur)
+	}
+	return (hosts + room - 1) / room, nil
 }
 
 // pipeline starts a local downloader on the run's moto with the template's
@@ -146,20 +179,36 @@ type RunStats struct {
 	Dynamo             Latency
 	Results            map[string]int
 	Duplicates, Errors int
-	// Process is local mode's child process (local mode only), StateBytes
-	// its state file's size at the end.
+	// GapsBelow counts the gaps shorter than d (the rule: none).
+	GapsBelow int
+	// Process is the system's child process (local mode and Colly; not
+	// on moto), StateBytes local mode's state file's size at the end.
 	Process    *childRun
 	StateBytes int64
+	// ConnsPerHost is the mean, over hosts, of the TCP connections the
+	// site accepted (robots.txt's included); ConnsMulti the share of hosts
+	// that accepted more than one.
+	ConnsPerHost, ConnsMulti float64
+	// FullTLS and ResumedTLS are the TLS handshakes per host, full and
+	// resumed (HTTPS rows only).
+	FullTLS, ResumedTLS float64
+	// Kernel is the change of the kernel's TCP counters over the run.
+	Kernel TCPCounters
 
 	reqs  []demosite.Request
 	start time.Time
 	gaps  []time.Duration
 }
 
-// PolitenessResult is one H of the politeness benchmark.
+// PolitenessResult is one row of the politeness benchmark: H hosts of U
+// URLs each at delay d, over HTTP or HTTPS.
 type PolitenessResult struct {
 	Hosts, PerHost int
 	Delay          time.Duration
+	TLS            bool
+	// HostsPerListener is how many hosts shared a listening socket
+	// (hostsPerListener).
+	HostsPerListener int
 	// Bound is H/d in requests per second.
 	Bound float64
 	// Moto is the run on the emulated AWS stack, Local the run through
@@ -172,36 +221,105 @@ type PolitenessResult struct {
 	CheckHostPeriod                                  string
 }
 
-// politeness runs one H: on moto when withMoto, through local mode when
-// withLocal, and Colly, each in turn on the same site and URLs. Ours also
-// get one URL per host that robots.txt disallows.
-func (e *benchEnv) politeness(ctx context.Context, hosts int, withMoto, withLocal bool) (*PolitenessResult, error) {
-	cfg := e.cfg
-	u := cfg.PerHost
-	if n, ok := cfg.PerHostAt[hosts]; ok {
-		u = n
+// RowShape is a politeness row's U (URLs per host) and d (the delay).
+type RowShape struct {
+	PerHost int
+	Delay   time.Duration
+}
+
+// rowShape is H's U and d: its row in cfg.Rows, else the row of the largest
+// H below it (of the smallest above it when none is below), then -u and
+// -d, which apply to every row.
+func (cfg Config) rowShape(h int) RowShape {
+	keys := slices.Sorted(maps.Keys(cfg.Rows))
+	shape := RowShape{PerHost: 40, Delay: 250 * time.Millisecond}
+	if len(keys) > 0 {
+		shape = cfg.Rows[keys[0]]
 	}
-	site, err := e.site(hosts, robotsRules)
+	for _, k := range keys {
+		if k <= h {
+			shape = cfg.Rows[k]
+		}
+	}
+	if cfg.PerHost > 0 {
+		shape.PerHost = cfg.PerHost
+	}
+	if cfg.RowDelay > 0 {
+		shape.Delay = cfg.RowDelay
+	}
+	return shape
+}
+
+// polRow is one politeness row to run: its H, the systems, the scheme.
+type polRow struct {
+	Hosts       int
+	Moto, Local bool
+	TLS         bool
+}
+
+// politenessRows are a run's rows: every H of cfg.Hosts (on moto) and
+// cfg.LocalHosts (local mode) over HTTP, in order, then cfg.TLSHosts'
+// over HTTPS (local mode); Colly in each.
+func politenessRows(cfg Config) []polRow {
+	var rows []polRow
+	for _, h := range politenessHosts(cfg) {
+		rows = append(rows, polRow{Hosts: h, Moto: slices.Contains(cfg.Hosts, h), Local: slices.Contains(cfg.LocalHosts, h)})
+	}
+	for _, h := range cfg.TLSHosts {
+		rows = append(rows, polRow{Hosts: h, Local: true, TLS: true})
+	}
+	return rows
+}
+
+// politeness runs one row: on moto when row.Moto, through local mode when
+// row.Local, and Colly, each in turn on the same site and URLs. Ours also
+// get one URL per host that robots.txt disallows.
+func (e *benchEnv) politeness(ctx context.Context, row polRow) (*PolitenessResult, error) {
+	hosts := row.Hosts
+	shape := e.cfg.rowShape(hosts)
+	u, d := shape.PerHost, shape.Delay
+	per, err := hostsPerListener(hosts)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	site, err := e.siteWith(demosite.Options{Hosts: hosts, Robots: robotsRules, TLS: row.TLS, HostsPerListener: per})
 	if err != nil {
 		return nil, err
 	}
 	defer site.Close()
+	e.log.Info("politeness: site up", "hosts", hosts, "tls", row.TLS, "hostsPerListener", per, "took", time.Since(t0).Round(time.Millisecond))
 	urls := site.URLs(u)
 	rng := rand.New(rand.NewPCG(uint64(hosts), 5))
 	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
 	// Ours: the same URLs with a disallowed one per host among them.
 	ourURLs := slices.Clone(urls)
+	scheme, _, _ := strings.Cut(urls[0], "://")
 	for _, h := range site.Hosts() {
-		ourURLs = append(ourURLs, "http://"+h+privatePath+"0")
+		ourURLs = append(ourURLs, scheme+"://"+h+privatePath+"0")
 	}
 	rng.Shuffle(len(ourURLs), func(i, j int) { ourURLs[i], ourURLs[j] = ourURLs[j], ourURLs[i] })
-	res := &PolitenessResult{Hosts: hosts, PerHost: u, Delay: cfg.Delay, Bound: float64(hosts) / cfg.Delay.Seconds()}
-	if withMoto {
+	res := &PolitenessResult{Hosts: hosts, PerHost: u, Delay: d, TLS: row.TLS, HostsPerListener: per, Bound: float64(hosts) / d.Seconds()}
+	name := "pol" + strconv.Itoa(hosts)
+	var ca string
+	if row.TLS {
+		name += "tls"
+		dir, err := os.MkdirTemp("", "bench-ca-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		ca = filepath.Join(dir, "ca.pem")
+		if err := os.WriteFile(ca, site.CAPEM(), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if row.Moto {
 		if err := e.moto.Reset(ctx); err != nil {
 			return nil, err
 		}
 		e.log.Info("politeness: ours on moto", "hosts", hosts, "urls", len(ourURLs))
-		st, err := e.oursRun(ctx, site, ourURLs, hosts)
+		st, err := measured(site, func() (RunStats, error) { return e.oursRun(ctx, site, ourURLs, hosts, d) })
 		if err != nil {
 			return nil, err
 		}
@@ -221,25 +339,67 @@ func (e *benchEnv) politeness(ctx context.Context, hosts int, withMoto, withLoca
 		// Let the pipeline's connections close before the next system starts.
 		time.Sleep(500 * time.Millisecond)
 	}
-	if withLocal {
-		e.log.Info("politeness: ours in local mode", "hosts", hosts, "urls", len(ourURLs))
-		st, err := e.localRun(ctx, site, ourURLs, hosts, cfg.Delay, "pol"+strconv.Itoa(hosts))
+	if row.Local {
+		e.log.Info("politeness: ours in local mode", "hosts", hosts, "urls", len(ourURLs), "delay", d, "tls", row.TLS)
+		var env []string
+		if ca != "" {
+			// Go's crypto/x509 reads the system roots from SSL_CERT_FILE
+			// on Linux: the runner trusts the site as it would any CA.
+			env = []string{"SSL_CERT_FILE=" + ca}
+		}
+		st, err := measured(site, func() (RunStats, error) { return e.localRunEnv(ctx, site, ourURLs, hosts, d, name, env) })
 		if err != nil {
 			return nil, err
 		}
 		st.obeyed(hosts)
 		res.Local = &st
-		e.log.Info("politeness: ours in local mode done", "wall", st.Wall.Round(time.Millisecond), "steady", st.SteadyRate, "bound", res.Bound)
+		e.log.Info("politeness: ours in local mode done", "wall", st.Wall.Round(time.Millisecond), "steady", st.SteadyRate, "bound", res.Bound, "connsPerHost", st.ConnsPerHost, "synRetrans", st.Kernel.SynRetrans)
 		time.Sleep(500 * time.Millisecond)
 	}
 	e.log.Info("politeness: colly", "hosts", hosts)
-	cr, err := e.collyRun(ctx, site, urls, hosts)
+	cr, err := measured(site, func() (RunStats, error) { return e.collyRun(ctx, site, urls, hosts, d, ca) })
 	if err != nil {
 		return nil, err
 	}
 	res.Colly = cr
-	e.log.Info("politeness: colly done", "wall", cr.Wall.Round(time.Millisecond), "steady", cr.SteadyRate)
+	e.log.Info("politeness: colly done", "wall", cr.Wall.Round(time.Millisecond), "steady", cr.SteadyRate, "connsPerHost", cr.ConnsPerHost, "synRetrans", cr.Kernel.SynRetrans)
 	return res, nil
+}
+
+// measured runs one system over site and adds what the site and the
+// kernel counted while it ran: connections and TLS handshakes per host,
+// and the TCP counters' change.
+func measured(site *demosite.Site, run func() (RunStats, error)) (RunStats, error) {
+	k0, err := readTCPCounters()
+	if err != nil {
+		return RunStats{}, err
+	}
+	c0, h0 := site.Conns(), site.Handshakes()
+	st, err := run()
+	if err != nil {
+		return st, err
+	}
+	k1, err := readTCPCounters()
+	if err != nil {
+		return st, err
+	}
+	st.Kernel = k1.Sub(k0)
+	c1, h1 := site.Conns(), site.Handshakes()
+	hosts := site.Hosts()
+	var conns, multi, full, resumed int
+	for _, h := range hosts {
+		n := c1[h] - c0[h]
+		conns += n
+		if n > 1 {
+			multi++
+		}
+		full += h1[h].Full - h0[h].Full
+		resumed += h1[h].Resumed - h0[h].Resumed
+	}
+	n := float64(len(hosts))
+	st.ConnsPerHost, st.ConnsMulti = float64(conns)/n, float64(multi)/n
+	st.FullTLS, st.ResumedTLS = float64(full)/n, float64(resumed)/n
+	return st, nil
 }
 
 // obeyed fills in the robots.txt figures of one of our runs, which had one
@@ -257,10 +417,10 @@ func (st *RunStats) obeyed(hosts int) {
 	st.Errors += max(0, st.Denied-hosts)
 }
 
-func (e *benchEnv) oursRun(ctx context.Context, site *demosite.Site, urls []string, hosts int) (RunStats, error) {
+func (e *benchEnv) oursRun(ctx context.Context, site *demosite.Site, urls []string, hosts int, d time.Duration) (RunStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-	b, err := e.start(ctx, "pol"+strconv.Itoa(hosts), e.cfg.Delay, nil, 0, false)
+	b, err := e.start(ctx, "pol"+strconv.Itoa(hosts), d, nil, 0, false)
 	if err != nil {
 		return RunStats{}, err
 	}
@@ -282,7 +442,7 @@ func (e *benchEnv) oursRun(ctx context.Context, site *demosite.Site, urls []stri
 	}
 	start := rep.HandedAt
 	wall := rep.DoneAt.Sub(start)
-	st := analyze("urldownloader", site.Requests(), start, time.Now(), e.cfg.Delay, hosts)
+	st := analyze("urldownloader", site.Requests(), start, time.Now(), d, hosts)
 	st.Wall = wall
 	st.CPU = sampler.share(start, start.Add(wall))
 	st.Results = rep.ByStatus
@@ -297,42 +457,53 @@ func (e *benchEnv) oursRun(ctx context.Context, site *demosite.Site, urls []stri
 	return st, nil
 }
 
-func (e *benchEnv) collyRun(ctx context.Context, site *demosite.Site, urls []string, hosts int) (RunStats, error) {
-	c := colly.NewCollector(colly.Async(true))
-	rules := make([]*colly.LimitRule, 0, hosts)
-	for _, h := range site.Hosts() {
-		rules = append(rules, &colly.LimitRule{DomainGlob: h, Delay: e.cfg.Delay, Parallelism: 1})
+// collyRun runs Colly in a process of its own (collychild.go) over urls in
+// their order, trusting ca (a PEM file) when set.
+func (e *benchEnv) collyRun(ctx context.Context, site *demosite.Site, urls []string, hosts int, d time.Duration, ca string) (RunStats, error) {
+	dir, err := os.MkdirTemp("", "bench-colly-")
+	if err != nil {
+		return RunStats{}, err
 	}
-	if err := c.Limits(rules); err != nil {
-		return RunStats{}, fmt.Errorf("colly limits: %w", err)
+	defer os.RemoveAll(dir)
+	in := collyInput{URLs: filepath.Join(dir, "urls"), Hosts: site.Hosts(), Delay: d, CA: ca, Report: filepath.Join(dir, "report.json")}
+	if err := os.WriteFile(in.URLs, []byte(strings.Join(urls, "\n")+"\n"), 0o644); err != nil {
+		return RunStats{}, err
 	}
-	var ok, failed atomic.Int64
-	c.OnResponse(func(*colly.Response) { ok.Add(1) })
-	c.OnError(func(*colly.Response, error) { failed.Add(1) })
-	sampler := startSampler(e.motoPID, 500*time.Millisecond)
-	start := time.Now()
-	for _, u := range urls {
-		if err := c.Visit(u); err != nil {
-			failed.Add(1)
-		}
+	b, _ := json.Marshal(in)
+	input := filepath.Join(dir, "input.json")
+	if err := os.WriteFile(input, b, 0o644); err != nil {
+		return RunStats{}, err
 	}
-	done := make(chan struct{})
-	go func() { c.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		sampler.Stop()
-		return RunStats{}, ctx.Err()
+	exe, err := os.Executable()
+	if err != nil {
+		return RunStats{}, err
 	}
-	wall := time.Since(start)
-	sampler.Stop()
-	st := analyze("colly", site.Requests(), start, time.Now(), e.cfg.Delay, hosts)
-	st.Wall = wall
-	st.CPU = sampler.share(start, start.Add(wall))
-	st.Results = map[string]int{"fetched": int(ok.Load())}
-	st.Errors = int(failed.Load())
-	if st.Errors > 0 {
-		return st, fmt.Errorf("colly: %d requests failed", st.Errors)
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, exe)
+	cmd.Env = append(os.Environ(), collyChildEnv+"="+input)
+	cr, err := runChild(rctx, cmd, nil)
+	if err != nil {
+		return RunStats{}, fmt.Errorf("colly: %w", err)
+	}
+	if cr.ExitCode != 0 {
+		return RunStats{}, fmt.Errorf("colly's process exited %d; its output ends:\n%s", cr.ExitCode, lastLines(cr.Stderr, 15))
+	}
+	var rep collyReport
+	b, err = os.ReadFile(in.Report)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+	}
+	if err != nil {
+		return RunStats{}, fmt.Errorf("colly's report: %w", err)
+	}
+	st := analyze("colly", site.Requests(), cr.Start, time.Now(), d, hosts)
+	st.Wall = cr.Wall
+	st.Process = &cr
+	st.Results = map[string]int{"fetched": int(rep.OK)}
+	st.Errors = int(rep.Failed)
+	if rep.OK != int64(len(urls)) {
+		return st, fmt.Errorf("colly: %d of %d pages fetched", rep.OK, len(urls))
 	}
 	return st, nil
 }
@@ -383,6 +554,9 @@ func analyze(system string, all []demosite.Request, from, to time.Time, d time.D
 		for i := 1; i < len(rs); i++ {
 			g := rs[i].Start.Sub(rs[i-1].End)
 			st.gaps = append(st.gaps, g)
+			if g < d {
+				st.GapsBelow++
+			}
 			if st.MinGap < 0 || g < st.MinGap {
 				st.MinGap, st.MinGapHost = g, h
 			}
@@ -432,7 +606,7 @@ func analyze(system string, all []demosite.Request, from, to time.Time, d time.D
 
 // hostOf is the host:port of a demo site URL.
 func hostOf(u string) string {
-	rest := strings.TrimPrefix(u, "http://")
+	_, rest, _ := strings.Cut(u, "://")
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		return rest[:i]
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/urldownloader/urldownloader/infra/standalone"
 	"github.com/urldownloader/urldownloader/internal/billing"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
 // standaloneShards is local mode's number of check loops.
@@ -75,70 +74,7 @@ func ratio(a, b float64) string {
 func (r *Results) Table() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	if len(r.Politeness) > 0 {
-		p0 := r.Politeness[0]
-		for _, p := range r.Politeness {
-			if p.Moto != nil {
-				p0 = p
-				break
-			}
-		}
-		w("### 1. Politeness efficiency, side by side with Colly v2\n\n")
-		w("d = %s; the site answers every page after a fixed %s and serves a robots.txt that disallows `%s`. Ours get, beside the U pages per host, one URL per host under `%s`, which must end `denied` without a request; Colly gets the pages only (it ignores robots.txt by default).\n\n", p0.Delay, r.Config.Latency, privatePath, privatePath)
-		w("- *local mode*: `make run` as users run it: the runner (`go build ./infra/cmd/urldownloader`, built once) in its own process with `--urls FILE --out FILE --state NEW_FILE --allow-private --param FetchDelay=d`, its defaults otherwise (SQLite state, %d check loops, template parameter defaults). Wall time runs from starting the process to its exit, every result written and synced.\n", standaloneShards)
-		if p0.Moto != nil {
-			w("- *on moto*: the real check engine and DynamoDB store on moto (with internal/moto's patches), the URLs handed over through `POST /urls` (the real ingest handler, %d URLs per request, 8 requests at once: the synchronous entry, stored when it answers; through the SQS input queue the event source mapping's batching window, `IngestBatchingWindowSeconds`, comes first), template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d), results sent to a loopback SQS sink. The deployment is idle when the URLs arrive (each shard's scheduled invocation has run, found nothing and ended; the next is a minute away), so ingest's wake-ups start the work. Wall time runs from handing over the URLs to the last result.\n",
-				urlmsg.MaxItems, p0.ShardCount, p0.CheckHostPeriod, p0.MaxConcurrentHosts)
-		}
-		w("- *Colly*: async, one `LimitRule{DomainGlob: host, Delay: d, Parallelism: 1}` per host, in process, the same site and pages in the same shuffled order, run right after ours; wall from the first `Visit` to `Wait`'s return.\n\n")
-		w("| H | U | H/d req/s | system | wall | steady req/s | **steady / (H/d)** | overall req/s | **min gap / d** | robots.txt requests / disallowed URLs requested (denied) | **wall / Colly** |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, p := range r.Politeness {
-			for _, s := range p.runs() {
-				steady, eff := "never all busy", "n/a"
-				if s.SteadyWindow > 0 {
-					steady = fmt.Sprintf("%.0f (over %s)", s.SteadyRate, secs(s.SteadyWindow))
-					eff = fmt.Sprintf("**%.2f**", s.SteadyRate/p.Bound)
-				}
-				rat, rob := "", fmt.Sprintf("%d / -", s.Robots)
-				if s.System != "colly" {
-					rat = fmt.Sprintf("**%s**", ratio(s.Wall.Seconds(), p.Colly.Wall.Seconds()))
-					rob = fmt.Sprintf("%d / %d of %d (%d)", s.Robots, s.DisallowedRequested, s.Disallowed, s.Denied)
-				}
-				w("| %d | %d | %.0f | %s | %s | %s | %s | %.0f | **%.3f** | %s | %s |\n",
-					p.Hosts, p.PerHost, p.Bound, s.System, secs(s.Wall), steady, eff, s.OverallRate, s.MinGap.Seconds()/p.Delay.Seconds(), rob, rat)
-			}
-		}
-		w("\nWhat limits each run:\n\n| H | system | URLs in the store after | first request per host p50 / max | peak 1 s req/s | pacing | gap p50 / p99 | DynamoDB requests / URL, latency mean / p99 | moto (or local mode's process) CPU mean / peak | peak RSS | machine CPU | hosts per shard (most) / MaxConcurrentHosts |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, p := range r.Politeness {
-			for _, s := range p.runs() {
-				ing, ddb, cpu, rss, shard := "-", "-", "-", "-", "-"
-				switch {
-				case s.Process != nil:
-					cpu = fmt.Sprintf("%.0f%% / %.0f%%", 100*s.Process.CPUMean(), 100*s.Process.CPUPeak)
-					rss = sizeMiB(s.Process.MaxRSS)
-				case s.System != "colly":
-					ing = secs(s.Ingested)
-					ddb = fmt.Sprintf("%.2f, %s / %s", float64(s.Dynamo.Requests)/float64(p.Hosts*p.PerHost), ms(s.Dynamo.Mean), ms(s.Dynamo.P99))
-					cpu = fmt.Sprintf("%.0f%% / %.0f%%", 100*s.CPU.Moto, 100*s.CPU.MotoPeak)
-					shard = fmt.Sprintf("%d / %d", p.MaxHostsPerShard, p.MaxConcurrentHosts)
-				}
-				machine := s.CPU.Machine
-				if s.Process != nil {
-					machine = s.Process.Machine
-				}
-				w("| %d | %s | %s | %s / %s | %.0f | %.2f | %s / %s | %s | %s | %s | %.0f%% | %s |\n",
-					p.Hosts, s.System, ing, secs(s.FirstStartP50), secs(s.FirstStartMax), s.PeakRate, s.Pacing, ms(s.GapP50), ms(s.GapP99), ddb, cpu, rss, 100*machine, shard)
-			}
-		}
-		w("\nRequests include robots.txt (ours fetch one per host first, Colly ignores robots by default). Steady: requests per second while every host is between its first and last request (\"never all busy\" when the last host started after the first had finished). Overall: all requests over the span from the first request to the last response. Pacing: d over the mean interval between consecutive request starts on one host (1.0 = every request as early as the delay allows). Gaps: from a response's end to the next request's start on the same host, from the site's own timestamps. First request: from the hand-over (moto) or the process's start (local mode). CPU: moto or local mode's process as a share of one core (mean over the run, peak over 0.5 s for moto, 0.2 s for local mode); peak RSS: local mode's VmHWM, read every 0.2 s; machine: share of all %d cores, the site and the bench included.\n\n", r.Machine.Cores)
-		for _, p := range r.Politeness {
-			for _, s := range p.runs() {
-				if s.System != "colly" && (s.Errors > 0 || s.Duplicates > 0) {
-					w("H=%d, %s: results by status %v, %d duplicates.\n\n", p.Hosts, s.System, s.Results, s.Duplicates)
-				}
-			}
-		}
-	}
+	b.WriteString(r.politenessSection())
 	if len(r.Cost) > 0 {
 		w("### 2. DynamoDB billed units and SQS requests per URL\n\n")
 		w("Computed by internal/billing from every request the store and the pipeline made (item sizes before and after, 1 KB write units, 4 KB read units, eventually consistent reads at half, KEYS_ONLY GSI puts and deletes, failed conditions billed). \"Background\" is what costs by the hour, not by the URL: shard-lease renewals and the due-index polls. Fetch delay %s for all three.\n\n", r.Cost[0].Delay)
@@ -291,13 +227,25 @@ func (r *Results) machineSection() string {
 }
 
 // Write updates the generated section of the markdown file at path (creating
-// the file if needed) and draws the plot at png.
+// the file if needed) and draws the plots (png: the run at PlotHosts;
+// efficiencyPNG(path): efficiency against H). Only the sections this run
+// produced are replaced: a run of some parts (-only) keeps the others, and
+// the header describing the machine and the run they came from, as they
+// were, and stamps its own sections with its date and code.
 func (r *Results) Write(path, png string) error {
 	var plotted *PolitenessResult
 	for _, p := range r.Politeness {
-		if p.Hosts == r.Config.PlotHosts {
+		if p.Hosts == r.Config.PlotHosts && !p.TLS {
 			plotted = p
 		}
+	}
+	var images []string
+	link := func(file, alt string) {
+		rel, err := filepath.Rel(filepath.Dir(path), file)
+		if err != nil {
+			rel = file
+		}
+		images = append(images, fmt.Sprintf("![%s](%s)\n\n", alt, filepath.ToSlash(rel)))
 	}
 	if plotted != nil {
 		if err := os.MkdirAll(filepath.Dir(png), 0o755); err != nil {
@@ -306,19 +254,19 @@ func (r *Results) Write(path, png string) error {
 		if err := writePlot(png, plotted); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
+		link(png, fmt.Sprintf("requests per second at H=%d with the H/d bound, and the per-host gap distribution", plotted.Hosts))
 	}
-	var gen strings.Builder
-	gen.WriteString(beginMarker + "\n\n")
-	gen.WriteString(r.machineSection())
-	gen.WriteString(r.Table())
-	if plotted != nil {
-		rel, err := filepath.Rel(filepath.Dir(path), png)
-		if err != nil {
-			rel = png
+	if len(efficiencySeries(r.Politeness)) > 0 {
+		eff := efficiencyPNG(path)
+		if err := writeEfficiencyPlot(eff, r.Politeness); err != nil {
+			return fmt.Errorf("efficiency plot: %w", err)
 		}
-		fmt.Fprintf(&gen, "![requests per second at H=%d with the H/d bound, and the per-host gap distribution](%s)\n\n", plotted.Hosts, filepath.ToSlash(rel))
+		link(eff, "steady rate over H/d against H (log scale), local mode and Colly")
 	}
-	gen.WriteString(endMarker)
+	produced := splitSections(r.Table())
+	if len(images) > 0 {
+		produced = appendToSection(produced, polSectionKey, strings.Join(images, ""))
+	}
 
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -326,15 +274,165 @@ func (r *Results) Write(path, png string) error {
 	}
 	doc := string(old)
 	i, j := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
+	var kept []section
 	if i >= 0 && j > i {
-		doc = doc[:i] + gen.String() + doc[j+len(endMarker):]
+		kept = splitSections(doc[i+len(beginMarker) : j])
+	}
+	gen := beginMarker + "\n\n" + mergeSections(kept, produced, r.machineSection(), r.stamp()) + endMarker
+	if i >= 0 && j > i {
+		doc = doc[:i] + gen + doc[j+len(endMarker):]
 	} else {
-		doc = "# Benchmarks\n\n" + gen.String() + "\n" + doc
+		doc = "# Benchmarks\n\n" + gen + "\n" + doc
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+// efficiencyPNG is the efficiency plot's file beside the report at path
+// (docs/benchmarks.md: docs/benchmarks-efficiency.png).
+func efficiencyPNG(path string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + "-efficiency.png"
+}
+
+// polSectionKey is the politeness section's key (splitSections).
+const polSectionKey = "1."
+
+// section is one "### " part of the generated block, keyed by its number
+// ("1.") or, for an unnumbered one, its heading; the text before the first
+// heading (the run's header) has key "".
+type section struct {
+	key, text string
+}
+
+// splitSections cuts markdown at its "### " headings.
+func splitSections(md string) []section {
+	var out []section
+	cur := section{}
+	flush := func() {
+		if strings.TrimSpace(cur.text) != "" || cur.key != "" {
+			out = append(out, cur)
+		}
+	}
+	for _, line := range strings.SplitAfter(md, "\n") {
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			flush()
+			h = strings.TrimSpace(h)
+			key, _, _ := strings.Cut(h, " ")
+			if !strings.HasSuffix(key, ".") {
+				key = h
+			}
+			cur = section{key: key}
+		}
+		cur.text += line
+	}
+	flush()
+	return out
+}
+
+func appendToSection(ss []section, key, text string) []section {
+	for i := range ss {
+		if ss[i].key == key {
+			ss[i].text = strings.TrimRight(ss[i].text, "\n") + "\n\n" + text
+		}
+	}
+	return ss
+}
+
+// mergeSections is the generated block: every produced section, and each
+// old one the run did not produce, in the old order (new ones after).
+// When an old section is kept, so is the old header (it describes that
+// section's run) and each produced section gets stamp; otherwise header
+// is the header.
+func mergeSections(old, produced []section, header, stamp string) string {
+	has := map[string]bool{}
+	for _, s := range produced {
+		has[s.key] = true
+	}
+	keptAny := false
+	for _, s := range old {
+		if s.key != "" && !has[s.key] {
+			keptAny = true
+		}
+	}
+	byKey := map[string]section{}
+	for _, s := range produced {
+		if keptAny {
+			s.text = stampSection(s.text, stamp)
+		}
+		byKey[s.key] = s
+	}
+	var b strings.Builder
+	b.WriteString(header)
+	if keptAny {
+		for _, s := range old {
+			if s.key == "" {
+				b.Reset()
+				b.WriteString(strings.TrimLeft(s.text, "\n"))
+			}
+		}
+	}
+	// An image the run drew again is linked from its new section only
+	// (older runs linked the politeness plot after the last section).
+	var images []string
+	for _, s := range produced {
+		for _, line := range strings.Split(s.text, "\n") {
+			if strings.HasPrefix(line, "![") {
+				if _, target, ok := strings.Cut(line, "]("); ok {
+					images = append(images, "]("+target)
+				}
+			}
+		}
+	}
+	done := map[string]bool{"": true}
+	for _, s := range old {
+		if done[s.key] {
+			continue
+		}
+		done[s.key] = true
+		if p, ok := byKey[s.key]; ok {
+			b.WriteString(p.text)
+			continue
+		}
+		var lines []string
+		for _, line := range strings.Split(s.text, "\n") {
+			if !slices.ContainsFunc(images, func(img string) bool { return strings.HasPrefix(line, "![") && strings.Contains(line, img) }) {
+				lines = append(lines, line)
+			}
+		}
+		b.WriteString(strings.TrimRight(strings.Join(lines, "\n"), "\n") + "\n\n")
+	}
+	for _, s := range produced {
+		if !done[s.key] {
+			done[s.key] = true
+			b.WriteString(byKey[s.key].text)
+		}
+	}
+	return b.String()
+}
+
+// stampMark starts the line that says a section comes from another run
+// than the header's.
+const stampMark = "_From a later run than the header's:"
+
+// stampSection puts stamp under the section's heading, replacing an older
+// stamp.
+func stampSection(text, stamp string) string {
+	head, rest, _ := strings.Cut(text, "\n")
+	rest = strings.TrimLeft(rest, "\n")
+	if strings.HasPrefix(rest, stampMark) {
+		_, rest, _ = strings.Cut(rest, "\n")
+		rest = strings.TrimLeft(rest, "\n")
+	}
+	return head + "\n\n" + stamp + "\n\n" + rest
+}
+
+// stamp says when and on which code this run measured, for sections
+// written beside older ones.
+func (r *Results) stamp() string {
+	return fmt.Sprintf("%s %s, %s in all, code %s, load average before / after %s / %s; the sections without such a line are the header's run._",
+		stampMark, r.Started.UTC().Format("2006-01-02 15:04 MST"), secs(r.Elapsed), r.Machine.Commit, r.Machine.LoadBefore, r.Machine.LoadAfter)
 }
 
 func sideReads(cs []*CostResult) string {
