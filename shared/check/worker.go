@@ -67,6 +67,11 @@ type worker struct {
 	// dialed are the host names this session requested: their kept-alive
 	// connections are closed when it ends (HostCloser).
 	dialed map[string]bool
+	// grew, with Engine.Appends, is closed by the first append to the
+	// host's queue after its last read (the session's load, or the latest
+	// commit, each of which re-arms it first); unwatch stops watching.
+	grew    <-chan struct{}
+	unwatch func()
 }
 
 // outcome of processing one entry.
@@ -124,6 +129,8 @@ type round struct {
 // fetched (its entries are known: state is read two rounds deep), so a slow
 // store or output queue never stretches the gap between two requests.
 func (w *worker) work(ctx context.Context) error {
+	w.rewatch()
+	defer w.stopWatching()
 	h, err := w.engine.Store.Load(ctx, w.key, 2*headBatch)
 	if errors.Is(err, hostqueue.ErrNotFound) {
 		return nil
@@ -329,6 +336,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	// it with this worker if an ingest added URLs meanwhile.
 	c := w.progress(done, end != endCommit)
 	c.Continue = end == endDrained
+	w.rewatch()
 	h, err := w.commit(ctx, c)
 	if err != nil {
 		w.unrecorded.Store(true)
@@ -383,6 +391,7 @@ func (b *background) wait() roundResult { return <-b.result }
 // holding up the next round.
 func (w *worker) commitInBackground(ctx context.Context, rd *handed, ended []string) *background {
 	w.remember(w.key, w.lastFetch)
+	w.rewatch()
 	c := w.progress(nil, false)
 	b := &background{done: doneSet(ended), result: make(chan roundResult, 1)}
 	go func() {
@@ -458,19 +467,18 @@ func (w *worker) linger(ctx context.Context, n int) {
 	if poll := w.engine.LingerPoll; poll > 0 {
 		step = min(step, poll)
 	}
-	var grew <-chan struct{}
-	if a := w.engine.Appends; a != nil {
+	grew := w.grew
+	if grew != nil {
 		// Told of appends, the worker wakes only to see whether it is
 		// wanted elsewhere: a timer per lingering host every 250 ms was 6%
 		// of the CPU at 5,000 hosts.
 		step = lingerWakeStep
-		// Watch first, then look once: an append between the two still
-		// closes the channel.
-		var stop func()
-		grew, stop = a.watch(w.key)
-		defer stop()
-		if w.grown(ctx, n) {
+		select {
+		case <-grew:
+			// URLs came after the last read of the queue: no need to wait,
+			// nor to read it to find out.
 			return
+		default:
 		}
 	}
 	var looked time.Time
@@ -514,6 +522,24 @@ func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan 
 		return true, nil
 	case err := <-done:
 		return false, err
+	}
+}
+
+// rewatch starts watching the host's queue for appends anew, just before a
+// read of it (Engine.Appends): what was appended before is in that read.
+func (w *worker) rewatch() {
+	a := w.engine.Appends
+	if a == nil {
+		return
+	}
+	w.stopWatching()
+	w.grew, w.unwatch = a.watch(w.key)
+}
+
+func (w *worker) stopWatching() {
+	if w.unwatch != nil {
+		w.unwatch()
+		w.grew, w.unwatch = nil, nil
 	}
 }
 
