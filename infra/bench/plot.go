@@ -236,15 +236,7 @@ func writePlot(path string, pr *PolitenessResult) error {
 	}
 	p2.legend(p2.r.Max.X-400, p2.r.Min.Y+20, legend)
 
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, c.img); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return c.save(path)
 }
 
 func polyline(p panel, xs, ys []float64, col color.Color) {
@@ -403,6 +395,11 @@ func writeEfficiencyPlot(path string, rows []*PolitenessResult) error {
 	}
 	c.text(90, p.r.Max.Y+60+16*len(legend), "rows (H x U, d): "+strings.Join(notes, "; "), colBlack)
 	c.text(90, p.r.Max.Y+76+16*len(legend), "hollow: the hosts were never all busy at once; the overall rate over H/d", colBlack)
+	return c.save(path)
+}
+
+// save writes the canvas to path as a PNG.
+func (c *canvas) save(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

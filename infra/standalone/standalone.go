@@ -333,7 +333,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	parts.Budget, rt.budget = budget, budget
 	parts.Fetcher = func(params.Params) check.Fetcher { return fetcher }
 	appends := &check.Appends{}
-	parts.Store = appendWatch{Store: rt.store, appends: appends}
+	parts.Store = appends.Telling(rt.store)
 	engine := parts.Engine()
 	// A commit frees room in its host's queue: URLs held back are
 	// queued again (holdback.go).
@@ -500,21 +500,6 @@ func queuedEntries(ctx context.Context, s hostqueue.Store) (map[string]string, e
 		return nil
 	})
 	return all, err
-}
-
-// appendWatch tells lingering workers (check.Appends) of the URLs ingest
-// appends to their hosts' queues.
-type appendWatch struct {
-	Store
-	appends *check.Appends
-}
-
-func (a appendWatch) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
-	res, err := a.Store.Append(ctx, req)
-	if err == nil {
-		a.appends.Appended(req.Key)
-	}
-	return res, err
 }
 
 // Budget is the process's budget of host workers and connections.

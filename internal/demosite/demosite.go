@@ -334,32 +334,39 @@ func (s *Site) handler(host string) http.Handler {
 			s.requests = append(s.requests, Request{Host: host, Path: r.URL.Path, Start: start, End: time.Now()})
 			s.mu.Unlock()
 		}()
-		if s.opts.Latency > 0 {
-			time.Sleep(s.opts.Latency)
-		}
-		if r.URL.Path == "/robots.txt" {
-			if s.opts.Robots == "" {
-				http.NotFound(w, r)
-				return
-			}
-			w.Header().Set("Content-Type", "text/plain")
-			_, _ = w.Write([]byte(s.opts.Robots))
-			return
-		}
-		if s.opts.Handler != nil {
-			s.opts.Handler.ServeHTTP(w, r)
-			return
-		}
-		if serveLarge(w, r) || serveText(w, r) {
-			return
-		}
-		if !strings.HasPrefix(r.URL.Path, "/page/") {
+		servePage(w, r, host, s.opts.Latency, s.opts.Robots, s.opts.Handler)
+	})
+}
+
+// servePage answers one request of host the way every demo site does:
+// after latency, robots (404 when empty) as robots.txt, then handler when
+// set, else the large and text routes and the pages under /page/.
+func servePage(w http.ResponseWriter, r *http.Request, host string, latency time.Duration, robots string, handler http.Handler) {
+	if latency > 0 {
+		time.Sleep(latency)
+	}
+	if r.URL.Path == "/robots.txt" {
+		if robots == "" {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte(Body(host, r.URL.Path)))
-	})
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte(robots))
+		return
+	}
+	if handler != nil {
+		handler.ServeHTTP(w, r)
+		return
+	}
+	if serveLarge(w, r) || serveText(w, r) {
+		return
+	}
+	if !strings.HasPrefix(r.URL.Path, "/page/") {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(Body(host, r.URL.Path)))
 }
 
 // Requests returns every request seen so far, in arrival order per host.

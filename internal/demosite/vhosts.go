@@ -154,27 +154,7 @@ func (s *VHosts) serve(w http.ResponseWriter, r *http.Request) {
 		h.lastEnd = time.Now()
 		s.mu.Unlock()
 	}()
-	if s.opts.Latency > 0 {
-		time.Sleep(s.opts.Latency)
-	}
-	if r.URL.Path == "/robots.txt" {
-		if s.opts.Robots == "" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte(s.opts.Robots))
-		return
-	}
-	if serveLarge(w, r) || serveText(w, r) {
-		return
-	}
-	if !strings.HasPrefix(r.URL.Path, "/page/") {
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte(Body(r.Host, r.URL.Path)))
+	servePage(w, r, r.Host, s.opts.Latency, s.opts.Robots, nil)
 }
 
 // VHostStats is the site's view of a run.

@@ -1,6 +1,11 @@
 package check
 
-import "sync"
+import (
+	"context"
+	"sync"
+
+	"github.com/urldownloader/urldownloader/shared/hostqueue"
+)
 
 // Appends connects a process's ingest to its lingering workers (see
 // Engine.Appends): the store wrapper that appends calls Appended with the
@@ -58,4 +63,21 @@ func (a *Appends) Watched() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.waiting)
+}
+
+// Telling wraps the store ingest appends through, so that every append
+// tells a: the store of an Ingester running in the engine's process.
+func (a *Appends) Telling(s hostqueue.Store) hostqueue.Store { return telling{Store: s, appends: a} }
+
+type telling struct {
+	hostqueue.Store
+	appends *Appends
+}
+
+func (t telling) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+	res, err := t.Store.Append(ctx, req)
+	if err == nil {
+		t.appends.Appended(req.Key)
+	}
+	return res, err
 }

@@ -325,21 +325,6 @@ func TestLingerPollTakesUpLateURLs(t *testing.T) {
 	}
 }
 
-// appendTeller is an ingest store that tells Appends of every append, as
-// local mode's is.
-type appendTeller struct {
-	hostqueue.Store
-	appends *check.Appends
-}
-
-func (a appendTeller) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
-	res, err := a.Store.Append(ctx, req)
-	if err == nil {
-		a.appends.Appended(req.Key)
-	}
-	return res, err
-}
-
 func lingerTakesUpLateURLs(t *testing.T, told bool) {
 	virtual(t, func(t *testing.T) {
 		p := testParams()
@@ -363,7 +348,7 @@ func lingerTakesUpLateURLs(t *testing.T, told bool) {
 		appends := &check.Appends{}
 		var ingestStore hostqueue.Store = e.store
 		if told {
-			ingestStore = appendTeller{Store: e.store, appends: appends}
+			ingestStore = appends.Telling(e.store)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
