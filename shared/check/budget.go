@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -23,6 +24,14 @@ type Budget struct {
 	// redirected elsewhere, http and https of one name): workers are at
 	// most seven eighths of Conns. Zero: no connection bound.
 	Conns int
+	// Requests is how many requests the process has in flight at once;
+	// a worker whose host is due waits for a slot before its request
+	// starts, so its timeout (FetchTimeout) runs only once the process
+	// can serve it. Without it, thousands of hosts due in the same second
+	// on a small machine queue for its CPU inside their requests, and some
+	// time out against a healthy site. Zero: no bound (a Lambda function's
+	// workers are few enough).
+	Requests int
 }
 
 // Bytes a worker holds besides its bodies: its connection's buffers (4 KiB
@@ -68,6 +77,27 @@ func (b Budget) Workers(maxBody int64) int {
 		}
 	}
 	return n
+}
+
+// requestSlots bounds the requests in flight (Budget.Requests).
+type requestSlots struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+// acquire waits for a request slot, or until ctx ends; limit 0 bounds
+// nothing.
+func (s *requestSlots) acquire(ctx context.Context, limit int) (release func(), err error) {
+	if limit <= 0 {
+		return func() {}, nil
+	}
+	s.once.Do(func() { s.ch = make(chan struct{}, limit) })
+	select {
+	case s.ch <- struct{}{}:
+		return func() { <-s.ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // slots counts the host workers of every run of one engine (one process):

@@ -148,8 +148,9 @@ type Engine struct {
 	// records nothing. Results are counted where they are published (see
 	// wiring.CountResults), not here.
 	Metrics *metrics.Recorder
-	robots  robotsCache
-	slots   slots
+	robots   robotsCache
+	slots    slots
+	requests requestSlots
 }
 
 // FetchTimeoutLimit is the FetchTimeout at and above which a run with

@@ -3,6 +3,7 @@ package check_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -174,6 +175,47 @@ func TestSessionClosesItsConnections(t *testing.T) {
 		}
 		if len(cf.early) > 0 {
 			t.Errorf("CloseHost while a request of the host was in flight: %v", cf.early)
+		}
+	})
+}
+
+// TestRequestSlots: with Budget.Requests the process has at most that many
+// requests in flight, whatever number of hosts its workers work at once;
+// the others wait for a slot before their request (and its timeout)
+// starts, and every URL is fetched.
+func TestRequestSlots(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const hosts, slots = 8, 2
+		p := testParams()
+		p.MaxConcurrentHosts = hosts
+		// Longer than the timeout, were the wait part of the request.
+		p.FetchTimeout = 300 * time.Millisecond
+		e := newEnv(t, p)
+		var inFlight, peak atomic.Int64
+		slow := func(w http.ResponseWriter, r *http.Request) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(100 * time.Millisecond)
+			page(w, r)
+		}
+		var urls []string
+		for range hosts {
+			s := newSite(t, slow)
+			urls = append(urls, s.url("/a"), s.url("/b"))
+		}
+		e.seed(urls...)
+		eng := e.engine()
+		eng.Budget = check.Budget{Requests: slots}
+		e.runWith(eng, "owner-"+t.Name(), 30*time.Second, 0, e.pub.has(len(urls)))
+		checkFetched(t, e.pub, urls...)
+		if got := peak.Load(); got > slots {
+			t.Errorf("the sites served %d requests at once, want at most Budget.Requests = %d", got, slots)
+		}
+		if got := peak.Load(); got < slots {
+			t.Errorf("the sites never served %d requests at once (peak %d)", slots, got)
 		}
 	})
 }

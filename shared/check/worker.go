@@ -223,6 +223,17 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (*fetch.Response,
 		}
 		w.dialed[u.Hostname()] = true
 	}
+	release, err := w.engine.requests.acquire(ctx, w.engine.Budget.Requests)
+	if err != nil {
+		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL, Err: err}
+	}
+	defer release()
+	// The wait may have eaten into the lease: start only if it still
+	// outlives the request and the delay after it (the fencing of pace).
+	if w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+w.delay()+commitMargin {
+		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL,
+			Err: errors.New("the shard's lease would not outlive the request")}
+	}
 	return w.fetcher.Fetch(ctx, req)
 }
 

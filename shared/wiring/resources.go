@@ -125,6 +125,10 @@ const (
 	// a small part of that (docs/benchmarks.md: peak memory at 10,000
 	// hosts).
 	localMemoryShare = 0.5
+	// localRequests bounds local mode's requests in flight: 10,000 hosts
+	// at a 10 s delay answering in 1 s keep 1,000 in flight; beyond that
+	// the process's own CPU, not the hosts, would set the latency.
+	localRequests = 1024
 	// defaultMachineMemory stands in when the machine's memory cannot be
 	// read.
 	defaultMachineMemory = 4 << 30
@@ -140,7 +144,8 @@ func MachineBudget(fds int, memory int64) check.Budget {
 		memory = defaultMachineMemory
 	}
 	return check.Budget{
-		Memory: max(1, int64(float64(memory)*localMemoryShare)-baseMemory-check.RobotsCacheBytes),
-		Conns:  max(2, fds-localFDReserve),
+		Memory:   max(1, int64(float64(memory)*localMemoryShare)-baseMemory-check.RobotsCacheBytes),
+		Conns:    max(2, fds-localFDReserve),
+		Requests: localRequests,
 	}
 }
