@@ -19,10 +19,12 @@ type Budget struct {
 	Memory int64
 	// Conns is how many fetch connections the process may hold open, in
 	// use and idle. A worker keeps one to its host, in use or idle between
-	// requests, and closes it when its session ends (HostCloser); now and
-	// then one more, to another origin of its queue (a robots.txt
-	// redirected elsewhere, http and https of one name): workers are at
-	// most seven eighths of Conns. Zero: no connection bound.
+	// requests; now and then one more, to another origin of its queue (a
+	// robots.txt redirected elsewhere, http and https of one name):
+	// workers are at most seven eighths of Conns. Connections of hosts
+	// whose session ended stay idle for their next one only while there is
+	// room: at the cap the fetcher closes the one idle longest before it
+	// dials. Zero: no connection bound.
 	Conns int
 	// Requests is how many requests the process has in flight at once;
 	// a worker whose host is due waits for a slot before its request

@@ -153,25 +153,38 @@ func (c *closingFetcher) CloseHost(host string) {
 	c.closed[host]++
 }
 
-// TestSessionClosesItsConnections: when a host's session ends its worker
-// closes the connections kept to the host's names (HostCloser), once no
-// request of it is in flight, so the idle pool holds active hosts only.
+// TestSessionClosesItsConnections: a session that ends with its host not
+// to be requested for longer than a connection stays idle (a Retry-After
+// of two minutes) closes the connections it kept (HostCloser), once no
+// request of it is in flight; a host due again soon keeps its connection
+// in the pool for its next session.
 func TestSessionClosesItsConnections(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		e := newEnv(t, testParams())
 		cf := &closingFetcher{inFlight: map[string]int{}, closed: map[string]int{}}
 		e.wrap = func(f check.Fetcher) check.Fetcher { cf.Fetcher = f; return cf }
-		a, b := newSite(t, page), newSite(t, page)
-		e.seed(a.url("/1"), a.url("/2"), b.url("/1"))
-		e.runUntil(3, 30*time.Second)
+		soon := newSite(t, page)
+		paused := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(http.StatusTooManyRequests)
+		})
+		e.seed(soon.url("/1"), soon.url("/2"), paused.url("/1"))
+		e.runUntilSeen(func() bool {
+			return len(e.pub.all()) >= 2 && paused.count("/1") >= 1
+		}, 30*time.Second)
 		cf.mu.Lock()
 		defer cf.mu.Unlock()
-		for _, s := range []*site{a, b} {
-			name, _, _ := strings.Cut(s.host, ":")
-			if cf.closed[name] == 0 {
-				t.Errorf("%s: connections never closed after its session (closed %v)", name, cf.closed)
-			}
+		name := func(s *site) string { n, _, _ := strings.Cut(s.host, ":"); return n }
+		if cf.closed[name(paused)] == 0 {
+			t.Errorf("%s (paused 120 s): connections not closed after its session (closed %v)", name(paused), cf.closed)
+		}
+		if cf.closed[name(soon)] != 0 {
+			t.Errorf("%s (due again within its delay): connection closed, want it kept for its next session", name(soon))
 		}
 		if len(cf.early) > 0 {
 			t.Errorf("CloseHost while a request of the host was in flight: %v", cf.early)

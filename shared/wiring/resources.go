@@ -33,8 +33,10 @@ import (
 //     clients' connections are capped (sdkConns: DynamoDB, SQS, SSM, S3), the
 //     runtime keeps a handful (runtimeFDs), and the rest are the fetcher's
 //     connections (fetch.Options.MaxConns), one per worker (in use, or
-//     idle for its host's next request; closed when its session ends),
-//     with an eighth to spare (check.Budget.Workers).
+//     idle for its host's next request), with an eighth to spare
+//     (check.Budget.Workers); at the cap the fetcher closes the
+//     connection idle longest, a host's whose session ended, before it
+//     dials.
 
 const (
 	// memoryLimitShare is GOMEMLIMIT's share of MemorySize: the rest is
