@@ -147,7 +147,7 @@ type Engine struct {
 	// politeness wait, robots denials, give-ups, hosts worked); nil
 	// records nothing. Results are counted where they are published (see
 	// wiring.CountResults), not here.
-	Metrics *metrics.Recorder
+	Metrics  *metrics.Recorder
 	robots   robotsCache
 	slots    slots
 	requests requestSlots
