@@ -228,9 +228,8 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (*fetch.Response,
 		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL, Err: err}
 	}
 	defer release()
-	// The wait may have eaten into the lease: start only if it still
-	// outlives the request and the delay after it (the fencing of pace).
-	if w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+w.delay()+commitMargin {
+	// The wait may have eaten into the lease (the fencing of pace).
+	if w.fenced() {
 		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL,
 			Err: errors.New("the shard's lease would not outlive the request")}
 	}
@@ -670,13 +669,18 @@ func (w *worker) pace(ctx context.Context) outcome {
 	} else if err := w.engine.Clock.Sleep(ctx, start.Sub(now)); err != nil {
 		return outStop
 	}
-	// Fencing: start only if the lease outlives the request and the delay
-	// after it, so a successor that takes the shard over after expiry keeps
-	// the delay even if this run dies mid-request.
-	if w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+w.delay()+commitMargin {
+	if w.fenced() {
 		return outStop
 	}
 	return outDone
+}
+
+// fenced reports that no request may start now: the run crashed, or the
+// shard's lease would not outlive the request and the delay after it, so a
+// successor that takes the shard over after expiry keeps the delay even if
+// this run dies mid-request.
+func (w *worker) fenced() bool {
+	return w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+w.delay()+commitMargin
 }
 
 // waitOrYield waits until t, looking every lingerStep whether due hosts
