@@ -344,6 +344,19 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	}
 	w.remember(w.key, w.lastFetch)
 	if end == endDrained && len(done) > 0 {
+		if w.engine.Appends != nil {
+			// Where a session costs nothing (local mode), the done URLs are
+			// committed before the linger, not after it: a crash while the
+			// host lingers then fetches none of them again.
+			w.rewatch()
+			h, err := w.commit(ctx, w.progress(done, false))
+			if err != nil {
+				w.unrecorded.Store(true)
+				return nil, fmt.Errorf("commit %d done urls: %w", len(done), err)
+			}
+			w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+			done = nil
+		}
 		w.linger(ctx, len(r.entries))
 	}
 	if r.drained {
