@@ -241,12 +241,18 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.files.lock = lock
 	rt.over = newOverflow(rt)
 	if opts.State == "" {
-		rt.store, err = sqlite.NewMemory(time.Now)
+		var s *sqlite.Store
+		if s, err = sqlite.NewMemory(time.Now); err == nil {
+			s.ExclusiveHosts() // an in-memory store has no other connection
+			rt.store = s
+		}
 	} else {
 		var s *sqlite.Store
 		if s, err = sqlite.New(opts.State, time.Now); err == nil {
 			rt.store = s
 			if !opts.SharedState {
+				// The state's lock keeps every other process off it.
+				s.ExclusiveHosts()
 				err = rt.recover(ctx, s)
 			}
 		}
@@ -352,6 +358,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	ingester := parts.Ingester()
 	// A full queue holds URLs back, never evicts them (holdback.go).
 	ingester.Overflow = hostqueue.HoldBack
+	ingester.Concurrency = sqlite.GroupSize
 	rt.ingest = parts.IngestHandler(&counted{inner: ingester, rt: rt})
 
 	err = eachQueued(ctx, rt.store, func(queued map[string]string) error {

@@ -24,20 +24,27 @@ func TestContractFile(t *testing.T) {
 }
 
 // TestContractMemory runs the store contract in memory, where the store is
-// its own peer.
+// its own peer, alone (ExclusiveHosts, as local mode opens it) and not.
 func TestContractMemory(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
-		IdleExpiry: true,
-		Parallel:   true,
-		New: func(t *testing.T, now func() time.Time) storetest.Fixture {
-			s, err := sqlite.NewMemory(now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return storetest.Fixture{Store: s}
-		},
-	})
+	for _, exclusive := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "exclusive"}[exclusive], func(t *testing.T) {
+			storetest.Run(t, storetest.Harness{
+				IdleExpiry: true,
+				Parallel:   true,
+				New: func(t *testing.T, now func() time.Time) storetest.Fixture {
+					s, err := sqlite.NewMemory(now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if exclusive {
+						s.ExclusiveHosts()
+					}
+					t.Cleanup(func() { s.Close() })
+					return storetest.Fixture{Store: s}
+				},
+			})
+		})
+	}
 }
 
 func openFile(t testing.TB, path string, now func() time.Time) *sqlite.Store {

@@ -33,7 +33,8 @@ func TestGroupCommit(t *testing.T) {
 	cancel()
 
 	// Hold the connection so that every writer queues, as they do behind
-	// a running transaction.
+	// a running transaction (serve may have taken the first of them
+	// already, and waits with it).
 	s.mu.Lock()
 	before := s.writeTxs
 	var wg sync.WaitGroup
@@ -56,9 +57,9 @@ func TestGroupCommit(t *testing.T) {
 		})
 	}
 	for {
-		s.wmu.Lock()
-		n := len(s.writes)
-		s.wmu.Unlock()
+		s.qmu.Lock()
+		n := s.waiting
+		s.qmu.Unlock()
 		if n == writers-1 { // the canceled one returns at once
 			break
 		}

@@ -31,23 +31,34 @@ type Store struct {
 	db  *sql.DB
 	now func() time.Time
 
-	// mu serialises the store's use of its one connection. SQLite runs one
+	// The connection belongs to serve (conn.go), which runs the queued
+	// operations; mu is held while it runs a batch. SQLite runs one
 	// writer at a time anyway; a single connection is what keeps an
 	// in-memory database alive, and in a file it gives up only reads
 	// running beside a write, which statements of a few microseconds do
 	// not need. Another process, or another Store, on the same file is
 	// kept in step by SQLite's own locks (BEGIN IMMEDIATE, busy_timeout).
-	mu        sync.Mutex
-	conn      *sql.Conn
-	stmts     map[string]*sql.Stmt // by query, prepared on conn
-	nextSweep time.Time
-
-	// writes wait here for the next group transaction (see write); wmu
-	// guards it apart from mu, which the group's leader holds meanwhile.
-	wmu    sync.Mutex
-	writes []*pendingWrite
+	mu    sync.Mutex
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt // by query, prepared on conn
 	// writeTxs counts the write transactions run (under mu).
 	writeTxs int
+
+	// qmu guards the queue of operations waiting for serve, closed, and
+	// the sends on kick (which tells serve of a new operation; closed by
+	// Close); stopped is closed when serve has returned.
+	qmu     sync.Mutex
+	queue   []*op
+	waiting int // operations queued or running, not yet returned
+	closed  bool
+	kick    chan struct{}
+	stopped chan struct{}
+
+	// hosts caches hosts rows for write transactions (hostcache.go).
+	hosts hostCache
+
+	sweepMu   sync.Mutex
+	nextSweep time.Time
 }
 
 // maxAttempts bounds the report-then-retry rounds of one Append.
@@ -102,7 +113,9 @@ func open(dsn string, now func() time.Time) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, conn: conn, now: now, stmts: map[string]*sql.Stmt{}}
+	s := &Store{db: db, conn: conn, now: now, stmts: map[string]*sql.Stmt{},
+		kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go s.serve()
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -131,6 +144,13 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close releases the database; an in-memory store's state is gone.
 func (s *Store) Close() error {
+	s.qmu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.kick) // serve runs what is queued, then returns
+	}
+	s.qmu.Unlock()
+	<-s.stopped
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var err error
@@ -239,7 +259,7 @@ func (s *Store) hostForAppend(ctx context.Context, tx *txn, key string) (*hostRo
 	if h != nil {
 		// Expired idle state reads as absent: keep only the row's
 		// identity (an idle host has no entries left to renumber).
-		return &hostRow{id: h.id, vs: h.vs, tail: h.tail}, nil
+		return &hostRow{key: key, id: h.id, vs: h.vs, tail: h.tail}, nil
 	}
 	vs := hostqueue.VirtualShard(key)
 	r, err := tx.ExecContext(ctx, qInsertHost, key, vs)
@@ -250,7 +270,7 @@ func (s *Store) hostForAppend(ctx context.Context, tx *txn, key string) (*hostRo
 	if err != nil {
 		return nil, fmt.Errorf("create host: %w", err)
 	}
-	return &hostRow{id: id, vs: vs}, nil
+	return &hostRow{key: key, id: id, vs: vs}, nil
 }
 
 // Load implements hostqueue.Queues.
@@ -469,6 +489,7 @@ func (s *Store) sweep(ctx context.Context, batch int) (int, error) {
 	now := s.now()
 	var n int64
 	err := s.write(ctx, func(tx *txn) error {
+		s.hosts.drop()
 		r, err := tx.ExecContext(ctx, qSweepHosts, now.UnixMilli(), batch)
 		if err != nil {
 			return err
@@ -494,12 +515,12 @@ func (s *Store) sweep(ctx context.Context, batch int) (int, error) {
 // sweepEvery old. Best effort: expired state reads as absent either way.
 func (s *Store) maybeSweep(ctx context.Context) {
 	now := s.now()
-	s.mu.Lock()
+	s.sweepMu.Lock()
 	due := !now.Before(s.nextSweep)
 	if due {
 		s.nextSweep = now.Add(sweepEvery)
 	}
-	s.mu.Unlock()
+	s.sweepMu.Unlock()
 	if due {
 		_, _ = s.sweep(ctx, sweepBatch)
 	}
@@ -507,6 +528,7 @@ func (s *Store) maybeSweep(ctx context.Context) {
 
 // hostRow is a hosts row (see schema.go).
 type hostRow struct {
+	key          string
 	id           int64
 	vs           int
 	due          sql.NullInt64
@@ -529,7 +551,13 @@ func (h *hostRow) expired(now time.Time) bool {
 // getHost returns the host's row as stored, expired or not; nil when there
 // is none.
 func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
-	var h hostRow
+	cached := tx.write || tx.s.hosts.exclusive
+	if cached {
+		if h, ok := tx.s.hosts.get(key); ok {
+			return h, nil
+		}
+	}
+	h := hostRow{key: key}
 	var attempts, robots []byte
 	err := tx.QueryRowContext(ctx, qHost, key).Scan(
 		&h.id, &h.vs, &h.due, &h.tail, &h.pending, &h.lastFetch, &h.pauseUntil, &h.errors,
@@ -549,6 +577,9 @@ func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 		if err := json.Unmarshal(robots, &h.robots); err != nil {
 			return nil, fmt.Errorf("decode robots: %w", err)
 		}
+	}
+	if cached {
+		tx.s.hosts.put(&h)
 	}
 	return &h, nil
 }
@@ -577,6 +608,9 @@ func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 		h.lastError, attempts, robots, h.expires, h.id)
 	if err != nil {
 		return fmt.Errorf("write host: %w", err)
+	}
+	if tx.write {
+		tx.s.hosts.put(h)
 	}
 	return nil
 }

@@ -55,6 +55,7 @@ func (s *Store) TakeOverLeases(ctx context.Context) (Takeover, error) {
 		}
 		if t.Leases > 0 {
 			t.Until = time.UnixMilli(until)
+			s.hosts.drop()
 			r, err := tx.ExecContext(ctx, qTouchLeasedHosts, now)
 			if err != nil {
 				return err
