@@ -425,7 +425,11 @@ func (e *benchEnv) localRunEnv(ctx context.Context, site *demosite.Site, urls []
 	if len(o.Missing) > 0 || o.Wrong > 0 {
 		return RunStats{}, fmt.Errorf("local mode: %d urls without a result (first %v), %d with the wrong page", len(o.Missing), o.Missing[:min(3, len(o.Missing))], o.Wrong)
 	}
-	st := analyze("urldownloader, local mode", site.Requests(), cr.Start, time.Now(), d, hosts)
+	reqs := site.Requests()
+	if err := dumpArrivals(name, cr.Start, reqs, cr.Stderr); err != nil {
+		return RunStats{}, err
+	}
+	st := analyze("urldownloader, local mode", reqs, cr.Start, time.Now(), d, hosts)
 	st.Wall = cr.Wall
 	st.Results, st.Duplicates = o.ByStatus, o.Duplicates
 	st.Process = &cr
@@ -644,4 +648,30 @@ func (r *ResumeResult) RefetchLimit() int { return (r.URLs + 99) / 100 }
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// arrivalsEnv names a folder where each local-mode run leaves the site's
+// arrivals (host, path, start and end in ms from the process's start) and
+// the process's stderr, so
+// a developer can see where a row's time went: a host's late first request,
+// a gap far above the delay.
+const arrivalsEnv = "BENCH_ARRIVALS"
+
+func dumpArrivals(name string, start time.Time, reqs []demosite.Request, stderr string) error {
+	dir := os.Getenv(arrivalsEnv)
+	if dir == "" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("host,path,start_ms,end_ms\n")
+	for _, r := range reqs {
+		fmt.Fprintf(&b, "%s,%s,%d,%d\n", r.Host, r.Path, r.Start.Sub(start).Milliseconds(), r.End.Sub(start).Milliseconds())
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".arrivals.csv"), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", arrivalsEnv, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".stderr"), []byte(stderr), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", arrivalsEnv, err)
+	}
+	return nil
 }

@@ -70,7 +70,7 @@ CREATE INDEX IF NOT EXISTS input_held_key ON input_held (key, seq);
 
 func openLedger(path string) (*ledger, error) {
 	if path == "" {
-		db, err := scratchDB(ledgerSchema)
+		db, err := scratchDB(ledgerSchema, "MEMORY")
 		if err != nil {
 			return nil, fmt.Errorf("input ledger: %w", err)
 		}

@@ -290,9 +290,9 @@ func (c *stopClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// SleepOrWake is Sleep that also ends, without an error, when wake closes
-// (check.WakeClock).
-func (c *stopClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+// SleepOrWake is Sleep that also ends, without an error, when wake or also
+// closes (check.WakeClock).
+func (c *stopClock) SleepOrWake(ctx context.Context, d time.Duration, wake, also <-chan struct{}) (bool, error) {
 	if c.Stopping() {
 		return false, errStopping
 	}
@@ -304,6 +304,8 @@ func (c *stopClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-cha
 	case <-c.stop:
 		return false, errStopping
 	case <-wake:
+		return true, nil
+	case <-also:
 		return true, nil
 	case <-t.C:
 		return false, nil

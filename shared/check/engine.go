@@ -53,9 +53,9 @@ func (RealClock) Now() time.Time { return time.Now() }
 // Sleep waits d or until ctx is done.
 func (RealClock) Sleep(ctx context.Context, d time.Duration) error { return backoff.Sleep(ctx, d) }
 
-// SleepOrWake waits d, or less when wake closes first (woke), or until ctx
-// is done.
-func (RealClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (bool, error) {
+// SleepOrWake waits d, or less when wake or also closes first (woke), or
+// until ctx is done.
+func (RealClock) SleepOrWake(ctx context.Context, d time.Duration, wake, also <-chan struct{}) (bool, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -63,17 +63,20 @@ func (RealClock) SleepOrWake(ctx context.Context, d time.Duration, wake <-chan s
 		return false, ctx.Err()
 	case <-wake:
 		return true, nil
+	case <-also:
+		return true, nil
 	case <-t.C:
 		return false, nil
 	}
 }
 
 // WakeClock is a Clock whose sleep can also end when a channel closes: a
-// lingering worker told of new URLs (Appends) sleeps on it. A Clock
+// lingering worker sleeps on it until it is told of new URLs (Appends) or
+// a run wants its slot (a nil channel never closes). A Clock
 // without it gets the same from Sleep on a goroutine of its own, which
 // costs a goroutine and a context per sleep.
 type WakeClock interface {
-	SleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) (woke bool, err error)
+	SleepOrWake(ctx context.Context, d time.Duration, wake, also <-chan struct{}) (woke bool, err error)
 }
 
 const (
@@ -147,9 +150,12 @@ type Engine struct {
 	// politeness wait, robots denials, give-ups, hosts worked); nil
 	// records nothing. Results are counted where they are published (see
 	// wiring.CountResults), not here.
-	Metrics  *metrics.Recorder
-	robots   robotsCache
-	slots    slots
+	Metrics *metrics.Recorder
+	robots  robotsCache
+	slots   slots
+	// wanted is up while some run has due hosts waiting for a worker
+	// slot: lingering workers sleep on it (level.go).
+	wanted   level
 	requests requestSlots
 }
 
@@ -374,7 +380,7 @@ func (r *run) dispatchAll(ctx context.Context, p params.Params, now time.Time) {
 		})
 	}
 	dispatched.Wait()
-	r.starved.Store(starved.Load())
+	r.setStarved(starved.Load())
 	r.setBudgetStarved(budget.Load())
 }
 
@@ -420,6 +426,7 @@ func (r *run) tick(now time.Time, p params.Params) time.Duration {
 // nobody comes back to that host before its delay) or a crash was
 // injected (a dead process releases nothing).
 func (r *run) finish(ctx context.Context) (Summary, error) {
+	r.setStarved(false)
 	r.setBudgetStarved(false)
 	r.wg.Wait()
 	r.samplePending()
@@ -465,6 +472,20 @@ func (r *run) summary() Summary {
 	return Summary{
 		Shard: r.req.Shard, VirtualShards: r.owned, Leased: r.leased, Hosts: r.hosts,
 		Requests: r.reqs.Load(), Results: r.results, Errors: r.errs.Load(), LocalErrors: r.local.Load(),
+	}
+}
+
+// setStarved records whether the run's latest dispatch left a due host
+// waiting for a worker slot, and counts the run in the engine's wanted
+// level while it did, which wakes lingering workers.
+func (r *run) setStarved(b bool) {
+	if r.starved.Swap(b) == b {
+		return
+	}
+	if b {
+		r.engine.wanted.add(1)
+	} else {
+		r.engine.wanted.add(-1)
 	}
 }
 

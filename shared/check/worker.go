@@ -539,16 +539,35 @@ func (w *worker) linger(ctx context.Context, n int) {
 			}
 			continue
 		}
-		if woke, err := sleepOrWake(ctx, w.engine.Clock, wait, grew); err != nil || woke {
+		// Told of appends, the worker needs no look at all unless a run
+		// wants its slot: it sleeps on that level until the linger ends.
+		// While the level is up for some other run's sake, and where
+		// faults are injected (a crash must end the linger soon), it looks
+		// every lingerWakeStep.
+		var wanted <-chan struct{}
+		if w.crashFn == nil && !w.engine.wanted.up() {
+			wanted = w.engine.wanted.raised()
+			wait = min(until.Sub(now), w.req.Until.Sub(now))
+		}
+		woke, err := sleepOrWake(ctx, w.engine.Clock, wait, grew, wanted)
+		if err != nil {
 			return
+		}
+		if woke {
+			select {
+			case <-grew:
+				return
+			default: // the wanted level rose: look again
+			}
 		}
 	}
 }
 
-// sleepOrWake sleeps d on clock, or less when wake closes first (woke).
-func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan struct{}) (woke bool, err error) {
+// sleepOrWake sleeps d on clock, or less when wake or also closes first
+// (woke); a nil channel never does.
+func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake, also <-chan struct{}) (woke bool, err error) {
 	if wc, ok := clock.(WakeClock); ok {
-		return wc.SleepOrWake(ctx, d, wake)
+		return wc.SleepOrWake(ctx, d, wake, also)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -556,12 +575,13 @@ func sleepOrWake(ctx context.Context, clock Clock, d time.Duration, wake <-chan 
 	go func() { done <- clock.Sleep(sctx, d) }()
 	select {
 	case <-wake:
-		cancel()
-		<-done
-		return true, nil
+	case <-also:
 	case err := <-done:
 		return false, err
 	}
+	cancel()
+	<-done
+	return true, nil
 }
 
 // rewatch starts watching the host's queue for appends anew, just before a

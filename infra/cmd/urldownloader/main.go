@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -52,27 +51,6 @@ func main() {
 		os.Exit(remote.Main(os.Args[1:]))
 	}
 	os.Exit(profiled(run))
-}
-
-// profiled runs f with a CPU profile written to the file that
-// URLDOWNLOADER_CPUPROFILE names, when it is set: `make bench` and a
-// developer chasing CPU per URL profile the process users run, not a copy.
-func profiled(f func() int) int {
-	path := os.Getenv("URLDOWNLOADER_CPUPROFILE")
-	if path == "" {
-		return f()
-	}
-	out, err := os.Create(path)
-	if err == nil {
-		err = pprof.StartCPUProfile(out)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "urldownloader: URLDOWNLOADER_CPUPROFILE: %v\n", err)
-		return 2
-	}
-	defer out.Close()
-	defer pprof.StopCPUProfile()
-	return f()
 }
 
 func run() int {
