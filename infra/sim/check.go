@@ -71,7 +71,7 @@ func (s *Sim) startSchedules() {
 			if sh < s.rules(s.now) {
 				s.scheduled(sh)
 			}
-			if !s.allEnded() {
+			if !s.settled() {
 				s.after(60*sec, fire)
 			}
 		}

@@ -33,6 +33,14 @@ type Config struct {
 	Burst  int
 	// SingleHost sends every URL to one host.
 	SingleHost bool
+	// Sizes, when set, is a list of the benchmark's kind instead of draws
+	// from the Zipf weights: Sizes[r] URLs for host rank r, shuffled, all
+	// on the input queue at time zero, or, with Spacing, one message every
+	// Spacing (the trickle: one ingest invocation per URL), or in Waves
+	// equal parts Spacing apart. See shapes.go.
+	Sizes   []int
+	Spacing time.Duration
+	Waves   int
 	// URLsPerMessage packs URLs into one SQS message (an array body).
 	URLsPerMessage int
 	// MaxTime bounds the simulated time (arrivals plus drain).
@@ -106,10 +114,21 @@ type Config struct {
 	// may start only more than this from now releases the host, due again
 	// then, instead of sleeping in its slot; 0: it sleeps (today).
 	ReleaseOnWait time.Duration
+	// Layout is the due index's layout (layout.go): today's GSI, or a
+	// proposal priced against it.
+	Layout Layout
+	// LingerRun (a proposal, "one session per host"): a drained host
+	// lingers with its worker until the run ends (unless the dispatcher
+	// is starved) instead of until its next staggered check.
+	LingerRun bool
 	// StarvedTick (a proposal): how soon a starved run queries its due
 	// hosts again; 0: the usual tick (1 s).
 	StarvedTick time.Duration
 }
+
+// steady reports whether the run is a day's rate for Window (not a dump
+// or a list): its costs are the steady part's.
+func (c Config) steady() bool { return c.Burst == 0 && len(c.Sizes) == 0 }
 
 // Migration is a live change of VirtualShards and ShardCount.
 type Migration struct {

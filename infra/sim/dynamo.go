@@ -109,10 +109,11 @@ const (
 	catQuery
 	catRobots
 	catGSI
+	catIndex // the due index's own items in the layouts that have them (layout.go)
 	nCats
 )
 
-var catNames = [nCats]string{"host append", "host commit", "chunks", "host load", "leases", "due queries", "robots items", "due index (GSI)"}
+var catNames = [nCats]string{"host append", "host commit", "chunks", "host load", "leases", "due queries", "robots items", "due index (GSI)", "due index items"}
 
 type dynamoModel struct {
 	s          *Sim

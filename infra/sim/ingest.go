@@ -60,6 +60,10 @@ func (s *Sim) startProducer() {
 		s.in.pollers = append(s.in.pollers, s.newPoller())
 	}
 	s.at(sec, s.scalePollers)
+	if len(c.Sizes) > 0 {
+		s.sendList()
+		return
+	}
 	if c.Burst > 0 {
 		s.sendURLs(c.Burst, 0, 0)
 		s.in.doneSending = true
@@ -241,7 +245,7 @@ func (s *Sim) scalePollers() {
 		in.pollers = keep
 	}
 	in.waited = false
-	if !s.allEnded() {
+	if !s.settled() {
 		s.after(sec, s.scalePollers)
 	}
 }

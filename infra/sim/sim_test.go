@@ -146,3 +146,40 @@ func TestInvocationRPS(t *testing.T) {
 		t.Errorf("default rate %.1f at %d MB, want more than at %d MB", got, d.CheckMemoryMB, measuredRPSMemoryMB)
 	}
 }
+
+// TestShapes runs the benchmark's cost shapes through the model and holds
+// them to what internal/billing's meter measured on moto for the same
+// shapes (docs/benchmarks.md, section 2): a lone URL costs four writes
+// (its append and index entry, its last commit and the entry's removal),
+// wide about 1.56 a URL; and the Zipf list's sizes are the stated law.
+func TestShapes(t *testing.T) {
+	byName := map[string]*Report{}
+	for _, sh := range Shapes() {
+		r := New(shapeConfig(sh)).Run()
+		for _, v := range r.Check() {
+			t.Errorf("%s: %s", sh.Name, v)
+		}
+		if r.Ended != r.URLs {
+			t.Errorf("%s: %d of %d URLs ended", sh.Name, r.Ended, r.URLs)
+		}
+		byName[sh.Name] = r
+	}
+	perURL := func(r *Report, cats ...cat) float64 {
+		var u float64
+		for _, c := range cats {
+			u += r.WByCat[c]
+		}
+		return u / float64(r.URLs)
+	}
+	tr := byName["trickle"]
+	if h, g := perURL(tr, catAppend, catCommit), perURL(tr, catGSI); h != 2 || g != 2 {
+		t.Errorf("trickle: %.2f host-item and %.2f index write units a URL, want 2 and 2", h, g)
+	}
+	if w := byName["wide"].WCU / float64(byName["wide"].URLs); w < 1.4 || w > 1.7 {
+		t.Errorf("wide: %.2f write units a URL, the meter measured 1.56", w)
+	}
+	z := zipfSizes(zipfHosts, zipfTop, 1)
+	if z[0] != zipfTop || z[1] != zipfTop/2 || z[len(z)-1] != 1 || byName["Zipf"].URLs < 15000 {
+		t.Errorf("Zipf sizes %d, %d ... %d, %d URLs", z[0], z[1], z[len(z)-1], byName["Zipf"].URLs)
+	}
+}

@@ -43,6 +43,15 @@ func (q *dueHeap) Pop() any {
 // live reports whether a heap entry still stands for a waiting host.
 func (e dueEntry) live() bool { return e.h.inIndex && e.ver == e.h.ver && e.h.session == nil }
 
+// setIndexed records whether h is in the due index, and counts the hosts
+// that are (a list's run settles when none is).
+func (s *Sim) setIndexed(h *host, in bool) {
+	if h.inIndex != in {
+		s.indexed += map[bool]int{true: 1, false: -1}[in]
+	}
+	h.inIndex = in
+}
+
 // offer puts h (in the index, not held by a worker) into its key's heap.
 func (s *Sim) offer(h *host) {
 	if !h.inIndex || h.session != nil {
@@ -211,10 +220,11 @@ func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int) (wait i
 		s.ddb.write(catChunk, &h.bins, h.key, deadUnits, -1, 0, -1)
 	}
 	h.exists = true
+	s.m.appends++
 	h.itemBytes = int32(nw)
 	h.lastWrite = s.now + wait
 	if g >= 0 {
-		h.inIndex = true
+		s.setIndexed(h, true)
 		h.due = dueAt
 		activated = true
 		s.offer(h)
@@ -299,11 +309,11 @@ func (s *Sim) commitHost(h *host, c commitReq, w *session) (int64, bool) {
 	h.itemBytes = int32(nw)
 	if c.release {
 		if leave {
-			h.inIndex = false
+			s.setIndexed(h, false)
 			h.due = 0
 			h.attempts = nil
 		} else if h.pending() > 0 {
-			h.inIndex = true
+			s.setIndexed(h, true)
 			h.due = newDue
 		}
 	}
