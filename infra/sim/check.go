@@ -1045,6 +1045,12 @@ func (w *session) linger(then func()) {
 	if until-now < int64(p.CheckHostPeriod) {
 		until += int64(p.CheckHostPeriod)
 	}
+	if s.cfg.LingerRun {
+		// Proposal: the host stays with its worker for the rest of the
+		// run, so URLs appended meanwhile find it in the index (no index
+		// write) and wait for the linger's end.
+		until = w.r.until
+	}
 	end := min(until, w.r.until)
 	if w.r.starved || w.r.stopping || end <= now {
 		then()

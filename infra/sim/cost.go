@@ -12,8 +12,8 @@ import (
 // so its Lambda time is not whole and not shown).
 func CostTable(reps []*Report) string {
 	var b strings.Builder
-	b.WriteString("| shape | layout | URLs (hosts) | appends / host, sessions / host | **write units / URL** | host items / index / leases + robots | read units / URL | SQS requests / URL | **$ per million URLs**: DynamoDB + SQS | write units vs today |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| shape | layout | URLs (hosts) | appends / host, sessions / host | latency p50 / p99 | **write units / URL** | host items / index / leases + robots | read units / URL | SQS requests / URL | **$ per million URLs**: DynamoDB + SQS | write units vs today |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	base := map[string]float64{}
 	for _, r := range reps {
 		u := float64(max(1, r.URLs))
@@ -29,13 +29,22 @@ func CostTable(reps []*Report) string {
 		if b0, ok := base[r.Cfg.Name]; ok && b0 > 0 && (r.Cfg.Layout != LayoutGSI || r.Cfg.LingerRun) {
 			vs = fmt.Sprintf("%+.0f%%", 100*(w-b0)/b0)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s (%s) | %.2f, %.2f | **%.2f** | %.2f / %.2f / %.2f | %.2f | %.3f | **$%.2f**: %.2f + %.2f | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s (%s) | %.2f, %.2f | %s / %s | **%.2f** | %.2f / %.2f / %.2f | %.2f | %.3f | **$%.2f**: %.2f + %.2f | %s |\n",
 			r.Cfg.Name, layoutName(r.Cfg), num(float64(r.URLs)), num(float64(hosts)),
-			float64(r.Appends)/float64(max(1, hosts)), float64(r.Sessions)/float64(max(1, hosts)),
+			float64(r.Appends)/float64(max(1, hosts)), float64(r.Sessions)/float64(max(1, hosts)), dur(r.P50), dur(r.P99),
 			w, host/u, index/u, other/u, r.RCU/u, r.SQSTotal/u,
 			(r.CostDynamo+r.CostSQS)/(u/1e6), r.CostDynamo/(u/1e6), r.CostSQS/(u/1e6), vs)
 	}
 	return b.String()
+}
+
+// layoutVariants are the layouts priced on every shape.
+var layoutVariants = []struct {
+	layout Layout
+	linger bool
+}{
+	{LayoutGSI, false}, {LayoutBatchList, false}, {LayoutBuckets, false}, {LayoutBucketsTTL, false},
+	{LayoutExpire, false}, {LayoutListsBuckets, false}, {LayoutGSI, true}, {LayoutListsBuckets, true},
 }
 
 // costMain is `sim -cost`: the shapes (those whose name contains only) on
@@ -46,11 +55,27 @@ func costMain(only string, seed uint64, parallel int) error {
 		if only != "" && !strings.Contains(sh.Name, only) {
 			continue
 		}
-		c := shapeConfig(sh)
-		c.Seed = seed
-		cfgs = append(cfgs, c)
+		for _, v := range layoutVariants {
+			c := shapeConfig(sh)
+			c.Seed = seed
+			c.Layout, c.LingerRun = v.layout, v.linger
+			cfgs = append(cfgs, c)
+		}
 	}
-	reps, bad := runAll(cfgs, parallel)
+	// The 100M/day deployment the README recommends, today's layout and
+	// the cheapest, for the all-in figure.
+	var steady []Config
+	for _, c := range Scenarios() {
+		if c.Name == "100M/day" && (only == "" || strings.Contains(c.Name, only)) {
+			for _, l := range []Layout{LayoutGSI, LayoutListsBuckets} {
+				c.Seed, c.Layout = seed, l
+				c.Name = "100M/day, " + layoutName(c)
+				steady = append(steady, c)
+			}
+		}
+	}
+	reps, bad := runAll(append(cfgs, steady...), parallel)
+	reps, steadyReps := reps[:len(cfgs)], reps[len(cfgs):]
 	fmt.Println("Shapes (the benchmark's site and delay, the template's deployment):")
 	fmt.Println()
 	for _, sh := range Shapes() {
@@ -60,6 +85,12 @@ func costMain(only string, seed uint64, parallel int) error {
 	}
 	fmt.Println()
 	fmt.Println(CostTable(reps))
+	if len(steadyReps) > 0 {
+		fmt.Println("At 100 million URLs a day (the steady part of the window, all-in):")
+		fmt.Println()
+		fmt.Println(Table(steadyReps))
+		fmt.Println(Details(steadyReps))
+	}
 	if bad > 0 {
 		return fmt.Errorf("%d cost runs broke an invariant", bad)
 	}

@@ -133,6 +133,9 @@ type dynamoModel struct {
 	hotRead                float64
 	requests               map[string]int64
 	gsiWritesByKey         []float64
+	// The index's own items, by virtual shard (layout.go).
+	bucketBins []keyBins
+	buckets    []bucket
 }
 
 func (d *dynamoModel) init(s *Sim) {
@@ -140,6 +143,8 @@ func (d *dynamoModel) init(s *Sim) {
 	d.gsi = make([]keyBins, len(s.due))
 	d.gsiWritesByKey = make([]float64, len(s.due))
 	d.lease = make([]keyBins, len(s.leases))
+	d.bucketBins = make([]keyBins, len(s.leases))
+	d.buckets = make([]bucket, len(s.leases))
 	d.table.warm, d.idx.warm, d.tableR.warm = s.cfg.WarmWrite, s.cfg.WarmWrite, s.cfg.WarmRead
 	d.throttled = map[string]int64{}
 	d.failed = map[string]int64{}

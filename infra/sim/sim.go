@@ -84,10 +84,12 @@ type host struct {
 	chunks []chunk
 	co     int32
 
-	// Due index.
-	inIndex bool
-	due     int64
-	ver     uint32
+	// Due index. listed: named by a due list, not in the GSI
+	// (LayoutBatchList); named: in the list its ingest batch is writing;
+	// stale: its GSI entry left behind when it left (LayoutExpire).
+	inIndex, listed, named, stale bool
+	due                           int64
+	ver                           uint32
 
 	// Stored politeness state.
 	lastFetch, pauseUntil, failingSince int64

@@ -183,3 +183,35 @@ func TestShapes(t *testing.T) {
 		t.Errorf("Zipf sizes %d, %d ... %d, %d URLs", z[0], z[1], z[len(z)-1], byName["Zipf"].URLs)
 	}
 }
+
+// TestLayouts prices the due-index designs on wide and trickle: every
+// layout keeps the run's invariants (it changes what is billed, not who
+// works a host or when), a due list per batch and shard removes nearly all
+// of wide's index writes, and a lone URL's index costs about one write
+// with buckets instead of two with the GSI.
+func TestLayouts(t *testing.T) {
+	w := map[string]map[Layout]*Report{}
+	for _, sh := range Shapes() {
+		if sh.Name != "wide" && sh.Name != "trickle" {
+			continue
+		}
+		w[sh.Name] = map[Layout]*Report{}
+		for l := range nLayouts {
+			c := shapeConfig(sh)
+			c.Layout = l
+			r := New(c).Run()
+			for _, v := range r.Check() {
+				t.Errorf("%s, %s: %s", sh.Name, layoutName(c), v)
+			}
+			w[sh.Name][l] = r
+		}
+	}
+	perURL := func(r *Report) float64 { return r.WCU / float64(r.URLs) }
+	index := func(r *Report) float64 { return (r.WByCat[catGSI] + r.WByCat[catIndex]) / float64(r.URLs) }
+	if a, b := perURL(w["wide"][LayoutListsBuckets]), perURL(w["wide"][LayoutGSI]); a > 0.7*b {
+		t.Errorf("wide: %.2f write units a URL with due lists, %.2f today; want at least 30%% fewer", a, b)
+	}
+	if g, b := index(w["trickle"][LayoutGSI]), index(w["trickle"][LayoutBucketsTTL]); g != 2 || b < 1 || b > 1.15 {
+		t.Errorf("trickle: index write units a URL %.2f today, %.2f with buckets; want 2 and about 1", g, b)
+	}
+}
