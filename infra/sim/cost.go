@@ -90,6 +90,13 @@ func costMain(only string, seed uint64, parallel int) error {
 		fmt.Println()
 		fmt.Println(Table(steadyReps))
 		fmt.Println(Details(steadyReps))
+		fmt.Println("Capacity modes over a day (DynamoDB only; the run's per-second units, scaled to the day's curve):")
+		fmt.Println()
+		var modes []ModeResult
+		for _, r := range steadyReps {
+			modes = append(modes, priceModes(r, Scalings())...)
+		}
+		fmt.Println(ModeTable(modes))
 	}
 	if bad > 0 {
 		return fmt.Errorf("%d cost runs broke an invariant", bad)

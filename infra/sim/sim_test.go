@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,42 @@ func TestLayouts(t *testing.T) {
 	}
 	if g, b := index(w["trickle"][LayoutGSI]), index(w["trickle"][LayoutBucketsTTL]); g != 2 || b < 1 || b > 1.15 {
 		t.Errorf("trickle: index write units a URL %.2f today, %.2f with buckets; want 2 and about 1", g, b)
+	}
+}
+
+// TestCapacityModes prices a hand-computable load: 300 write and 200 read
+// units a second, steady. On demand that is 300 x 86,400 x $0.625 + 200 x
+// 86,400 x $0.125 per million, $18.36 a day; provisioned at 70% it is
+// 429 write and 286 read units all day (the idle index at its minimum of
+// 100 each beside them) with no throttling. The bursty day (10x at 09:00)
+// throttles while auto scaling catches up from the night's capacity, and
+// not when the minimum is held at the peak.
+func TestCapacityModes(t *testing.T) {
+	rep := &Report{Cfg: Config{PerDay: 100 * 86400, Window: 3 * time.Minute}}
+	for range 180 {
+		rep.Series = append(rep.Series, second{sent: 100, wcu: 300, rcu: 200})
+	}
+	rs := priceModes(rep, Scalings())
+	find := func(curve, mode string) ModeResult {
+		for _, r := range rs {
+			if strings.HasPrefix(r.Curve, curve) && strings.HasPrefix(r.Mode, mode) {
+				return r
+			}
+		}
+		t.Fatalf("no result for %s, %s", curve, mode)
+		return ModeResult{}
+	}
+	if od := find("steady", "on demand"); math.Abs(od.Dollars-18.36) > 0.01 {
+		t.Errorf("steady on demand $%.2f a day, want $18.36", od.Dollars)
+	}
+	want := 24 * (429*pricePWCUHour + 286*pricePRCUHour + 100*(pricePWCUHour+pricePRCUHour))
+	if p := find("steady", "provisioned, auto"); p.ThrottledSeconds != 0 || math.Abs(p.Dollars-want) > 0.05 {
+		t.Errorf("steady provisioned $%.2f a day (want $%.2f), %d seconds throttled (want none)", p.Dollars, want, p.ThrottledSeconds)
+	}
+	if p := find("bursty", "provisioned, auto"); p.ThrottledSeconds == 0 || p.Decrease == 0 {
+		t.Errorf("bursty day with auto scaling from the night: %d seconds throttled, %d decreases; want some of each", p.ThrottledSeconds, p.Decrease)
+	}
+	if p := find("bursty", "provisioned, min at"); p.ThrottledSeconds != 0 {
+		t.Errorf("bursty day with the minimum at the peak: %d seconds throttled, want none", p.ThrottledSeconds)
 	}
 }
