@@ -50,12 +50,16 @@ type Scaling struct {
 }
 
 // Scalings are the provisioned configurations priced: the template's
-// defaults, and minimums held at the day's peak.
-func Scalings() []Scaling {
-	return []Scaling{
-		{Name: "provisioned, auto scaling at 70%, min 100", Target: 0.7, MinW: 100, MaxW: 40000, MinR: 100, MaxR: 40000},
-		{Name: "provisioned, min at the day's peak (70%)", Target: 0.7, MaxW: 40000, MaxR: 40000, AtPeak: true},
+// defaults, and the same with minimums held at the day's peak.
+func Scalings(c Config) []Scaling {
+	t := float64(c.TableTarget) / 100
+	def := Scaling{
+		Name:   fmt.Sprintf("provisioned, auto scaling at %d%%, min %d (template defaults)", c.TableTarget, c.TableMinW),
+		Target: t, MinW: float64(c.TableMinW), MaxW: float64(c.TableMaxW), MinR: float64(c.TableMinR), MaxR: float64(c.TableMaxR),
 	}
+	peak := def
+	peak.Name, peak.AtPeak = fmt.Sprintf("provisioned, min at the day's peak (%d%%)", c.TableTarget), true
+	return []Scaling{def, peak}
 }
 
 // DayCurve is a day's arrival rate, as a multiple of the mean, by minute.

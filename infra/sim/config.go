@@ -88,6 +88,11 @@ type Config struct {
 	// throughput: what an on-demand table serves at once (4,000 and 12,000
 	// for a new table); it grows to twice the previous peak.
 	WarmWrite, WarmRead float64
+	// The template's provisioned-mode defaults (TableTargetUtilization, as
+	// a percentage, and TableMin/Max Read/WriteCapacity), which
+	// capacity.go prices.
+	TableTarget                                int
+	TableMinR, TableMaxR, TableMinW, TableMaxW int
 
 	// Latencies (p50, p99) of one request.
 	DynamoLatency  Dist
@@ -186,6 +191,11 @@ func builtin() Config {
 		KeyReadLimit:     3000,
 		WarmWrite:        4000,
 		WarmRead:         12000,
+		TableTarget:      70,
+		TableMinR:        100,
+		TableMaxR:        40000,
+		TableMinW:        100,
+		TableMaxW:        40000,
 		DynamoLatency:    Dist{P50: 5 * time.Millisecond, P99: 20 * time.Millisecond},
 		QueryLatency:     Dist{P50: 8 * time.Millisecond, P99: 30 * time.Millisecond},
 		SQSLatency:       Dist{P50: 15 * time.Millisecond, P99: 100 * time.Millisecond},

@@ -94,7 +94,7 @@ func costMain(only string, seed uint64, parallel int) error {
 		fmt.Println()
 		var modes []ModeResult
 		for _, r := range steadyReps {
-			modes = append(modes, priceModes(r, Scalings())...)
+			modes = append(modes, priceModes(r, Scalings(r.Cfg))...)
 		}
 		fmt.Println(ModeTable(modes))
 	}

@@ -114,6 +114,9 @@ func TestTemplate(t *testing.T) {
 	if err := fromTemplate(&c); err != nil {
 		t.Fatal(err)
 	}
+	if c.TableTarget < 20 || c.TableTarget > 90 || c.TableMinW < 1 || c.TableMaxW < c.TableMinW || c.TableMaxR < c.TableMinR {
+		t.Errorf("implausible capacity defaults from the template: target %d%%, writes %d-%d, reads %d-%d", c.TableTarget, c.TableMinW, c.TableMaxW, c.TableMinR, c.TableMaxR)
+	}
 	if c.ShardCount < 1 || c.CheckRun <= 0 || c.CheckTimeout <= c.CheckRun || c.IngestMaxConc < 2 || c.WakeBatchSize < 1 || c.CheckMemoryMB < 128 {
 		t.Errorf("implausible settings from the template: %+v", c)
 	}
@@ -225,11 +228,13 @@ func TestLayouts(t *testing.T) {
 // throttles while auto scaling catches up from the night's capacity, and
 // not when the minimum is held at the peak.
 func TestCapacityModes(t *testing.T) {
-	rep := &Report{Cfg: Config{PerDay: 100 * 86400, Window: 3 * time.Minute}}
+	c := builtin()
+	c.PerDay, c.Window = 100*86400, 3*time.Minute
+	rep := &Report{Cfg: c}
 	for range 180 {
 		rep.Series = append(rep.Series, second{sent: 100, wcu: 300, rcu: 200})
 	}
-	rs := priceModes(rep, Scalings())
+	rs := priceModes(rep, Scalings(c))
 	find := func(curve, mode string) ModeResult {
 		for _, r := range rs {
 			if strings.HasPrefix(r.Curve, curve) && strings.HasPrefix(r.Mode, mode) {
