@@ -256,7 +256,10 @@ func Table(reps []*Report) string {
 			off = num(r.Offered)
 		}
 		hot := fmt.Sprintf("%s: %.0f (GSI mean %.0f); table: %.0f", r.HotGSIKey, r.HotGSI, r.HotGSIMean, r.HotTable)
-		if r.HotTable > r.HotGSI {
+		switch {
+		case r.HotGSIKey == "":
+			hot = fmt.Sprintf("%s: %.0f; GSI unused", r.HotTableKey, r.HotTable)
+		case r.HotTable > r.HotGSI:
 			hot = fmt.Sprintf("%s: %.0f; GSI %s: %.0f", r.HotTableKey, r.HotTable, r.HotGSIKey, r.HotGSI)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | **%s** | %s / %s | %s / %s | %s | **%d** | %d / %d, %d | %s / %s | **$%.2f** (%.2f + %.2f + %.2f) |\n",
