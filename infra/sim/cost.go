@@ -74,8 +74,20 @@ func costMain(only string, seed uint64, parallel int) error {
 			}
 		}
 	}
-	reps, bad := runAll(append(cfgs, steady...), parallel)
-	reps, steadyReps := reps[:len(cfgs)], reps[len(cfgs):]
+	// The check function's memory: the same deployment at other sizes
+	// (its worker budget and request rate follow, config.go).
+	var memory []Config
+	for _, c := range Scenarios() {
+		if c.Name == "100M/day" && (only == "" || strings.Contains("100M/day memory", only)) {
+			for _, mb := range []int{512, 768, 1769} {
+				c.Seed, c.Layout, c.CheckMemoryMB = seed, LayoutListsBuckets, mb
+				c.Name = fmt.Sprintf("100M/day, %s, check %d MB", layoutName(c), mb)
+				memory = append(memory, c)
+			}
+		}
+	}
+	all, bad := runAll(append(append(cfgs, steady...), memory...), parallel)
+	reps, steadyReps, memReps := all[:len(cfgs)], all[len(cfgs):len(cfgs)+len(steady)], all[len(cfgs)+len(steady):]
 	fmt.Println("Shapes (the benchmark's site and delay, the template's deployment):")
 	fmt.Println()
 	for _, sh := range Shapes() {
@@ -97,6 +109,11 @@ func costMain(only string, seed uint64, parallel int) error {
 			modes = append(modes, priceModes(r, Scalings(r.Cfg))...)
 		}
 		fmt.Println(ModeTable(modes))
+	}
+	if len(memReps) > 0 {
+		fmt.Println("The check function's memory at 100M/day (with the 1,024 MB run above):")
+		fmt.Println()
+		fmt.Println(Table(memReps))
 	}
 	if bad > 0 {
 		return fmt.Errorf("%d cost runs broke an invariant", bad)
