@@ -17,7 +17,8 @@ import (
 // Auto scaling as AWS documents it for DynamoDB target tracking: a
 // CloudWatch alarm on consumed capacity (one-minute sums) above the target
 // utilization for scaleOutMinutes consecutive minutes sets the capacity to
-// consumption / target, which takes effect updateLag later; below the
+// consumption / target, which takes effect updateLag later (requests past
+// the old capacity are throttled meanwhile); below the
 // target less 20 points for scaleInMinutes minutes it lowers it the same
 // way, at most four decreases a day plus one for each hour without one.
 // Throttled demand is not consumed, so a throttled table shows 100%
@@ -32,8 +33,12 @@ const (
 
 	scaleOutMinutes = 2
 	scaleInMinutes  = 15
-	updateLag       = 2 * time.Minute // UpdateTable until the new capacity serves
-	burstSeconds    = 300
+	// updateLag runs from the alarm's second minute to the new capacity
+	// serving: AWS, "DynamoDB Metrics and dimensions": the alarms "might
+	// have a short delay of up to a few minutes", then UpdateTable "takes
+	// several minutes".
+	updateLag    = 4 * time.Minute
+	burstSeconds = 300
 )
 
 // Scaling is one provisioned configuration: the template's
@@ -158,27 +163,32 @@ func (p *provisioned) day(dem []float32) {
 			p.cap = p.pending[0].cap
 			p.pending = p.pending[1:]
 		}
-		p.peak = math.Max(p.peak, p.cap)
-		want := float64(x)
-		p.demanded += want
-		served := math.Min(want, p.cap)
-		if want > p.cap {
-			extra := math.Min(want-p.cap, p.credit)
-			p.credit -= extra
-			served += extra
-			if miss := want - served; miss > 1e-9 {
-				p.throttled += miss
-				p.throttledSecs++
-			}
-		} else {
-			p.credit = math.Min(p.credit+p.cap-want, burstSeconds*p.cap)
+		p.step(t, x)
+	}
+}
+
+// step serves second t's demand and, at a minute's end, runs the policy.
+func (p *provisioned) step(t int, x float32) {
+	p.peak = math.Max(p.peak, p.cap)
+	want := float64(x)
+	p.demanded += want
+	served := math.Min(want, p.cap)
+	if want > p.cap {
+		extra := math.Min(want-p.cap, p.credit)
+		p.credit -= extra
+		served += extra
+		if miss := want - served; miss > 1e-9 {
+			p.throttled += miss
+			p.throttledSecs++
 		}
-		p.consumedMin += served
-		p.unitHours += p.cap / 3600
-		if t%60 == 59 {
-			p.minute(t)
-			p.consumedMin = 0
-		}
+	} else {
+		p.credit = math.Min(p.credit+p.cap-want, burstSeconds*p.cap)
+	}
+	p.consumedMin += served
+	p.unitHours += p.cap / 3600
+	if t%60 == 59 {
+		p.minute(t)
+		p.consumedMin = 0
 	}
 }
 

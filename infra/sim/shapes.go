@@ -43,7 +43,7 @@ type Shape struct {
 
 // zipfHosts and zipfTop: the Zipf list has 10,000 hosts, host r (from 1)
 // max(1, round(zipfTop / r)) URLs: the busiest at PersistLimit (1,000),
-// 8,000 hosts with one URL, 17,000 URLs in all, shuffled.
+// 8,000 hosts with one URL, 16,446 URLs in all, shuffled.
 const (
 	zipfHosts = 10_000
 	zipfTop   = 1000
@@ -89,7 +89,7 @@ func Shapes() []Shape {
 			c.Sizes, c.Spacing = repeat(500, 1), 20*time.Millisecond
 			c.IngestBatchSize = 1
 		}},
-		{"Zipf", "10,000 hosts, host r has max(1, round(1000/r)) URLs (17k URLs), shuffled, 1 URL per message", func(c *Config) {
+		{"Zipf", "10,000 hosts, host r has max(1, round(1000/r)) URLs (16,446 URLs), shuffled, 1 URL per message", func(c *Config) {
 			c.Sizes = zipfSizes(zipfHosts, zipfTop, 1)
 		}},
 	}
