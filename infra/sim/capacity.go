@@ -14,8 +14,8 @@ import (
 // the day's curve, so a second's jitter above the minute's mean is the
 // simulated deployment's, not a guess. Its background (lease renewals,
 // due queries: under 1% of the writes and about 3% of the reads at
-// 100M/day) is scaled with the rest,
-// a little too much at night and too little at the peak.
+// 100M/day) is scaled with the rest, a little too much at night and too
+// little at the peak.
 //
 // Auto scaling as AWS documents it for DynamoDB target tracking: a
 // CloudWatch alarm on consumed capacity (one-minute sums) above the target
