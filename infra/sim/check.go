@@ -71,7 +71,7 @@ func (s *Sim) startSchedules() {
 			if sh < s.rules(s.now) {
 				s.scheduled(sh)
 			}
-			if !s.allEnded() {
+			if !s.settled() {
 				s.after(60*sec, fire)
 			}
 		}
@@ -1044,6 +1044,12 @@ func (w *session) linger(then func()) {
 	until := fromWall(hostqueue.NextHostCheck(wall(now), w.h.key, p.CheckHostPeriod))
 	if until-now < int64(p.CheckHostPeriod) {
 		until += int64(p.CheckHostPeriod)
+	}
+	if s.cfg.LingerRun {
+		// Proposal: the host stays with its worker for the rest of the
+		// run, so URLs appended meanwhile find it in the index (no index
+		// write) and wait for the linger's end.
+		until = w.r.until
 	}
 	end := min(until, w.r.until)
 	if w.r.starved || w.r.stopping || end <= now {

@@ -33,6 +33,14 @@ type Config struct {
 	Burst  int
 	// SingleHost sends every URL to one host.
 	SingleHost bool
+	// Sizes, when set, is a list of the benchmark's kind instead of draws
+	// from the Zipf weights: Sizes[r] URLs for host rank r, shuffled, all
+	// on the input queue at time zero, or, with Spacing, one message every
+	// Spacing (the trickle: one ingest invocation per URL), or in Waves
+	// equal parts Spacing apart. See shapes.go.
+	Sizes   []int
+	Spacing time.Duration
+	Waves   int
 	// URLsPerMessage packs URLs into one SQS message (an array body).
 	URLsPerMessage int
 	// MaxTime bounds the simulated time (arrivals plus drain).
@@ -80,6 +88,11 @@ type Config struct {
 	// throughput: what an on-demand table serves at once (4,000 and 12,000
 	// for a new table); it grows to twice the previous peak.
 	WarmWrite, WarmRead float64
+	// The template's provisioned-mode defaults (TableTargetUtilization, as
+	// a percentage, and TableMin/Max Read/WriteCapacity), which
+	// capacity.go prices.
+	TableTarget                                int
+	TableMinR, TableMaxR, TableMinW, TableMaxW int
 
 	// Latencies (p50, p99) of one request.
 	DynamoLatency  Dist
@@ -106,10 +119,21 @@ type Config struct {
 	// may start only more than this from now releases the host, due again
 	// then, instead of sleeping in its slot; 0: it sleeps (today).
 	ReleaseOnWait time.Duration
+	// Layout is the due index's layout (layout.go): today's GSI, or a
+	// proposal priced against it.
+	Layout Layout
+	// LingerRun (a proposal, "one session per host"): a drained host
+	// lingers with its worker until the run ends (unless the dispatcher
+	// is starved) instead of until its next staggered check.
+	LingerRun bool
 	// StarvedTick (a proposal): how soon a starved run queries its due
 	// hosts again; 0: the usual tick (1 s).
 	StarvedTick time.Duration
 }
+
+// steady reports whether the run is a day's rate for Window (not a dump
+// or a list): its costs are the steady part's.
+func (c Config) steady() bool { return c.Burst == 0 && len(c.Sizes) == 0 }
 
 // Migration is a live change of VirtualShards and ShardCount.
 type Migration struct {
@@ -167,6 +191,11 @@ func builtin() Config {
 		KeyReadLimit:     3000,
 		WarmWrite:        4000,
 		WarmRead:         12000,
+		TableTarget:      70,
+		TableMinR:        100,
+		TableMaxR:        40000,
+		TableMinW:        100,
+		TableMaxW:        40000,
 		DynamoLatency:    Dist{P50: 5 * time.Millisecond, P99: 20 * time.Millisecond},
 		QueryLatency:     Dist{P50: 8 * time.Millisecond, P99: 30 * time.Millisecond},
 		SQSLatency:       Dist{P50: 15 * time.Millisecond, P99: 100 * time.Millisecond},

@@ -109,10 +109,11 @@ const (
 	catQuery
 	catRobots
 	catGSI
+	catIndex // the due index's own items in the layouts that have them (layout.go)
 	nCats
 )
 
-var catNames = [nCats]string{"host append", "host commit", "chunks", "host load", "leases", "due queries", "robots items", "due index (GSI)"}
+var catNames = [nCats]string{"host append", "host commit", "chunks", "host load", "leases", "due queries", "robots items", "due index (GSI)", "due index items"}
 
 type dynamoModel struct {
 	s          *Sim
@@ -132,6 +133,9 @@ type dynamoModel struct {
 	hotRead                float64
 	requests               map[string]int64
 	gsiWritesByKey         []float64
+	// The index's own items, by virtual shard (layout.go).
+	bucketBins []keyBins
+	buckets    []bucket
 }
 
 func (d *dynamoModel) init(s *Sim) {
@@ -139,6 +143,8 @@ func (d *dynamoModel) init(s *Sim) {
 	d.gsi = make([]keyBins, len(s.due))
 	d.gsiWritesByKey = make([]float64, len(s.due))
 	d.lease = make([]keyBins, len(s.leases))
+	d.bucketBins = make([]keyBins, len(s.leases))
+	d.buckets = make([]bucket, len(s.leases))
 	d.table.warm, d.idx.warm, d.tableR.warm = s.cfg.WarmWrite, s.cfg.WarmWrite, s.cfg.WarmRead
 	d.throttled = map[string]int64{}
 	d.failed = map[string]int64{}

@@ -60,6 +60,10 @@ func (s *Sim) startProducer() {
 		s.in.pollers = append(s.in.pollers, s.newPoller())
 	}
 	s.at(sec, s.scalePollers)
+	if len(c.Sizes) > 0 {
+		s.sendList()
+		return
+	}
 	if c.Burst > 0 {
 		s.sendURLs(c.Burst, 0, 0)
 		s.in.doneSending = true
@@ -241,7 +245,7 @@ func (s *Sim) scalePollers() {
 		in.pollers = keep
 	}
 	in.waited = false
-	if !s.allEnded() {
+	if !s.settled() {
 		s.after(sec, s.scalePollers)
 	}
 }
@@ -332,7 +336,7 @@ func (s *Sim) invokeIngest(p *poller) {
 		}
 		s.after(wait, done)
 	}
-	s.after(over+cpu, func() {
+	startLanes := func() {
 		if len(order) == 0 {
 			running = 1
 			lane()
@@ -344,6 +348,19 @@ func (s *Sim) invokeIngest(p *poller) {
 		for i, n := 0, running; i < n; i++ {
 			lane()
 		}
+	}
+	s.after(over+cpu, func() {
+		if (s.cfg.Layout == LayoutBatchList || s.cfg.Layout == LayoutListsBuckets) && len(order) > 0 {
+			// The batch's due lists go first: a host is named before it
+			// has work, never the other way round.
+			hosts := make([]*host, len(order))
+			for i, gr := range order {
+				hosts[i] = gr.h
+			}
+			s.after(s.writeLists(hosts, g.vshards), startLanes)
+			return
+		}
+		startLanes()
 	})
 }
 

@@ -9,6 +9,7 @@
 //	make sim                        # every scenario, tables on stdout
 //	go run ./infra/sim -write       # and rewrite the page's generated part and plot
 //	go run ./infra/sim -only 100M   # scenarios whose name contains 100M
+//	go run ./infra/sim -cost        # the cost shapes, layouts and capacity modes (cost.go)
 package main
 
 import (
@@ -111,6 +112,7 @@ func main() {
 	write := flag.Bool("write", false, "rewrite the generated part of docs/benchmarks.md and docs/sim-scale.png")
 	seed := flag.Uint64("seed", 1, "random seed")
 	parallel := flag.Int("parallel", 2, "scenarios run at once")
+	cost := flag.Bool("cost", false, "price the cost shapes (burst, wide, trickle, Zipf) under each due-index layout, and the capacity modes over a day, instead of the scenarios")
 	flag.Parse()
 	if templateErr != nil {
 		fmt.Fprintln(os.Stderr, "sim: template.yaml:", templateErr, "(built-in settings used)")
@@ -119,6 +121,14 @@ func main() {
 	// halves their time.
 	debug.SetGCPercent(400)
 	start := time.Now()
+	if *cost {
+		if err := costMain(*only, *seed, *parallel); err != nil {
+			fmt.Fprintln(os.Stderr, "sim:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "sim: cost runs in %s\n", dur(time.Since(start)))
+		return
+	}
 	var cfgs []Config
 	for _, c := range Scenarios() {
 		if *only == "" || strings.Contains(c.Name, *only) {
@@ -126,26 +136,7 @@ func main() {
 			cfgs = append(cfgs, c)
 		}
 	}
-	// Two runs at a time: each is single-threaded and deterministic.
-	reps := make([]*Report, len(cfgs))
-	sem := make(chan struct{}, *parallel)
-	var wg sync.WaitGroup
-	for i, c := range cfgs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			reps[i] = New(c).Run()
-			fmt.Fprintf(os.Stderr, "sim: %s: %s (%s events)\n", c.Name, dur(reps[i].WallTime), num(float64(reps[i].Events)))
-		})
-	}
-	wg.Wait()
-	bad := 0
-	for _, r := range reps {
-		if v := r.Check(); len(v) > 0 {
-			bad++
-			fmt.Fprintf(os.Stderr, "sim: %s: %d invariants broken, first: %s\n", r.Name, len(v), v[0])
-		}
-	}
+	reps, bad := runAll(cfgs, *parallel)
 	fmt.Println(Table(reps))
 	fmt.Println(Details(reps))
 	fmt.Fprintf(os.Stderr, "sim: %d scenarios in %s\n", len(reps), dur(time.Since(start)))
@@ -158,6 +149,31 @@ func main() {
 	if bad > 0 {
 		os.Exit(1)
 	}
+}
+
+// runAll runs the configurations, parallel at a time (each is
+// single-threaded and deterministic), and reports on stderr the runs that
+// broke an invariant; bad counts them.
+func runAll(cfgs []Config, parallel int) (reps []*Report, bad int) {
+	reps = make([]*Report, len(cfgs))
+	sem := make(chan struct{}, max(1, parallel))
+	var wg sync.WaitGroup
+	for i, c := range cfgs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			reps[i] = New(c).Run()
+			fmt.Fprintf(os.Stderr, "sim: %s: %s (%s events)\n", c.Name, dur(reps[i].WallTime), num(float64(reps[i].Events)))
+		})
+	}
+	wg.Wait()
+	for _, r := range reps {
+		if v := r.Check(); len(v) > 0 {
+			bad++
+			fmt.Fprintf(os.Stderr, "sim: %s: %d invariants broken, first: %s\n", r.Name, len(v), v[0])
+		}
+	}
+	return reps, bad
 }
 
 // repoRoot finds the product module's root (go.mod beside template.yaml)

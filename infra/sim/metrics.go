@@ -15,8 +15,9 @@ type metrics struct {
 	gaps           int64 // requests that followed an earlier one to the same host
 	minGapRel      float64
 	sessions       int64
-	dlq            int // URLs whose record went to the input dead-letter queue
-	redeliver      int // records handed back to the input queue
+	appends        int64 // host appends that landed
+	dlq            int   // URLs whose record went to the input dead-letter queue
+	redeliver      int   // records handed back to the input queue
 	ingestTimeouts int
 	sqs            map[string]float64
 	perSec         []second

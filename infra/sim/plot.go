@@ -90,7 +90,7 @@ func plot(reps []*Report) ([]byte, error) {
 			if r.Name != p.name {
 				continue
 			}
-			s := series{name: p.name, col: p.col, steady: r.Cfg.Burst == 0}
+			s := series{name: p.name, col: p.col, steady: r.Cfg.steady()}
 			s.drawRate = s.steady
 			for i := 0; i < len(r.Series) && i < plotMinutes*60; i += plotBucket {
 				rate, hot := 0.0, 0.0

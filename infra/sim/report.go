@@ -55,6 +55,7 @@ type Report struct {
 	SQSTotal   float64
 	Requests   int64
 	Sessions   int64
+	Appends    int64
 	RateWait   time.Duration // what requests waited for their invocation's rate, in all (Config.InvocationRPS)
 	MinGapRel  float64
 	Gaps       int64
@@ -83,7 +84,7 @@ func (s *Sim) report() *Report {
 		PeakWorkers: s.runs.peakWorkers, GBs: s.runs.gbs, Invocations: s.runs.invocations,
 		Scheduled: s.runs.scheduled, Woken: s.runs.woken, IdleRuns: s.runs.idleRuns, ContendRuns: s.runs.contendRuns,
 		Blocked: s.runs.blocked, BlockedGBs: s.runs.blockedGBs,
-		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions, RateWait: time.Duration(s.m.rateWait),
+		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions, Appends: s.m.appends, RateWait: time.Duration(s.m.rateWait),
 		MinGapRel: s.m.minGapRel, Gaps: s.m.gaps, Violations: s.m.violations, Series: s.m.perSec,
 	}
 	for _, u := range r.WByCat {
@@ -109,7 +110,7 @@ func (s *Sim) report() *Report {
 	}
 	r.LastResult = time.Duration(lastResult)
 	r.Drain = time.Duration(max(0, lastResult-lastSend))
-	if c.Burst > 0 {
+	if !c.steady() {
 		// A dump: URLs worked (not dropped at ingest) per second until 99%
 		// of them had ended.
 		total := 0
@@ -139,7 +140,7 @@ func (s *Sim) report() *Report {
 	}
 	// 99.9% of URLs ended: the time after the last send.
 	lat := s.m.latency
-	if c.Burst == 0 {
+	if c.steady() {
 		lat = s.m.steadyLatency
 	}
 	if n := len(lat); n > 0 {
@@ -163,7 +164,7 @@ func (s *Sim) report() *Report {
 	r.CostSQS = r.SQSTotal * priceSQS
 	r.CostLambda = (r.GBs[0]+r.GBs[1])*priceGBs + float64(r.Invocations[0]+r.Invocations[1])*priceInvoke
 	r.CostURLs = float64(r.URLs)
-	if c.Burst == 0 {
+	if c.steady() {
 		// A deployment under steady traffic: what the steady part of the
 		// window cost, per URL sent in it (the drain after the window, an
 		// hour of give-ups, is not what a steady day pays per URL).
@@ -251,11 +252,14 @@ func Table(reps []*Report) string {
 	for _, r := range reps {
 		c := r.Cfg
 		off := "burst"
-		if c.Burst == 0 {
+		if c.steady() {
 			off = num(r.Offered)
 		}
 		hot := fmt.Sprintf("%s: %.0f (GSI mean %.0f); table: %.0f", r.HotGSIKey, r.HotGSI, r.HotGSIMean, r.HotTable)
-		if r.HotTable > r.HotGSI {
+		switch {
+		case r.HotGSIKey == "":
+			hot = fmt.Sprintf("%s: %.0f; GSI unused", r.HotTableKey, r.HotTable)
+		case r.HotTable > r.HotGSI:
 			hot = fmt.Sprintf("%s: %.0f; GSI %s: %.0f", r.HotTableKey, r.HotTable, r.HotGSIKey, r.HotGSI)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | **%s** | %s / %s | %s / %s | %s | **%d** | %d / %d, %d | %s / %s | **$%.2f** (%.2f + %.2f + %.2f) |\n",

@@ -36,6 +36,9 @@ type Sim struct {
 	// Leases by virtual shard.
 	leases []lease
 
+	// indexed counts the hosts in the due index.
+	indexed int
+
 	ddb  dynamoModel
 	m    metrics
 	runs runState
@@ -81,10 +84,12 @@ type host struct {
 	chunks []chunk
 	co     int32
 
-	// Due index.
-	inIndex bool
-	due     int64
-	ver     uint32
+	// Due index. listed: named by a due list, not in the GSI
+	// (LayoutBatchList); named: in the list its ingest batch is writing;
+	// stale: its GSI entry left behind when it left (LayoutExpire).
+	inIndex, listed, named, stale bool
+	due                           int64
+	ver                           uint32
 
 	// Stored politeness state.
 	lastFetch, pauseUntil, failingSince int64
@@ -142,9 +147,12 @@ func New(cfg Config) *Sim {
 	}
 	s.due = make([]dueHeap, maxV*cfg.GSIBuckets)
 	s.leases = make([]lease, maxV)
-	if cfg.SingleHost {
+	switch {
+	case cfg.SingleHost:
 		s.cdf = []float64{1}
-	} else {
+	case len(cfg.Sizes) > 0:
+		s.cdf = sizesCDF(cfg.Sizes)
+	default:
 		capShare := cfg.HeadCap
 		if cfg.HeadCapPerDay > 0 && cfg.PerDay > 0 {
 			capShare = min(capShare, cfg.HeadCapPerDay/cfg.PerDay)
@@ -233,7 +241,7 @@ func (s *Sim) Run() *Report {
 	s.startSchedules()
 	limit := int64(s.cfg.MaxTime)
 	for s.step(limit) {
-		if s.allEnded() {
+		if s.settled() {
 			break
 		}
 	}
@@ -248,6 +256,16 @@ func (s *Sim) allEnded() bool {
 	return s.in.doneSending && s.m.ended == len(s.urlSent)
 }
 
+// settled reports whether a list's run is over: every URL ended and, so
+// that its units include every host's last commit and index removal, no
+// host in the index and no worker left (steady runs end at allEnded).
+func (s *Sim) settled() bool {
+	if !s.allEnded() {
+		return false
+	}
+	return len(s.cfg.Sizes) == 0 || s.indexed == 0 && s.runs.workers == 0
+}
+
 // end records a URL's result as published at the current time.
 func (s *Sim) end(id int32, status resultStatus) {
 	s.urlEnds[id]++
@@ -260,7 +278,7 @@ func (s *Sim) end(id int32, status resultStatus) {
 	s.m.byStatus[status]++
 	lat := float32(float64(s.now-s.urlSent[id]) / float64(sec))
 	s.m.latency = append(s.m.latency, lat)
-	if c := s.cfg; c.Burst == 0 && s.urlSent[id] >= int64(c.Window)/steadyFraction {
+	if c := s.cfg; c.steady() && s.urlSent[id] >= int64(c.Window)/steadyFraction {
 		s.m.steadyLatency = append(s.m.steadyLatency, lat)
 	}
 	x := s.m.series(s.now)

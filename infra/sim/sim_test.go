@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,9 @@ func TestTemplate(t *testing.T) {
 	if err := fromTemplate(&c); err != nil {
 		t.Fatal(err)
 	}
+	if c.TableTarget < 20 || c.TableTarget > 90 || c.TableMinW < 1 || c.TableMaxW < c.TableMinW || c.TableMaxR < c.TableMinR {
+		t.Errorf("implausible capacity defaults from the template: target %d%%, writes %d-%d, reads %d-%d", c.TableTarget, c.TableMinW, c.TableMaxW, c.TableMinR, c.TableMaxR)
+	}
 	if c.ShardCount < 1 || c.CheckRun <= 0 || c.CheckTimeout <= c.CheckRun || c.IngestMaxConc < 2 || c.WakeBatchSize < 1 || c.CheckMemoryMB < 128 {
 		t.Errorf("implausible settings from the template: %+v", c)
 	}
@@ -144,5 +148,113 @@ func TestInvocationRPS(t *testing.T) {
 	d.CheckMemoryMB = 2 * measuredRPSMemoryMB
 	if got := invocationRPS(d); got <= measuredRPS {
 		t.Errorf("default rate %.1f at %d MB, want more than at %d MB", got, d.CheckMemoryMB, measuredRPSMemoryMB)
+	}
+}
+
+// TestShapes runs the benchmark's cost shapes through the model and holds
+// them to what internal/billing's meter measured on moto for the same
+// shapes (docs/benchmarks.md, section 2): a lone URL costs four writes
+// (its append and index entry, its last commit and the entry's removal),
+// wide about 1.56 a URL; and the Zipf list's sizes are the stated law.
+func TestShapes(t *testing.T) {
+	byName := map[string]*Report{}
+	for _, sh := range Shapes() {
+		r := New(shapeConfig(sh)).Run()
+		for _, v := range r.Check() {
+			t.Errorf("%s: %s", sh.Name, v)
+		}
+		if r.Ended != r.URLs {
+			t.Errorf("%s: %d of %d URLs ended", sh.Name, r.Ended, r.URLs)
+		}
+		byName[sh.Name] = r
+	}
+	perURL := func(r *Report, cats ...cat) float64 {
+		var u float64
+		for _, c := range cats {
+			u += r.WByCat[c]
+		}
+		return u / float64(r.URLs)
+	}
+	tr := byName["trickle"]
+	if h, g := perURL(tr, catAppend, catCommit), perURL(tr, catGSI); h != 2 || g != 2 {
+		t.Errorf("trickle: %.2f host-item and %.2f index write units a URL, want 2 and 2", h, g)
+	}
+	if w := byName["wide"].WCU / float64(byName["wide"].URLs); w < 1.4 || w > 1.7 {
+		t.Errorf("wide: %.2f write units a URL, the meter measured 1.56", w)
+	}
+	z := zipfSizes(zipfHosts, zipfTop, 1)
+	if z[0] != zipfTop || z[1] != zipfTop/2 || z[len(z)-1] != 1 || byName["Zipf"].URLs < 15000 {
+		t.Errorf("Zipf sizes %d, %d ... %d, %d URLs", z[0], z[1], z[len(z)-1], byName["Zipf"].URLs)
+	}
+}
+
+// TestLayouts prices the due-index designs on wide and trickle: every
+// layout keeps the run's invariants (it changes what is billed, not who
+// works a host or when), a due list per batch and shard removes nearly all
+// of wide's index writes, and a lone URL's index costs about one write
+// with buckets instead of two with the GSI.
+func TestLayouts(t *testing.T) {
+	w := map[string]map[Layout]*Report{}
+	for _, sh := range Shapes() {
+		if sh.Name != "wide" && sh.Name != "trickle" {
+			continue
+		}
+		w[sh.Name] = map[Layout]*Report{}
+		for l := range nLayouts {
+			c := shapeConfig(sh)
+			c.Layout = l
+			r := New(c).Run()
+			for _, v := range r.Check() {
+				t.Errorf("%s, %s: %s", sh.Name, layoutName(c), v)
+			}
+			w[sh.Name][l] = r
+		}
+	}
+	perURL := func(r *Report) float64 { return r.WCU / float64(r.URLs) }
+	index := func(r *Report) float64 { return (r.WByCat[catGSI] + r.WByCat[catIndex]) / float64(r.URLs) }
+	if a, b := perURL(w["wide"][LayoutListsBuckets]), perURL(w["wide"][LayoutGSI]); a > 0.7*b {
+		t.Errorf("wide: %.2f write units a URL with due lists, %.2f today; want at least 30%% fewer", a, b)
+	}
+	if g, b := index(w["trickle"][LayoutGSI]), index(w["trickle"][LayoutBucketsTTL]); g != 2 || b < 1 || b > 1.15 {
+		t.Errorf("trickle: index write units a URL %.2f today, %.2f with buckets; want 2 and about 1", g, b)
+	}
+}
+
+// TestCapacityModes prices a hand-computable load: 300 write and 200 read
+// units a second, steady. On demand that is 300 x 86,400 x $0.625 + 200 x
+// 86,400 x $0.125 per million, $18.36 a day; provisioned at 70% it is
+// 429 write and 286 read units all day (the idle index at its minimum of
+// 100 each beside them) with no throttling. The bursty day (10x at 09:00)
+// throttles while auto scaling catches up from the night's capacity, and
+// not when the minimum is held at the peak.
+func TestCapacityModes(t *testing.T) {
+	c := builtin()
+	c.PerDay, c.Window = 100*86400, 3*time.Minute
+	rep := &Report{Cfg: c}
+	for range 180 {
+		rep.Series = append(rep.Series, second{sent: 100, wcu: 300, rcu: 200})
+	}
+	rs := priceModes(rep, Scalings(c))
+	find := func(curve, mode string) ModeResult {
+		for _, r := range rs {
+			if strings.HasPrefix(r.Curve, curve) && strings.HasPrefix(r.Mode, mode) {
+				return r
+			}
+		}
+		t.Fatalf("no result for %s, %s", curve, mode)
+		return ModeResult{}
+	}
+	if od := find("steady", "on demand"); math.Abs(od.Dollars-18.36) > 0.01 {
+		t.Errorf("steady on demand $%.2f a day, want $18.36", od.Dollars)
+	}
+	want := 24 * (429*pricePWCUHour + 286*pricePRCUHour + 100*(pricePWCUHour+pricePRCUHour))
+	if p := find("steady", "provisioned, auto"); p.ThrottledSeconds != 0 || math.Abs(p.Dollars-want) > 0.05 {
+		t.Errorf("steady provisioned $%.2f a day (want $%.2f), %d seconds throttled (want none)", p.Dollars, want, p.ThrottledSeconds)
+	}
+	if p := find("bursty", "provisioned, auto"); p.ThrottledSeconds == 0 || p.Decrease == 0 {
+		t.Errorf("bursty day with auto scaling from the night: %d seconds throttled, %d decreases; want some of each", p.ThrottledSeconds, p.Decrease)
+	}
+	if p := find("bursty", "provisioned, min at"); p.ThrottledSeconds != 0 {
+		t.Errorf("bursty day with the minimum at the peak: %d seconds throttled, want none", p.ThrottledSeconds)
 	}
 }

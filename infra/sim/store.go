@@ -43,6 +43,15 @@ func (q *dueHeap) Pop() any {
 // live reports whether a heap entry still stands for a waiting host.
 func (e dueEntry) live() bool { return e.h.inIndex && e.ver == e.h.ver && e.h.session == nil }
 
+// setIndexed records whether h is in the due index, and counts the hosts
+// that are (a list's run settles when none is).
+func (s *Sim) setIndexed(h *host, in bool) {
+	if h.inIndex != in {
+		s.indexed += map[bool]int{true: 1, false: -1}[in]
+	}
+	h.inIndex = in
+}
+
 // offer puts h (in the index, not held by a worker) into its key's heap.
 func (s *Sim) offer(h *host) {
 	if !h.inIndex || h.session != nil {
@@ -186,9 +195,11 @@ func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int) (wait i
 	}
 	g, g2 := -1, -1
 	gsiUnits := 0.0
+	listed, stale := h.listed, h.stale
 	if h.vs < 0 {
 		h.vs = int32(vshardOf(h.key, vshards))
 	}
+	entering := false
 	if !h.inIndex && h.pending() > 0 {
 		if !h.exists || s.cfg.Migrate != nil {
 			// A new item takes the virtual shard of the deployment that
@@ -197,7 +208,10 @@ func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int) (wait i
 			// holds it: moving it cannot strand it or give it two owners).
 			h.vs = int32(vshardOf(h.key, vshards))
 		}
-		g, gsiUnits = s.gsiKey(h), 1
+		var iw int64
+		g, gsiUnits, iw = s.indexWrite(h, idxEnter, true)
+		wait += iw
+		entering = true
 	}
 	nw := h.itemSize(s.cfg.Web)
 	ww, wok := s.ddb.write(catAppend, &h.bins, h.key, writeUnits(old, nw), g, gsiUnits, g2)
@@ -205,16 +219,18 @@ func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int) (wait i
 	if !wok {
 		// The URLs are not queued; the caller hands the record back.
 		h.q = h.q[:len(h.q)-(len(ids)-fromIncoming)]
+		h.listed, h.stale = listed, stale
 		return wait, false, false, evicted
 	}
 	if deadUnits > 0 {
 		s.ddb.write(catChunk, &h.bins, h.key, deadUnits, -1, 0, -1)
 	}
 	h.exists = true
+	s.m.appends++
 	h.itemBytes = int32(nw)
 	h.lastWrite = s.now + wait
-	if g >= 0 {
-		h.inIndex = true
+	if entering {
+		s.setIndexed(h, true)
 		h.due = dueAt
 		activated = true
 		s.offer(h)
@@ -269,20 +285,23 @@ func (s *Sim) commitHost(h *host, c commitReq, w *session) (int64, bool) {
 	g, g2, gsiUnits := -1, -1, 0.0
 	leave := false
 	newDue := h.due
+	listed, stale := h.listed, h.stale
 	if c.release {
+		var iw int64
 		if h.pending() > 0 {
 			if !c.cont || !h.inIndex {
 				newDue = c.nextDue
 				if !h.inIndex {
-					g, gsiUnits = s.gsiKey(h), 1
+					g, gsiUnits, iw = s.indexWrite(h, idxEnter, false)
 				} else if newDue != h.due {
-					g, gsiUnits = s.gsiKey(h), 2 // delete and put on the same key
+					g, gsiUnits, iw = s.indexWrite(h, idxMove, false)
 				}
 			}
 		} else if h.inIndex {
 			leave = true
-			g, gsiUnits = s.gsiKey(h), 1
+			g, gsiUnits, iw = s.indexWrite(h, idxLeave, false)
 		}
+		wait += iw
 	}
 	nw := h.itemSize(s.cfg.Web)
 	ww, wok := s.ddb.write(catCommit, &h.bins, h.key, writeUnits(old, nw), g, gsiUnits, g2)
@@ -290,6 +309,7 @@ func (s *Sim) commitHost(h *host, c commitReq, w *session) (int64, bool) {
 	if !wok {
 		// Undo: the entries stay queued (they will be fetched again).
 		h.q, h.qh, h.co, h.chunks = q, qh, co, chunks
+		h.listed, h.stale = listed, stale
 		return wait, false
 	}
 	if deadUnits > 0 {
@@ -299,11 +319,11 @@ func (s *Sim) commitHost(h *host, c commitReq, w *session) (int64, bool) {
 	h.itemBytes = int32(nw)
 	if c.release {
 		if leave {
-			h.inIndex = false
+			s.setIndexed(h, false)
 			h.due = 0
 			h.attempts = nil
 		} else if h.pending() > 0 {
-			h.inIndex = true
+			s.setIndexed(h, true)
 			h.due = newDue
 		}
 	}

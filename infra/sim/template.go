@@ -13,7 +13,8 @@ import (
 // SAM translator expands it (see stack.Template.Lookup), as the local
 // stack does, so the simulated deployment cannot drift from the real one:
 // the parameters' defaults (ShardCount, IngestBatchSize,
-// IngestBatchingWindowSeconds, IngestMaxConcurrency), the functions'
+// IngestBatchingWindowSeconds, IngestMaxConcurrency, the provisioned
+// capacity mode's target and bounds), the functions'
 // timeouts and memory, the check run's length, the wake mapping's batch
 // size and concurrency, the input queue's visibility timeout and
 // maxReceiveCount. It returns what it could not read.
@@ -61,6 +62,11 @@ func fromTemplate(c *Config) error {
 	}
 	num(&c.ShardCount, "Parameters", "ShardCount", "Default")
 	num(&c.IngestBatchSize, "Parameters", "IngestBatchSize", "Default")
+	num(&c.TableTarget, "Parameters", "TableTargetUtilization", "Default")
+	num(&c.TableMinR, "Parameters", "TableMinReadCapacity", "Default")
+	num(&c.TableMaxR, "Parameters", "TableMaxReadCapacity", "Default")
+	num(&c.TableMinW, "Parameters", "TableMinWriteCapacity", "Default")
+	num(&c.TableMaxW, "Parameters", "TableMaxWriteCapacity", "Default")
 	secs(&c.IngestWindow, "Parameters", "IngestBatchingWindowSeconds", "Default")
 	num(&c.IngestMaxConc, "Resources", "IngestFunctionInputQueue", "Properties", "ScalingConfig", "MaximumConcurrency")
 	secs(&c.IngestTimeout, "Resources", "IngestFunction", "Properties", "Timeout")
