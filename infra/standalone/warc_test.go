@@ -45,6 +45,10 @@ func warcSite(t *testing.T) *demosite.Site {
 				}
 				w.Header().Set("ETag", `"v1"`)
 				w.Write([]byte("v1"))
+			case r.URL.Path == "/missing":
+				http.NotFound(w, r)
+			case r.URL.Path == "/binary":
+				w.Write([]byte{0xff, 0xfe, 0, 1, 2})
 			case r.URL.Path == "/big":
 				w.Write(bytes.Repeat([]byte("big "), 10_000))
 			default:
