@@ -57,7 +57,10 @@ func TestResultSchema(t *testing.T) {
 		`"body":{"bucket":"b","key":"sha256/` + strings.Repeat("ab", 32) + `","bytes":300000,"sha256":"` + strings.Repeat("ab", 32) + `"},` +
 		`"bytes":300000,"sha256":"` + strings.Repeat("ab", 32) + `","fetchedAt":"2026-12-01T10:00:00Z",` +
 		`"warc":{"bucket":"b","key":"warc/s0-00000.warc.gz","offset":1234,"length":5678}}`
-	instances = append(instances, []byte(aws))
+	inWarc := `{"id":"a2","host":"example.com","url":"https://example.com/big","status":"fetched","httpStatus":200,` +
+		`"body":{"bytes":300000,"sha256":"` + strings.Repeat("ab", 32) + `"},"bytes":300000,"sha256":"` + strings.Repeat("ab", 32) + `",` +
+		`"fetchedAt":"2026-12-01T10:00:00Z","warc":{"bucket":"b","key":"warc/s0-00000.warc.gz","offset":1234,"length":5678}}`
+	instances = append(instances, []byte(aws), []byte(inWarc))
 	for i, errs := range schematest.Validate(t, schematest.Path(t, "result.schema.json"), instances) {
 		if len(errs) > 0 {
 			t.Errorf("result %s is not valid: %v", instances[i], errs)
@@ -65,11 +68,12 @@ func TestResultSchema(t *testing.T) {
 	}
 
 	broken := []string{
-		`{"host":"h","url":"http://h/","status":"fetched","bytes":0,"fetchedAt":"2026-12-01T10:00:00Z"}`,                                         // no id
-		`{"id":"x","host":"h","url":"http://h/","status":"gone","bytes":0,"fetchedAt":"2026-12-01T10:00:00Z"}`,                                   // unknown status
-		`{"id":"x","host":"h","url":"http://h/","status":"fetched","bytes":0,"fetchedAt":"yesterday"}`,                                           // not a date-time
-		`{"id":"x","host":"h","url":"http://h/","status":"fetched","bytes":0,"fetchedAt":"2026-12-01T10:00:00Z","warc":{"offset":1,"length":2}}`, // a warc ref naming no file
-		`{"id":"x","host":"h","url":"http://h/","status":"fetched","bytes":0,"sha256":"XYZ","fetchedAt":"2026-12-01T10:00:00Z"}`,                 // not a sha256
+		`{"host":"h","url":"http://h/","status":"fetched","bytes":0,"fetchedAt":"2026-12-01T10:00:00Z"}`,                                                                         // no id
+		`{"id":"x","host":"h","url":"http://h/","status":"gone","bytes":0,"fetchedAt":"2026-12-01T10:00:00Z"}`,                                                                   // unknown status
+		`{"id":"x","host":"h","url":"http://h/","status":"fetched","bytes":0,"fetchedAt":"yesterday"}`,                                                                           // not a date-time
+		`{"id":"x","host":"h","url":"http://h/","status":"fetched","bytes":0,"fetchedAt":"2026-12-01T10:00:00Z","warc":{"offset":1,"length":2}}`,                                 // a warc ref naming no file
+		`{"id":"x","host":"h","url":"http://h/","status":"fetched","bytes":0,"sha256":"XYZ","fetchedAt":"2026-12-01T10:00:00Z"}`,                                                 // not a sha256
+		`{"id":"x","host":"h","url":"http://h/","status":"fetched","bytes":1,"fetchedAt":"2026-12-01T10:00:00Z","body":{"bytes":1,"sha256":"` + strings.Repeat("ab", 32) + `"}}`, // a body in no store and no record
 	}
 	var bad [][]byte
 	for _, b := range broken {

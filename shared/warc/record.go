@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -178,6 +179,74 @@ func (rec *record) member(out io.Writer) error {
 		return fmt.Errorf("compress record: %w", err)
 	}
 	return nil
+}
+
+// Encoded is an exchange's two records compressed, ready to append to a
+// file or a segment: the request's gzip member, then the response's.
+// Close it once appended.
+type Encoded struct{ members [2]spool }
+
+// Encode compresses ex's request and response (or revisit) records, with
+// fresh record IDs from newID (nil: random UUIDs). It reads ex.Payload
+// and leaves it open.
+func Encode(ex *Exchange, newID func() string) (*Encoded, error) {
+	if newID == nil {
+		newID = newRecordID
+	}
+	req, resp := exchangeRecords(ex, newID)
+	enc := &Encoded{}
+	if err := req.member(&enc.members[0]); err != nil {
+		enc.Close()
+		return nil, fmt.Errorf("warc request record of %s: %w", ex.URL, err)
+	}
+	if err := resp.member(&enc.members[1]); err != nil {
+		enc.Close()
+		return nil, fmt.Errorf("warc response record of %s: %w", ex.URL, err)
+	}
+	return enc, nil
+}
+
+// EncodeInfo compresses the warcinfo record that opens a file or segment
+// named name (its base name), dated date, with the given fields.
+func EncodeInfo(name string, date time.Time, info [][2]string, newID func() string) (*Encoded, error) {
+	if newID == nil {
+		newID = newRecordID
+	}
+	enc := &Encoded{}
+	if err := warcinfoRecord(name, date, info, newID).member(&enc.members[0]); err != nil {
+		enc.Close()
+		return nil, err
+	}
+	return enc, nil
+}
+
+// Len is the bytes the records take appended.
+func (e *Encoded) Len() int64 { return e.members[0].Len() + e.members[1].Len() }
+
+// Response is the response record's place within the encoded bytes: its
+// offset from their start, and its length.
+func (e *Encoded) Response() (offset, length int64) { return e.members[0].Len(), e.members[1].Len() }
+
+// WriteTo appends the records to w.
+func (e *Encoded) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for i := range e.members {
+		r, err := e.members[i].reader()
+		if err != nil {
+			return total, err
+		}
+		n, err := io.Copy(w, r)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// Close frees the encoded records.
+func (e *Encoded) Close() error {
+	return errors.Join(e.members[0].Close(), e.members[1].Close())
 }
 
 // exchangeRecords turns an exchange into its request record and its

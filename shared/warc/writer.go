@@ -121,21 +121,16 @@ func (w *Writer) fileName(seq int) string {
 // compressed already when the file is written, and a write is not
 // interrupted.
 func (w *Writer) Exchange(_ context.Context, ex *Exchange) (Ref, error) {
-	req, resp := exchangeRecords(ex, w.opts.NewID)
-	var reqMember, respMember spool
-	defer reqMember.Close()
-	defer respMember.Close()
-	if err := req.member(&reqMember); err != nil {
-		return Ref{}, fmt.Errorf("warc request record of %s: %w", ex.URL, err)
+	enc, err := Encode(ex, w.opts.NewID)
+	if err != nil {
+		return Ref{}, err
 	}
-	if err := resp.member(&respMember); err != nil {
-		return Ref{}, fmt.Errorf("warc response record of %s: %w", ex.URL, err)
-	}
-	offs, err := w.append(&reqMember, &respMember)
+	defer enc.Close()
+	offs, err := w.append(&enc.members[0], &enc.members[1])
 	if err != nil {
 		return Ref{}, fmt.Errorf("warc records of %s: %w", ex.URL, err)
 	}
-	return Ref{File: w.name, Offset: offs[1], Length: respMember.Len()}, nil
+	return Ref{File: w.name, Offset: offs[1], Length: enc.members[1].Len()}, nil
 }
 
 // append writes members one after another into the current file (rolling
