@@ -103,7 +103,7 @@ type segment struct {
 	parts    []types.CompletedPart
 	err      error // sticky: the segment is aborted
 
-	sealed chan struct{} // closed once sealed (or failed)
+	sealed  chan struct{} // closed once sealed (or failed)
 	sealing bool
 }
 
@@ -381,4 +381,3 @@ func (Bodies) Put(_ context.Context, r io.Reader, contentType string) (body.Ref,
 	}
 	return body.Ref{Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), ContentType: contentType}, nil
 }
-
