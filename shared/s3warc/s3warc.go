@@ -27,6 +27,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -102,6 +103,7 @@ type segment struct {
 	uploadID string
 	parts    []types.CompletedPart
 	err      error // sticky: the segment is aborted
+	failed   atomic.Bool
 
 	sealed  chan struct{} // closed once sealed (or failed)
 	sealing bool
@@ -132,7 +134,8 @@ func (w *Writer) Exchange(ctx context.Context, ex *warc.Exchange) (warc.Ref, err
 	defer enc.Close()
 	w.mu.Lock()
 	seg := w.cur
-	if seg == nil {
+	if seg == nil || seg.failed.Load() {
+		// A failed segment takes no more records: its successor does.
 		if seg, err = w.open(); err != nil {
 			w.mu.Unlock()
 			return warc.Ref{}, err
@@ -148,13 +151,15 @@ func (w *Writer) Exchange(ctx context.Context, ex *warc.Exchange) (warc.Ref, err
 		return warc.Ref{}, seg.err
 	}
 	start := seg.size
-	if _, err := enc.WriteTo(&seg.buf); err != nil {
-		return warc.Ref{}, fmt.Errorf("warc records of %s: %w", ex.URL, err)
+	// Streamed into parts as they fill: a 50 MB record passes through one
+	// part's buffer, not all of it at once.
+	if _, err := enc.WriteTo(&parts{ctx: ctx, w: w, seg: seg}); err != nil {
+		if seg.err == nil {
+			w.abort(seg, fmt.Errorf("warc records of %s: %w", ex.URL, err))
+		}
+		return warc.Ref{}, seg.err
 	}
 	seg.size += enc.Len()
-	if err := w.uploadFull(ctx, seg); err != nil {
-		return warc.Ref{}, err
-	}
 	off, length := enc.Response()
 	return warc.Ref{Bucket: w.bucket, Key: seg.key, Offset: start + off, Length: length}, nil
 }
@@ -177,6 +182,21 @@ func (w *Writer) open() (*segment, error) {
 	seg.size = info.Len()
 	w.byID[key] = seg
 	return seg, nil
+}
+
+// parts appends to a segment's buffer, uploading each part as it fills.
+type parts struct {
+	ctx context.Context
+	w   *Writer
+	seg *segment
+}
+
+func (p *parts) Write(b []byte) (int, error) {
+	p.seg.buf.Write(b)
+	if err := p.w.uploadFull(p.ctx, p.seg); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // uploadFull uploads whole parts from the buffer. Called with seg.mu held.
@@ -216,6 +236,7 @@ func (w *Writer) uploadPart(ctx context.Context, seg *segment, part []byte) erro
 // Called with seg.mu held.
 func (w *Writer) abort(seg *segment, err error) {
 	seg.err = err
+	seg.failed.Store(true)
 	seg.buf = bytes.Buffer{}
 	if seg.uploadID == "" {
 		return

@@ -233,5 +233,15 @@ func TestSealFailure(t *testing.T) {
 		if len(ups.Uploads) != 0 {
 			t.Fatalf("%T: %d uploads left open", api, len(ups.Uploads))
 		}
+		// The next exchange goes to a new segment, which seals when S3
+		// lets it (one PUT: refused by failingPut only).
+		ref2, err := w.Exchange(ctx, exchange(t, "http://a.test/y", []byte("small")))
+		if err != nil || ref2.Key == ref.Key {
+			t.Fatalf("%T: after a failed segment: %+v, %v", api, ref2, err)
+		}
+		err = out.Publish(ctx, []result.Result{{ID: "y", Status: result.StatusFetched, Warc: &ref2}})
+		if _, put := api.(failingPut); put != (err != nil) {
+			t.Fatalf("%T: publish from the next segment: %v", api, err)
+		}
 	}
 }
