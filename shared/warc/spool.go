@@ -9,9 +9,12 @@ import (
 )
 
 // memLimit is how much of a payload or a compressed record a spool keeps
-// in memory before it moves to a temporary file: a page fits, a 50 MB body
-// does not sit in memory once for its capture and again for its record.
-const memLimit = 1 << 20
+// in memory before it moves to a temporary file: most pages fit, and a
+// large body does not sit in memory once for its capture and again for
+// its record. It is what WARC output adds to a worker's memory, twice at
+// most (the payload and its compressed record), beside the body the
+// worker holds anyway.
+const memLimit = 256 << 10
 
 // spool holds bytes written once and read back from the start: in memory
 // up to memLimit, then in a temporary file (removed by Close).
