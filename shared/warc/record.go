@@ -23,6 +23,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -124,6 +125,16 @@ func digestOf(h hash.Hash) string {
 	return digestAlgorithm + ":" + base32.StdEncoding.EncodeToString(h.Sum(nil))
 }
 
+// gzipWriters are reused: a compressor's state is most of a megabyte,
+// and making one per record cost more CPU than the fetching. BestSpeed:
+// compressing every byte fetched is the writer's whole CPU cost, and level
+// 1 takes a third of the default's time for a few percent more bytes on
+// web pages.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
+
 // member compresses rec into one gzip member in out: the WARC header
 // (with its digests and Content-Length), the block, and the two CRLFs
 // that end a record. The payload is read twice, once for the digests and
@@ -156,13 +167,9 @@ func (rec *record) member(out io.Writer) error {
 	}
 	hdr.WriteString("Content-Length: " + strconv.FormatInt(length, 10) + "\r\n\r\n")
 
-	// BestSpeed: compressing every byte fetched is the writer's whole CPU
-	// cost, and level 1 takes a third of the default's time for a few
-	// percent more bytes on web pages.
-	zw, err := gzip.NewWriterLevel(out, gzip.BestSpeed)
-	if err != nil {
-		return err
-	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(out)
 	zw.Write(hdr.Bytes())
 	zw.Write(rec.head)
 	if rec.payload != nil {

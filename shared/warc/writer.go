@@ -165,6 +165,20 @@ func (w *Writer) append(members ...*spool) ([]int64, error) {
 	start := w.size
 	offs := make([]int64, 0, len(members))
 	at := start
+	if joined, ok := inMemory(members); ok {
+		// Small records (most pages): the exchange in one write.
+		for _, m := range members {
+			offs = append(offs, at)
+			at += m.Len()
+		}
+		if _, err := w.file.Write(joined); err != nil {
+			if terr := w.cutBack(start); terr != nil {
+				w.err = fmt.Errorf("%s may end in a partial record: %w (after %w)", w.name, terr, err)
+			}
+			return nil, fmt.Errorf("write %s: %w", w.name, err)
+		}
+		members = nil
+	}
 	for _, m := range members {
 		offs = append(offs, at)
 		if err := w.copyMember(m); err != nil {
@@ -185,21 +199,26 @@ func (w *Writer) copyMember(m *spool) error {
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, rerr := r.Read(buf)
-		if n > 0 {
-			if _, err := w.file.Write(buf[:n]); err != nil {
-				return err
-			}
+	// A member in memory is one write (bytes.Reader's WriteTo); one in a
+	// temporary file is copied by the kernel where it can.
+	_, err = io.Copy(w.file, r)
+	return err
+}
+
+// inMemory joins members that are all in memory into one slice.
+func inMemory(members []*spool) ([]byte, bool) {
+	var n int
+	for _, m := range members {
+		if m.file != nil {
+			return nil, false
 		}
-		if rerr != nil {
-			if errors.Is(rerr, io.EOF) {
-				return nil
-			}
-			return rerr
-		}
+		n += m.mem.Len()
 	}
+	joined := make([]byte, 0, n)
+	for _, m := range members {
+		joined = append(joined, m.mem.Bytes()...)
+	}
+	return joined, true
 }
 
 // cutBack truncates the current file to size after a failed write.
