@@ -16,6 +16,12 @@ CFN_LINT_VERSION := 1.58.0
 # The AWS CLI v1 from PyPI, beside SAM CLI in the same .venv: 1.46.3
 # installs without moving SAM's botocore (it carries its own).
 AWSCLI_VERSION  := 1.46.3
+# What the WARC and schema tests read the output with: warcio (check,
+# index, extract), cdxj-indexer, and jsonschema (already in .venv through
+# cfn-lint; pinned here at the version that brings).
+WARCIO_VERSION       := 1.8.1
+CDXJ_INDEXER_VERSION := 1.5.0
+JSONSCHEMA_VERSION   := 4.26.0
 # The emulator's module serves only pseudo-versions (no tags).
 RIE_VERSION     := v0.0.0-20261030222936-bef5c4ba774d
 RIE_MODULE      := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
@@ -35,6 +41,7 @@ VENV_STAMP := $(VENV)/.installed-moto$(MOTO_VERSION)-sam$(SAM_VERSION)-cfnlint$(
 # A stamp of its own, so adding the CLI to an existing .venv (shared by
 # worktrees) installs one package instead of rebuilding the environment.
 AWSCLI_STAMP := $(VENV)/.installed-awscli$(AWSCLI_VERSION)
+WARCIO_STAMP := $(VENV)/.installed-warcio$(WARCIO_VERSION)-cdxj$(CDXJ_INDEXER_VERSION)-jsonschema$(JSONSCHEMA_VERSION)
 RIE        := $(BIN)/aws-lambda-rie
 RIE_STAMP  := $(BIN)/.installed-rie-$(RIE_VERSION)
 VULN_STAMP := $(BIN)/.installed-govulncheck$(VULN_VERSION)-vulndb$(VULNDB_VERSION)
@@ -70,7 +77,7 @@ TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDI
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
-tools: $(VENV_STAMP) $(AWSCLI_STAMP) $(RIE_STAMP) $(VULN_STAMP) $(LINT_STAMP) ## Install moto, SAM CLI, cfn-lint, the AWS CLI (.venv), aws-lambda-rie, govulncheck with its database, staticcheck and goimports (.bin), pinned.
+tools: $(VENV_STAMP) $(AWSCLI_STAMP) $(WARCIO_STAMP) $(RIE_STAMP) $(VULN_STAMP) $(LINT_STAMP) ## Install moto, SAM CLI, cfn-lint, the AWS CLI, warcio, cdxj-indexer (.venv), aws-lambda-rie, govulncheck with its database, staticcheck and goimports (.bin), pinned.
 
 $(VENV_STAMP):
 	rm -rf $(VENV)
@@ -87,6 +94,14 @@ $(AWSCLI_STAMP): $(VENV_STAMP)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'awscli==$(AWSCLI_VERSION)'
 	$(VENV)/bin/pip check
 	$(VENV)/bin/aws --version >/dev/null
+	touch $@
+
+$(WARCIO_STAMP): $(VENV_STAMP)
+	rm -f $(VENV)/.installed-warcio*
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check \
+		'warcio==$(WARCIO_VERSION)' 'cdxj-indexer==$(CDXJ_INDEXER_VERSION)' 'jsonschema==$(JSONSCHEMA_VERSION)'
+	$(VENV)/bin/pip check
+	$(VENV)/bin/warcio --help >/dev/null
 	touch $@
 
 $(RIE_STAMP):

@@ -27,6 +27,10 @@ var _ hostqueue.Publisher = (*lineWriter)(nil)
 type lineWriter struct {
 	w    io.Writer
 	sync func() error // nil when w is not a file that can be synced
+	// before, when set (before the first Publish), runs before each
+	// write: the WARC writer's sync, so a result on disk never points at
+	// a record the disk could still lose.
+	before func() error
 	// seen is told of results once they are written and synced.
 	seen func([]result.Result)
 	// keep, when set (before the first Publish), is told of them first:
@@ -118,6 +122,11 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 func encodeLine(r result.Result) ([]byte, error) { return result.Encode(r, math.MaxInt32) }
 
 func (lw *lineWriter) write(b []byte) error {
+	if lw.before != nil {
+		if err := lw.before(); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+	}
 	if _, err := lw.w.Write(b); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/warc"
 	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
@@ -101,6 +102,15 @@ type Options struct {
 	// the state does not record is refused unless Overwrite empties it.
 	OutPath   string
 	Overwrite bool
+	// Warc, when set, names the WARC output ("out.warc.gz" writes
+	// out-00000.warc.gz, out-00001.warc.gz, ...; see shared/warc): every
+	// request made is kept there as transferred, and each result that came
+	// from an answer names its record (result.Result.Warc). A record is
+	// written whole before its result is published, and synced before the
+	// results file is. WarcMaxBytes is where a file rolls over (default
+	// warc.DefaultMaxFileBytes).
+	Warc         string
+	WarcMaxBytes int64
 	// SharedState skips the state's OS lock and the takeover of leases
 	// found in it (lock.go): several runtimes then work one state at once,
 	// kept apart by the shard leases alone, as Lambda invocations are.
@@ -168,6 +178,7 @@ type Runtime struct {
 	files   stateFiles // the state's lock, the results file (outfile.go)
 	waits   waits      // why hosts wait, for Progress (waiting.go)
 	out     *lineWriter
+	warc    *warc.Writer // nil without Options.Warc
 	tally   *tally
 	clock   *stopClock
 	ingest  *ingesthandler.Handler
@@ -334,6 +345,16 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		// the process-wide one on /etc/resolv.conf's.
 		fetchOpts.DNS = fetch.NewDNSCache(fetch.DNSCacheOptions{Servers: opts.DNSServers})
 	}
+	if opts.Warc != "" {
+		if rt.warc, err = openWarc(opts, p, rt.clock.Now); err != nil {
+			rt.Close()
+			return nil, err
+		}
+		fetchOpts.Archive = rt.warc
+		// The records results point at are durable before the results
+		// are: the results file's sync waits for the WARC file's.
+		rt.out.before = rt.warc.Sync
+	}
 	fetcher := &activeFetcher{f: fetch.New(fetchOpts, rt.clock.Now),
 		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 	parts.Budget, rt.budget = budget, budget
@@ -401,6 +422,9 @@ func (rt *Runtime) Close() error {
 	// The results file's record is written through the ledger's
 	// connection, and the state's lock is dropped last.
 	errs := []error{rt.closeResults(), rt.files.close()}
+	if rt.warc != nil {
+		errs = append(errs, rt.warc.Close())
+	}
 	if rt.tally != nil {
 		errs = append(errs, rt.tally.close())
 	}

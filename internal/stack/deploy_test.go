@@ -170,6 +170,7 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 		"WAKE_QUEUE_URL":           st.WakeEventSource.QueueURL,
 		"BODY_BUCKET":              st.BodyBucket,
 		"BODY_RETENTION_DAYS":      "14",
+		"WARC_OUTPUT":              "false",
 		"OUTPUT_MAX_MESSAGE_BYTES": "262144",
 	}
 	if !maps.Equal(env, want) {

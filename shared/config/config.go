@@ -43,6 +43,9 @@ type Config struct {
 	// BodyRetention is how long BodyBucket keeps a body (its lifecycle
 	// rule); zero when not given.
 	BodyRetention time.Duration
+	// WarcOutput keeps every exchange as WARC records in segments of
+	// BodyBucket (check only; WARC_OUTPUT=true, the template's WarcOutput).
+	WarcOutput bool
 	// OutputMaxMessageBytes is the output queue's MaximumMessageSize: the
 	// largest result message (default 256 KiB).
 	OutputMaxMessageBytes int
@@ -85,6 +88,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("BODY_RETENTION_DAYS=%q: want a whole number of days from 1 to 3650", v))
 		}
 		c.BodyRetention = time.Duration(n) * 24 * time.Hour
+	}
+	switch v := getenv("WARC_OUTPUT"); v {
+	case "", "false":
+	case "true":
+		c.WarcOutput = true
+		if c.BodyBucket == "" {
+			errs = append(errs, errors.New("WARC_OUTPUT=true needs BODY_BUCKET, where the segments go"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("WARC_OUTPUT=%q: want true or false", v))
 	}
 	if v := getenv("OUTPUT_MAX_MESSAGE_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -239,3 +239,20 @@ func TestFromEnvDeniesNamingTheVariables(t *testing.T) {
 		t.Errorf("loopback by default: %v, want a denial ending %q", err, want)
 	}
 }
+
+// TestWarcOutput: WARC_OUTPUT turns WARC output on, and refuses to without
+// a body bucket to hold the segments or with a value that is not a bool.
+func TestWarcOutput(t *testing.T) {
+	e := required()
+	e["WARC_OUTPUT"], e["BODY_BUCKET"] = "true", "b"
+	if c, err := config.FromEnv(env(e)); err != nil || !c.WarcOutput {
+		t.Fatalf("WARC_OUTPUT=true: %+v, %v", c, err)
+	}
+	for _, bad := range []map[string]string{{"WARC_OUTPUT": "true"}, {"WARC_OUTPUT": "yes", "BODY_BUCKET": "b"}} {
+		e := required()
+		maps.Copy(e, bad)
+		if _, err := config.FromEnv(env(e)); err == nil || !strings.Contains(err.Error(), "WARC_OUTPUT") {
+			t.Errorf("%v: error %v, want one naming WARC_OUTPUT", bad, err)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/body"
+	"github.com/urldownloader/urldownloader/shared/warc"
 )
 
 // Defaults applied by New to zero-valued Options fields.
@@ -102,6 +103,12 @@ type Options struct {
 	// whole exchange can run on a testing/synctest bubble's virtual
 	// clock); nil everywhere else.
 	Network Dialer
+	// Archive, when set, is given every exchange that got an answer, as
+	// transferred (the request as sent, the status line and headers as
+	// received, the payload before its content coding is undone, the
+	// remote address): WARC output. Response.Warc then says where it
+	// went. Nil captures nothing and costs nothing.
+	Archive Archive
 }
 
 // Dialer makes connections; *net.Dialer is one.
@@ -155,6 +162,9 @@ type Response struct {
 	RetryAfterSet bool
 	// Header holds all response headers as received.
 	Header http.Header
+	// Warc is where Options.Archive wrote the exchange's response (or
+	// revisit) record; nil without an Archive.
+	Warc *warc.Ref
 }
 
 // Fetcher performs GETs over one shared transport, so connections to a host
@@ -354,10 +364,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 
-	hreq, resp, use, err := f.roundTrip(ctx, u.String(), req)
+	hreq, resp, use, capt, err := f.roundTrip(ctx, u.String(), req)
 	if err != nil {
 		return nil, err
 	}
+	defer capt.close()
 	// Released once the body is closed (defers run last first): until
 	// then the connection is the request's, and CloseHost leaves it.
 	defer use.done()
@@ -373,6 +384,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	var data []byte
 	var stored *body.Ref
 	var truncated bool
+	if capt != nil {
+		capt.tee(resp)
+	}
 	if req.Store != nil && req.InlineBytes > 0 && req.InlineBytes < limit {
 		data, stored, truncated, err = readOrStore(ctx, resp, limit, req.InlineBytes, req.Store, contentType)
 	} else {
@@ -397,7 +411,20 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 		return nil, &Error{Kind: KindLocal, Op: "store body", URL: req.URL, Err: err}
 	}
 
+	var archived *warc.Ref
+	if capt != nil {
+		ref, err := f.opts.Archive.Exchange(ctx, capt.exchange(u.String(), hreq, resp, req, truncated))
+		if err != nil {
+			// The answer arrived but could not be archived: not the
+			// host's failure, and no result may go out without its
+			// record. The URL stays queued (see KindLocal).
+			return nil, &Error{Kind: KindLocal, Op: "archive", URL: req.URL, Err: err}
+		}
+		archived = &ref
+	}
+
 	out := &Response{
+		Warc:         archived,
 		HTTPStatus:   resp.StatusCode,
 		ContentType:  contentType,
 		Body:         data,
@@ -431,15 +458,26 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 // while idle can be handed out before the transport's pool drops it. The
 // request then wrote nothing to any host, so it is sent once more, on a
 // new connection.
-func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*http.Request, *http.Response, *connUse, error) {
+func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*http.Request, *http.Response, *connUse, *capture, error) {
 	for try := 0; ; try++ {
 		use := &connUse{t: f.conns}
-		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		trace := &httptrace.ClientTrace{
 			GotConn: func(info httptrace.GotConnInfo) { use.got(info.Conn) },
-		})
+		}
+		var capt *capture
+		if f.opts.Archive != nil {
+			capt = newCapture(f.now())
+			trace.GotConn = func(info httptrace.GotConnInfo) {
+				use.got(info.Conn)
+				capt.gotConn(info.Conn)
+			}
+			trace.WroteHeaderField = capt.wroteField
+		}
+		tctx := httptrace.WithClientTrace(ctx, trace)
 		hreq, err := http.NewRequestWithContext(tctx, http.MethodGet, rawURL, nil)
 		if err != nil {
-			return nil, nil, nil, &Error{Kind: KindBadURL, Op: "build request", URL: req.URL, Err: err}
+			capt.close()
+			return nil, nil, nil, nil, &Error{Kind: KindBadURL, Op: "build request", URL: req.URL, Err: err}
 		}
 		hreq.Header.Set("User-Agent", f.opts.UserAgent)
 		hreq.Header.Set("Accept", "*/*")
@@ -453,15 +491,16 @@ func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*h
 		hreq.Body = io.NopCloser(strings.NewReader(""))
 		resp, err := f.client.Do(hreq)
 		if err == nil {
-			return hreq, resp, use, nil
+			return hreq, resp, use, capt, nil
 		}
 		again := try == 0 && use.onlyStale() && ctx.Err() == nil
 		use.done()
+		capt.close()
 		if again {
 			f.conns.staleRetries.Add(1)
 			continue
 		}
-		return nil, nil, nil, f.wrap(ctx, "request", req.URL, err)
+		return nil, nil, nil, nil, f.wrap(ctx, "request", req.URL, err)
 	}
 }
 

@@ -10,10 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/urldownloader/urldownloader/internal/warctest"
+	"github.com/urldownloader/urldownloader/shared/warc"
 )
 
 // TestHTTP2 checks that the custom dialer did not switch HTTP/2 off. The
@@ -154,4 +158,45 @@ func TestReadBodyBuffer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArchiveHTTP2: an h2 exchange is archived in the HTTP/1.1 form WARC
+// readers parse, its WARC-Protocol saying h2, the request's :authority
+// as its Host.
+func TestArchiveHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "HTTP/%d", r.ProtoMajor)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	aw, err := warc.Create(warc.Options{Path: filepath.Join(t.TempDir(), "h2.warc.gz")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aw.Close()
+	var got *warc.Exchange
+	f := New(Options{AllowPrivate: true, Archive: archiveFunc(func(ctx context.Context, ex *warc.Exchange) (warc.Ref, error) {
+		got = ex
+		return aw.Exchange(ctx, ex)
+	})}, nil)
+	f.transport.TLSClientConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	resp, err := f.Fetch(context.Background(), Request{URL: srv.URL + "/x?q=1"})
+	if err != nil || string(resp.Body) != "HTTP/2" || resp.Warc == nil {
+		t.Fatalf("Fetch: %v %+v", err, resp)
+	}
+	host := strings.TrimPrefix(srv.URL, "https://")
+	if got.Protocol != "h2" || !strings.HasPrefix(string(got.Response), "HTTP/1.1 200 OK\r\n") ||
+		!strings.HasPrefix(string(got.Request), "GET /x?q=1 HTTP/1.1\r\n") ||
+		!strings.Contains(string(got.Request), "\r\nHost: "+host+"\r\n") || strings.Contains(string(got.Request), ":path") {
+		t.Fatalf("h2 exchange: %s\n%q\n%q", got.Protocol, got.Request, got.Response)
+	}
+	aw.Close()
+	warctest.Check(t, resp.Warc.File)
+}
+
+type archiveFunc func(context.Context, *warc.Exchange) (warc.Ref, error)
+
+func (f archiveFunc) Exchange(ctx context.Context, ex *warc.Exchange) (warc.Ref, error) {
+	return f(ctx, ex)
 }

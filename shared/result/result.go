@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/body"
+	"github.com/urldownloader/urldownloader/shared/warc"
 )
 
 // Status is the terminal outcome of one accepted URL.
@@ -58,4 +59,11 @@ type Result struct {
 	ETag         string    `json:"etag,omitempty"`
 	LastModified string    `json:"lastModified,omitempty"`
 	Error        string    `json:"error,omitempty"`
+	// Warc names the WARC record of the answer the result came from (a
+	// response, or for not_modified its revisit record), when WARC
+	// output is on: the file (locally) or the object, and the byte range
+	// of the record's gzip member. A result of a redirect followed on the
+	// same host names the last answer's; the hops before it are records
+	// of the same file too.
+	Warc *warc.Ref `json:"warc,omitempty"`
 }

@@ -1,6 +1,7 @@
 // Package wholebody reads a result's body whole, wherever it is: inline in
 // the message (data, text or base64), in S3 (body.bucket and body.key) or
-// in local mode's folder (body.path), and verifies it against the
+// in local mode's folder (body.path), or in the WARC record its warc
+// reference names (WARC output keeps large bodies there alone), and verifies it against the
 // result's bytes and sha256. It is the package a consumer of the output
 // queue imports:
 //
@@ -27,6 +28,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/shared/body"
 	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/warc"
 )
 
 // GetAPI is the part of the S3 client Reader uses.
@@ -72,7 +74,15 @@ func (rd Reader) Open(ctx context.Context, res result.Result) (io.ReadCloser, er
 		if err := body.CheckSum(ref.SHA256); err != nil {
 			return nil, fmt.Errorf("result %s: body sha256 %q: %w", res.ID, ref.SHA256, err)
 		}
-		rc, err := rd.openStored(ctx, *ref)
+		var rc io.ReadCloser
+		var err error
+		if ref.Bucket == "" && ref.Key == "" && ref.Path == "" && res.Warc != nil {
+			// WARC output keeps a large body in its response record
+			// alone (shared/s3warc's Bodies).
+			rc, err = rd.openWarc(ctx, *res.Warc, ref.Bytes)
+		} else {
+			rc, err = rd.openStored(ctx, *ref)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("result %s: %w", res.ID, err)
 		}
@@ -110,6 +120,61 @@ func (rd Reader) openStored(ctx context.Context, ref body.Ref) (io.ReadCloser, e
 		return f, nil
 	}
 	return nil, errors.New("body reference names neither an object nor a file")
+}
+
+// openWarc reads the body of the response record ref points at: one
+// ranged GET of its gzip member (or a read of the local file's range),
+// its content coding undone, cut at n bytes as the result's body was.
+func (rd Reader) openWarc(ctx context.Context, ref warc.Ref, n int64) (io.ReadCloser, error) {
+	var member io.ReadCloser
+	switch {
+	case ref.Bucket != "" && ref.Key != "":
+		if rd.S3 == nil {
+			return nil, fmt.Errorf("warc record in s3://%s/%s and no S3 client", ref.Bucket, ref.Key)
+		}
+		rng := fmt.Sprintf("bytes=%d-%d", ref.Offset, ref.Offset+ref.Length-1)
+		out, err := rd.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &ref.Bucket, Key: &ref.Key, Range: &rng})
+		if err != nil {
+			return nil, fmt.Errorf("get s3://%s/%s %s: %w", ref.Bucket, ref.Key, rng, err)
+		}
+		member = out.Body
+	case ref.File != "":
+		f, err := os.Open(ref.File)
+		if err != nil {
+			return nil, fmt.Errorf("open warc file: %w", err)
+		}
+		member = struct {
+			io.Reader
+			io.Closer
+		}{io.NewSectionReader(f, ref.Offset, ref.Length), f}
+	default:
+		return nil, errors.New("warc reference names neither an object nor a file")
+	}
+	rec, err := warc.ReadRecord(member)
+	if err != nil {
+		member.Close()
+		return nil, err
+	}
+	content, err := rec.Content()
+	if err != nil {
+		rec.Close()
+		member.Close()
+		return nil, fmt.Errorf("warc record payload: %w", err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(content, n), closers{rec, member}}, nil
+}
+
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // verify passes rc through, hashing it; at its end it compares the count

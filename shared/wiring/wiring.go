@@ -31,6 +31,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/s3body"
+	"github.com/urldownloader/urldownloader/shared/s3warc"
 	"github.com/urldownloader/urldownloader/shared/sqsout"
 	"github.com/urldownloader/urldownloader/shared/ssmparams"
 	"github.com/urldownloader/urldownloader/shared/wake"
@@ -144,8 +145,16 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 			// bucket's own host name: address buckets by path.
 			s3Opts = append(s3Opts, func(o *s3.Options) { o.UsePathStyle = true })
 		}
-		parts.Bodies = s3body.New(s3.NewFromConfig(awsCfg, append(s3Opts, opts.S3Options...)...), cfg.BodyBucket,
-			s3body.Options{Refresh: cfg.BodyRetention / 2, Now: clock.Now})
+		s3c := s3.NewFromConfig(awsCfg, append(s3Opts, opts.S3Options...)...)
+		parts.Bodies = s3body.New(s3c, cfg.BodyBucket, s3body.Options{Refresh: cfg.BodyRetention / 2, Now: clock.Now})
+		if cfg.WarcOutput {
+			// Every exchange into WARC segments, sealed before the results
+			// that name them go out; a large body lives in its record.
+			wr := s3warc.New(s3c, cfg.BodyBucket, s3warc.Options{Now: clock.Now, Info: [][2]string{{"software", "urldownloader"}}})
+			fetchers.archive = wr
+			parts.Publisher = &metrics.CountResults{Publisher: s3warc.Publisher{Publisher: sqsPub, Writer: wr}, Metrics: rec}
+			parts.Bodies = s3warc.Bodies{}
+		}
 	}
 	return &Services{
 		Parts:     parts,
@@ -236,6 +245,7 @@ type fetcherCache struct {
 	resolve  map[string][]netip.Addr
 	maxConns int
 	now      func() time.Time
+	archive  fetch.Archive // WARC output, nil without
 
 	mu  sync.Mutex
 	key fetch.Options
@@ -244,6 +254,7 @@ type fetcherCache struct {
 
 func (c *fetcherCache) get(p params.Params) check.Fetcher {
 	opts := FetchOptions(p, c.addresses, c.resolve, c.maxConns)
+	opts.Archive = c.archive
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.f == nil || !sameOptions(c.key, opts) {

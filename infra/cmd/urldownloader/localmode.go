@@ -49,7 +49,7 @@ func runBackend() (code int, handled bool) {
 	case "local":
 		return runLocalMode(), true
 	case "moto":
-		for _, name := range []string{"state", "listen", "allowed-host", "token", "dns-server"} {
+		for _, name := range []string{"state", "listen", "allowed-host", "token", "dns-server", "warc", "warc-max-bytes"} {
 			if flagSet(name) {
 				fmt.Fprintf(os.Stderr, "urldownloader: --%s is for --backend local\n", name)
 				return 2, true
@@ -243,6 +243,7 @@ func runLocalMode() int {
 	// writes either (outfile.go).
 	opts.OutPath, opts.Overwrite = outPath, *overwriteFlag
 	opts.Bodies = *bodiesFlag
+	opts.Warc, opts.WarcMaxBytes = *warcFlag, *warcMaxBytesFlag
 	if opts.Bodies == "" {
 		state := opts.State
 		if state == "" {
@@ -328,6 +329,7 @@ func runLocalMode() int {
 	printLocalSummary(os.Stderr, rep, outs, rt.HostDelay, sharedBool("v"))
 	denials.print(os.Stderr)
 	bodies.print(os.Stderr, opts.Bodies)
+	printWarc(os.Stderr, rt.WarcFiles())
 	if err := printMetrics(os.Stderr, emf.Bytes(), sharedBool("v")); err != nil {
 		fmt.Fprintln(os.Stderr, "urldownloader:", err)
 	}

@@ -86,7 +86,7 @@ var flagGroups = []struct {
 }{
 	{"Input and output (every mode)", "", []string{"urls", "out", "overwrite", "param", "allow-net", "allow-private", "v"}},
 	{"Local mode (--backend local, the default): one process, state in a SQLite file", "local",
-		[]string{"backend", "state", "listen", "token", "allowed-host", "bodies", "timeout", "check-run", "shards", "dns-server"}},
+		[]string{"backend", "state", "listen", "token", "allowed-host", "bodies", "warc", "warc-max-bytes", "timeout", "check-run", "shards", "dns-server"}},
 	{"Moto backend (--backend moto): the emulated AWS stack; needs moto (`make tools` in the checkout, or MOTO_SERVER=/path/to/moto_server)", "moto",
 		[]string{"timeout", "check-run", "shards", "endpoint", "faults", "fault-rate"}},
 	{"Demo site (without --urls)", "", []string{"demo-hosts", "demo-pages", "demo-skewed", "demo-large", "demo-hostile", "hostile-pages"}},
@@ -94,7 +94,7 @@ var flagGroups = []struct {
 
 // argNames name the value each flag takes in --help.
 var argNames = map[string]string{
-	"urls": "FILE", "out": "FILE", "state": "FILE", "bodies": "DIR", "listen": "ADDR", "param": "Name=Value",
+	"urls": "FILE", "out": "FILE", "state": "FILE", "bodies": "DIR", "warc": "FILE", "warc-max-bytes": "N", "listen": "ADDR", "param": "Name=Value",
 	"endpoint": "URL", "timeout": "DURATION", "check-run": "DURATION", "shards": "N", "faults": "SEED",
 	"fault-rate": "P", "allow-net": "CIDR[,CIDR...]", "allowed-host": "NAME[:PORT]", "dns-server": "IP[:PORT]", "token": "TOKEN", "demo-hosts": "N", "demo-pages": "N", "hostile-pages": "N", "backend": "local|moto",
 }
