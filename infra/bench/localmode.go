@@ -130,6 +130,9 @@ func (r *localRunner) run(ctx context.Context, args []string, stop func() bool) 
 // runEnv is run with env (NAME=value) added to the runner's environment.
 func (r *localRunner) runEnv(ctx context.Context, args, env []string, stop func() bool) (childRun, error) {
 	cmd := exec.CommandContext(ctx, r.bin, args...)
+	if extra := strings.Fields(os.Getenv(childEnv)); len(extra) > 0 {
+		env = append(slices.Clone(env), extra...)
+	}
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
@@ -649,6 +652,11 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// childEnv adds NAME=value pairs (space separated) to the environment of
+// local mode's processes only, not the bench's own (its site and Colly):
+// a developer trying GOGC or GODEBUG settings on the process users run.
+const childEnv = "BENCH_CHILD_ENV"
 
 // arrivalsEnv names a folder where each local-mode run leaves the site's
 // arrivals (host, path, start and end in ms from the process's start) and

@@ -40,6 +40,9 @@ type inlineRobots struct {
 // large ones in the robots table (in the same transaction) with a mark in
 // the row.
 func (s *Store) storeRobots(ctx context.Context, tx *txn, key string, h *hostRow, answers map[string]hostqueue.Robots) error {
+	if len(answers) > 0 {
+		h.robotsJSON = nil // encoded again by updateHost
+	}
 	for origin, r := range answers {
 		if h.robots == nil {
 			h.robots = map[string]inlineRobots{}

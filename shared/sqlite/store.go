@@ -541,7 +541,11 @@ type hostRow struct {
 	lastError    string
 	attempts     map[string]int
 	robots       map[string]inlineRobots
-	expires      sql.NullInt64
+	// robotsJSON is robots as stored, nil once storeRobots changed it:
+	// a commit that leaves the answers alone writes them back without
+	// encoding them again.
+	robotsJSON []byte
+	expires    sql.NullInt64
 }
 
 func (h *hostRow) expired(now time.Time) bool {
@@ -577,6 +581,7 @@ func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 		if err := json.Unmarshal(robots, &h.robots); err != nil {
 			return nil, fmt.Errorf("decode robots: %w", err)
 		}
+		h.robotsJSON = robots
 	}
 	if cached {
 		tx.s.hosts.put(&h)
@@ -599,9 +604,11 @@ func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 	if err != nil {
 		return err
 	}
-	robots, err := jsonOrNil(h.robots)
-	if err != nil {
-		return err
+	robots := h.robotsJSON
+	if robots == nil {
+		if robots, err = jsonOrNil(h.robots); err != nil {
+			return err
+		}
 	}
 	_, err = tx.ExecContext(ctx, qUpdateHost,
 		h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
@@ -609,6 +616,7 @@ func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 	if err != nil {
 		return fmt.Errorf("write host: %w", err)
 	}
+	h.robotsJSON = robots
 	if tx.write {
 		tx.s.hosts.put(h)
 	}
