@@ -66,9 +66,9 @@ const (
 	// the template's timeout leaves 65 s after a 55 s run.
 	checkSlack = 65 * time.Second
 	// DefaultIngestBatch and DefaultIngestWindow shape ingest batches:
-	// records up to the input reader's batch bytes (8 MiB), with a short
-	// window: a local file is read at once, and a trickle on stdin should
-	// not wait the event source mapping's 5 s. Ten times the mapping's
+	// records up to the input reader's batch bytes (8 MiB), closed by a
+	// short pause of the input: a local file is read at once, and a
+	// trickle on stdin should not wait the event source mapping's 5 s. Ten times the mapping's
 	// 10,000 records: a shuffled list of 100,000 URLs over 5,000 hosts then
 	// reaches every host's queue in one append each, not ten, and each host
 	// works it in full rounds instead of lingering for the next batch (half
@@ -135,7 +135,8 @@ type Options struct {
 	// DefaultCheckRun); loops run invocations back to back.
 	CheckRun time.Duration
 	// IngestBatch and IngestWindow bound an ingest batch: this many input
-	// records, or this long after its first record.
+	// records, or what came until the input paused this long (see
+	// collect).
 	IngestBatch  int
 	IngestWindow time.Duration
 	// LeaseTTL overrides the engine's shard lease duration (tests).
