@@ -158,8 +158,8 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize, warc bool) (*Bodi
 		TemplateParams: map[string]string{"WarcOutput": strconv.FormatBool(warc)},
 		CheckRun:       2 * time.Minute,
 		S3Options:      []func(*s3.Options){s3c.Option},
-		SQSOptions: []func(*sqs.Options){sqsc.Option},
-		Log:        e.log,
+		SQSOptions:     []func(*sqs.Options){sqsc.Option},
+		Log:            e.log,
 	})
 	if err != nil {
 		return nil, err
