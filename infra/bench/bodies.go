@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/s3warc"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -76,6 +78,14 @@ type BodiesResult struct {
 	// benchmark (moto clients, pipelines, caches) leave behind.
 	PeakLive, PeakHeap, BaseLive uint64
 	S3                           []billing.S3Line
+	// Warc is set when the run kept its exchanges as WARC records
+	// (WarcOutput): a stored body is then in its response record, read by
+	// one ranged GET, not an object of its own. WarcBytes are the
+	// segments' bytes in the bucket (robots.txt and request records
+	// included), Segments their number.
+	Warc      bool
+	WarcBytes int64
+	Segments  int
 	// SendChunks and ReceiveChunks are the output queue's billed 64 KB
 	// chunks: sent by the check function, received by the consumer (the
 	// pipeline's collector); Deletes its delete requests.
@@ -100,7 +110,7 @@ func (r *BodiesResult) s3Requests(class string) float64 {
 	return r.perURL(float64(n)) * price
 }
 func (r *BodiesResult) storage() float64 {
-	return r.perURL(float64(r.StoredBytes)/1e9) * priceS3GBMonth * bodyRetentionDays / 30
+	return r.perURL(float64(r.StoredBytes+r.WarcBytes)/1e9) * priceS3GBMonth * bodyRetentionDays / 30
 }
 
 // consumer is what reading the results costs: receiving the chunks,
@@ -118,7 +128,7 @@ func (r *BodiesResult) total() float64 {
 func (e *benchEnv) bodies(ctx context.Context, sizes []BodySize) ([]*BodiesResult, error) {
 	var out []*BodiesResult
 	for _, sz := range sizes {
-		r, err := e.bodiesRun(ctx, sz)
+		r, err := e.bodiesRun(ctx, sz, false)
 		if err != nil {
 			return out, fmt.Errorf("bodies %s: %w", sz.Name, err)
 		}
@@ -128,7 +138,8 @@ func (e *benchEnv) bodies(ctx context.Context, sizes []BodySize) ([]*BodiesResul
 	return out, nil
 }
 
-func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, error) {
+// bodiesRun is one size's run, with WarcOutput on when warc is set.
+func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize, warc bool) (*BodiesResult, error) {
 	site, err := e.site(sz.Hosts, "")
 	if err != nil {
 		return nil, err
@@ -144,10 +155,11 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, e
 			"FetchDelay": "0s", "MaxBodyBytes": fmt.Sprint(max(sz.Size, params.Defaults().MaxBodyBytes)),
 			"FetchTimeout": "60s", "CheckHostPeriod": "2s",
 		},
-		CheckRun:   2 * time.Minute,
-		S3Options:  []func(*s3.Options){s3c.Option},
-		SQSOptions: []func(*sqs.Options){sqsc.Option},
-		Log:        e.log,
+		TemplateParams: map[string]string{"WarcOutput": strconv.FormatBool(warc)},
+		CheckRun:       2 * time.Minute,
+		S3Options:      []func(*s3.Options){s3c.Option},
+		SQSOptions:     []func(*sqs.Options){sqsc.Option},
+		Log:            e.log,
 	})
 	if err != nil {
 		return nil, err
@@ -163,7 +175,7 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, e
 	if err != nil {
 		return nil, err
 	}
-	res := &BodiesResult{BodySize: sz}
+	res := &BodiesResult{BodySize: sz, Warc: warc}
 	var mu sync.Mutex
 	objects := map[string]int64{}
 	stop := make(chan struct{})
@@ -200,7 +212,9 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, e
 			return
 		}
 		res.Stored++
-		objects[r.Body.Key] = r.Body.Bytes
+		if r.Body.Key != "" { // else in its WARC record
+			objects[r.Body.Key] = r.Body.Bytes
+		}
 	})
 	res.Wall = time.Since(start)
 	close(stop)
@@ -229,15 +243,27 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize) (*BodiesResult, e
 			res.Deletes += l.Requests
 		}
 	}
-	// The bucket holds exactly the stored bodies, nothing half-written.
-	out, err := stack.NewS3(p.AWS).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &p.Stack.BodyBucket})
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range out.Contents {
-		if !strings.HasPrefix(aws.ToString(o.Key), body.KeyPrefix) {
-			return nil, fmt.Errorf("bucket holds %s after the run", aws.ToString(o.Key))
+	// The bucket holds exactly the stored bodies and, with WARC output,
+	// the sealed segments: nothing half-written.
+	list := s3.NewListObjectsV2Paginator(stack.NewS3(p.AWS), &s3.ListObjectsV2Input{Bucket: &p.Stack.BodyBucket})
+	for list.HasMorePages() {
+		out, err := list.NextPage(ctx)
+		if err != nil {
+			return nil, err
 		}
+		for _, o := range out.Contents {
+			switch key := aws.ToString(o.Key); {
+			case strings.HasPrefix(key, body.KeyPrefix):
+			case warc && strings.HasPrefix(key, s3warc.Prefix):
+				res.WarcBytes += aws.ToInt64(o.Size)
+				res.Segments++
+			default:
+				return nil, fmt.Errorf("bucket holds %s after the run", key)
+			}
+		}
+	}
+	if warc && res.Segments == 0 {
+		return nil, fmt.Errorf("WarcOutput on and no segment in the bucket")
 	}
 	return res, nil
 }

@@ -401,8 +401,9 @@ func (e *benchEnv) localRun(ctx context.Context, site *demosite.Site, urls []str
 	return e.localRunEnv(ctx, site, urls, hosts, d, name, nil)
 }
 
-// localRunEnv is localRun with env added to the runner's environment.
-func (e *benchEnv) localRunEnv(ctx context.Context, site *demosite.Site, urls []string, hosts int, d time.Duration, name string, env []string) (RunStats, error) {
+// localRunEnv is localRun with env added to the runner's environment and
+// flags added to its command line.
+func (e *benchEnv) localRunEnv(ctx context.Context, site *demosite.Site, urls []string, hosts int, d time.Duration, name string, env []string, flags ...string) (RunStats, error) {
 	r, err := e.runner(ctx)
 	if err != nil {
 		return RunStats{}, err
@@ -414,7 +415,7 @@ func (e *benchEnv) localRunEnv(ctx context.Context, site *demosite.Site, urls []
 	out, state := filepath.Join(r.dir, name+".out.jsonl"), filepath.Join(r.dir, name+".db")
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-	cr, err := r.runEnv(rctx, e.localArgs(in, out, state, d, nil), env, nil)
+	cr, err := r.runEnv(rctx, append(e.localArgs(in, out, state, d, nil), flags...), env, nil)
 	if err != nil {
 		return RunStats{}, err
 	}

@@ -83,6 +83,9 @@ type Config struct {
 	// Bodies are the sizes of the whole-bodies runs (bodies.go).
 	Bodies     []BodySize
 	SkipBodies bool
+	// Warc sizes the WARC output runs (warc.go).
+	Warc     WarcConfig
+	SkipWarc bool
 	// LambdaBuild runs `make build` for the arm64 sizes.
 	LambdaBuild bool
 	BenchTime   time.Duration
@@ -121,6 +124,7 @@ func FullConfig() Config {
 		Out:     "docs/benchmarks.md", PNG: "docs/benchmarks-h200.png",
 		Resources: FullResources(),
 		Bodies:    FullBodies(),
+		Warc:      FullWarc(),
 	}
 }
 
@@ -142,6 +146,7 @@ func SmokeConfig() Config {
 		// TestResourcesSmoke runs the resources scenario's smoke.
 		SkipResources: true,
 		SkipBodies:    true,
+		SkipWarc:      true,
 	}
 }
 
@@ -153,7 +158,7 @@ func main() {
 	tlsHosts := flag.String("tls-hosts", "", "comma-separated H values for the politeness rows through local mode over HTTPS (default 1000; 0: none)")
 	perHost := flag.Int("u", 0, "URLs per host in every politeness row (default: the row's: 40 at H<5000, 20 at 5000, 5 at 10000)")
 	rowDelay := flag.Duration("d", 0, "fetch delay in every politeness row (default: the row's: 250ms at H<5000, 1s from 5000)")
-	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,million,cost,lambda,resources,bodies")
+	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,million,cost,lambda,resources,bodies,warc")
 	memory20m := flag.Bool("memory-20m", false, "add a 20-million-line row to the memory rows (many minutes)")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
@@ -210,6 +215,7 @@ func main() {
 		cfg.SkipMemory, cfg.SkipBigSite = !parts["memory"], !parts["bigsite"]
 		cfg.SkipResources = !parts["resources"]
 		cfg.SkipBodies = !parts["bodies"]
+		cfg.SkipWarc = !parts["warc"]
 		cfg.SkipMillion = !parts["million"]
 	}
 	if *memory20m {
@@ -237,6 +243,9 @@ func main() {
 		fmt.Println(res.Table())
 		if len(res.Bodies) > 0 {
 			fmt.Println(bodiesTable(res.Bodies))
+		}
+		if res.Warc != nil {
+			fmt.Println(warcTable(res.Warc))
 		}
 		if len(res.Memory) > 0 || res.BigSite != nil {
 			fmt.Println(bigJobsTable(res.Memory, res.BigSite))
@@ -301,6 +310,17 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 				return res, err
 			}
 			log.Info("wrote bodies section", "file", cfg.Out)
+		}
+	}
+	if !cfg.SkipWarc {
+		if res.Warc, err = env.warc(ctx, cfg.Warc); err != nil {
+			return res, fmt.Errorf("warc: %w", err)
+		}
+		if cfg.Out != "" {
+			if err := writeWarc(inRoot(root, cfg.Out), res.Warc, res.Machine); err != nil {
+				return res, err
+			}
+			log.Info("wrote warc section", "file", cfg.Out)
 		}
 	}
 	if !cfg.SkipMillion {

@@ -37,6 +37,8 @@ type Results struct {
 	Resources *ResourcesResult
 	// Bodies are the whole-bodies runs (bodies.go), in their own section.
 	Bodies []*BodiesResult
+	// Warc is the WARC output part (warc.go), in its own section.
+	Warc *WarcResult
 	// Million is the million-URL job (millionjob.go), in its own section.
 	Million *MillionResult
 }

@@ -215,7 +215,7 @@ func resChild(mode string) (rep resChildReport, err error) {
 		defer cancel()
 		rep.Summary, err = h.Handle(ictx, ev)
 		rep.Elapsed = time.Since(start)
-		rep.Workers = rep.Budget.Workers(s.Params.Get(ctx).MaxBodyBytes)
+		rep.Workers = s.Engine.WorkerLimit(s.Params.Get(ctx))
 		return rep, err
 	case "ingest":
 		s := wiring.New(awsCfg, cfg, opts)

@@ -229,12 +229,18 @@ const (
 	measuredRPSMemoryMB = 512
 )
 
+// keptBody is what a check worker holds of a body, as the engine budgets it
+// (check.Engine.WorkerLimit): the deployment always has the body bucket,
+// so a body longer than the inline limit streams there and a worker holds
+// at most InlineBodyBytes and the byte that shows there is more.
+func keptBody(p params.Params) int64 { return min(p.MaxBodyBytes, p.InlineBodyBytes+1) }
+
 // invocationRPS is cfg.InvocationRPS with the measured default applied.
 func invocationRPS(cfg Config) float64 {
 	if cfg.InvocationRPS >= 0 {
 		return cfg.InvocationRPS
 	}
-	maxBody := int64(cfg.P.MaxBodyBytes)
+	maxBody := keptBody(cfg.P)
 	at := wiring.BudgetFor(measuredRPSMemoryMB).Workers(maxBody)
 	return measuredRPS * float64(wiring.BudgetFor(cfg.CheckMemoryMB).Workers(maxBody)) / float64(at)
 }

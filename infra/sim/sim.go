@@ -135,7 +135,7 @@ func (h *host) itemSize(web WebModel) int {
 // New builds a simulation of cfg.
 func New(cfg Config) *Sim {
 	if cfg.ProcessWorkers < 0 {
-		cfg.ProcessWorkers = wiring.BudgetFor(cfg.CheckMemoryMB).Workers(int64(cfg.P.MaxBodyBytes))
+		cfg.ProcessWorkers = wiring.BudgetFor(cfg.CheckMemoryMB).Workers(keptBody(cfg.P))
 	}
 	cfg.InvocationRPS = invocationRPS(cfg)
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}

@@ -134,6 +134,18 @@ const DefaultUserAgent = "urldownloader/1.0 (+https://github.com/urldownloader/u
 // cheaper up to the message limit (see README, Cost of whole bodies).
 const DefaultInlineBodyBytes = 240 << 10
 
+// DefaultMaxBodyBytes is 10 MiB, Colly's MaxBodySize (and the fetcher's own
+// default, fetch.DefaultMaxBodyBytes): well above InlineBodyBytes, so out of
+// the box a page, a feed, a PDF or an image comes back whole rather than cut,
+// as a downloader's users expect, while a body that never ends still stops
+// at a size one FetchTimeout (10s, Colly's too) can carry at 8 Mbit/s and
+// that costs cents per thousand to keep (README, Cost of whole bodies).
+// It costs the check function no workers beyond the inline limit: a body
+// above InlineBodyBytes streams to the body bucket (one S3 object, or a
+// WARC record with WarcOutput) through a shared buffer, so a worker is
+// budgeted at InlineBodyBytes (198 workers at 512 MiB).
+const DefaultMaxBodyBytes = 10 << 20
+
 // Defaults returns the parameters used when none is set: the values of the
 // reference systems (YT Flow, StormCrawler, Scrapy), chosen to be polite.
 func Defaults() Params {
@@ -142,7 +154,7 @@ func Defaults() Params {
 		PersistLimit:             1000,
 		FetchDelay:               time.Second,
 		FetchTimeout:             10 * time.Second,
-		MaxBodyBytes:             200 << 10,
+		MaxBodyBytes:             DefaultMaxBodyBytes,
 		InlineBodyBytes:          DefaultInlineBodyBytes,
 		MaxConcurrentHosts:       256,
 		UserAgent:                DefaultUserAgent,

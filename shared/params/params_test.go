@@ -19,7 +19,7 @@ func TestDefaults(t *testing.T) {
 		NamePersistLimit:             "1000",
 		NameFetchDelay:               "1s",
 		NameFetchTimeout:             "10s",
-		NameMaxBodyBytes:             "204800",
+		NameMaxBodyBytes:             "10485760",
 		NameInlineBodyBytes:          "245760",
 		NameMaxConcurrentHosts:       "256",
 		NameUserAgent:                "urldownloader/1.0 (+https://github.com/urldownloader/urldownloader)",
@@ -36,6 +36,11 @@ func TestDefaults(t *testing.T) {
 	}
 	if got := d.Format(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Defaults().Format() =\n%v\nwant\n%v", got, want)
+	}
+	// Out of the box a body too large to go inline is still kept whole (in
+	// the body store) up to the cap, not cut below the inline limit.
+	if d.MaxBodyBytes <= d.InlineBodyBytes {
+		t.Errorf("default MaxBodyBytes %d <= InlineBodyBytes %d: no body is ever kept whole beyond the inline limit", d.MaxBodyBytes, d.InlineBodyBytes)
 	}
 }
 
@@ -70,7 +75,7 @@ func TestFormatParseRoundTrip(t *testing.T) {
 				PersistLimit:             7,
 				FetchDelay:               0,
 				FetchTimeout:             5 * time.Minute,
-				MaxBodyBytes:             10 << 20,
+				MaxBodyBytes:             50 << 20,
 				InlineBodyBytes:          64 << 10,
 				MaxConcurrentHosts:       1,
 				UserAgent:                "bot/2 (+mailto:ops@example.com)",

@@ -23,8 +23,9 @@ import (
 //   - Host workers may hold workerMemoryShare (half) of MemorySize, less
 //     the process's fixed share (runtime, SDK clients, parameter and chunk
 //     caches: baseMemory) and the robots cache (check.RobotsCacheBytes),
-//     each counted at its worst, check.WorkerBytes (1 MiB with 200 KiB
-//     bodies): 206 workers in the check function's 512 MiB. Were every
+//     each counted at its worst, check.WorkerBytes (1.05 MiB with the
+//     default 240 KiB inline limit: a longer body streams to the body
+//     store): 198 workers in the check function's 512 MiB. Were every
 //     worker at its worst at once, half the memory would be live and the
 //     GC would keep the heap under GOMEMLIMIT by working harder; measured
 //     on slow 200 KB pages a worker costs about 0.65 MiB of RSS (see

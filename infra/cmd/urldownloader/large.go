@@ -16,7 +16,8 @@ var (
 )
 
 // largeDefaults let the large pages through whole: the default
-// MaxBodyBytes (200 KB) would cut them. A --param the user gave wins.
+// MaxBodyBytes (10 MiB) would cut the 20 MB one, and 30 s leaves it time
+// on a loaded machine. A --param the user gave wins.
 var largeDefaults = map[string]string{
 	"MaxBodyBytes": "67108864",
 	"FetchTimeout": "30s",
