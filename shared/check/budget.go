@@ -52,7 +52,8 @@ const handOffBytes = 256 << 10
 // handing them over (at most handOffBytes, or one body when a body is
 // larger), the results the publisher is sending for it (as much again) and
 // their encoded message (at most one SQS batch, handOffBytes), plus
-// workerOverhead. With the default MaxBodyBytes (200 KiB) that is 1.0 MiB.
+// workerOverhead. With a body store, bodies are held up to InlineBodyBytes
+// (240 KiB by default; Engine.keptBody): 1.05 MiB.
 //
 // A robots.txt is read up to robots.MaxBytes (500 KiB) whatever maxBody
 // says; it is not counted: it is read once per host session, most are a
