@@ -802,6 +802,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 			}
 		}
 		res.HTTPStatus, res.ContentType = resp.HTTPStatus, resp.ContentType
+		res.ContentEncoding = resp.Encoding
 		res.Warc = resp.Warc
 		res.ETag, res.LastModified = resp.ETag, resp.LastModified
 		code := resp.HTTPStatus

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/urldownloader/urldownloader/internal/warctest"
+	"github.com/urldownloader/urldownloader/shared/coding"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/warc"
 )
@@ -126,7 +127,7 @@ func TestArchiveExchange(t *testing.T) {
 	}
 	rh := warctest.Headers(t, file, reqAt)
 	for _, want := range []string{"GET /gz HTTP/1.1", "Host: " + strings.TrimPrefix(srv.URL, "http://"),
-		"User-Agent: urldownloader/test", "Accept-Encoding: gzip, deflate", "WARC-Concurrent-To: "} {
+		"User-Agent: urldownloader/test", "Accept-Encoding: " + coding.Accept, "WARC-Concurrent-To: "} {
 		if !strings.Contains(rh, want) {
 			t.Errorf("request record lacks %q:\n%s", want, rh)
 		}

@@ -1,11 +1,7 @@
 package fetch
 
 import (
-	"bufio"
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"errors"
 	"io"
@@ -13,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/urldownloader/urldownloader/shared/body"
+	"github.com/urldownloader/urldownloader/shared/coding"
 )
 
 // readBody reads the decoded body, keeping at most max bytes. It stops after
@@ -24,9 +21,7 @@ func readBody(resp *http.Response, max int64) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if c, ok := dec.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer dec.Close()
 	// A body sent as it is announces its size: read it into a buffer of
 	// that size instead of growing one by doubling (which can hold up to
 	// twice the body at the end).
@@ -74,52 +69,31 @@ func readAtMost(r io.Reader, n, hint int64) ([]byte, error) {
 	}
 }
 
-// decoder returns a reader of the body with its Content-Encoding undone.
-// Only gzip and deflate are decoded because only they are asked for; any
-// other encoding is returned as sent (Header still says which), capped the
-// same way.
-func decoder(resp *http.Response) (io.Reader, error) {
+// decoder returns a reader of the body with its Content-Encoding undone
+// (package coding: the codings the fetcher asks for). A body in a coding
+// it does not know is returned as sent, capped the same way; the
+// response's Encoding then says which (undecoded).
+func decoder(resp *http.Response) (io.ReadCloser, error) {
 	if identity(resp) {
-		return resp.Body, nil
+		return io.NopCloser(resp.Body), nil
 	}
-	enc := contentEncoding(resp)
-	br := bufio.NewReader(resp.Body)
-	// A 304, a 204 or an error page may carry Content-Encoding with no
-	// body at all: an empty body, not a corrupt stream.
-	if _, err := br.Peek(1); errors.Is(err, io.EOF) {
-		return br, nil
-	}
-	switch enc {
-	case "gzip", "x-gzip":
-		return gzip.NewReader(br)
-	case "deflate":
-		// "deflate" should mean zlib (RFC 9110), but some servers send raw
-		// DEFLATE; the two-byte zlib header tells them apart.
-		if hdr, err := br.Peek(2); err == nil && isZlibHeader(hdr) {
-			return zlib.NewReader(br)
-		}
-		return flate.NewReader(br), nil
-	default:
-		return br, nil
-	}
-}
-
-func contentEncoding(resp *http.Response) string {
-	return strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	dec, _, err := coding.Decode(resp.Header.Get("Content-Encoding"), resp.Body)
+	return dec, err
 }
 
 // identity reports a body sent without a content encoding.
 func identity(resp *http.Response) bool {
-	enc := contentEncoding(resp)
-	return enc == "" || enc == "identity"
+	return len(coding.Codings(resp.Header.Get("Content-Encoding"))) == 0
 }
 
-// isZlibHeader reports whether b starts a zlib stream: method 8 (deflate),
-// a window of at most 32 KiB, and a header checksum divisible by 31 (RFC
-// 1950). A raw DEFLATE stream matches this by chance only rarely.
-func isZlibHeader(b []byte) bool {
-	cmf, flg := b[0], b[1]
-	return cmf&0x0f == 8 && cmf>>4 <= 7 && (uint16(cmf)<<8|uint16(flg))%31 == 0
+// undecoded is the Content-Encoding of a body passed on as sent, because
+// it names a coding the fetcher does not undo; "" when the body is
+// decoded (or was sent as it is).
+func undecoded(resp *http.Response) string {
+	if h := resp.Header.Get("Content-Encoding"); !coding.Known(h) {
+		return strings.Join(coding.Codings(h), ", ")
+	}
+	return ""
 }
 
 // storeError marks a failure of the body store (as opposed to the read).
@@ -142,9 +116,7 @@ func readOrStore(ctx context.Context, resp *http.Response, max, inline int64, st
 	if err != nil {
 		return nil, nil, false, &body.ReadError{Err: err}
 	}
-	if c, ok := dec.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer dec.Close()
 	var hint int64
 	if identity(resp) {
 		hint = resp.ContentLength

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/body"
+	"github.com/urldownloader/urldownloader/shared/coding"
 	"github.com/urldownloader/urldownloader/shared/warc"
 )
 
@@ -141,9 +142,13 @@ type Request struct {
 type Response struct {
 	HTTPStatus  int
 	ContentType string
-	// Body is the decoded body (gzip and deflate are undone), at most
-	// MaxBodyBytes (the request's, else the Options') long.
+	// Body is the decoded body (every coding of package coding undone),
+	// at most MaxBodyBytes (the request's, else the Options') long.
 	Body []byte
+	// Encoding is the Content-Encoding of a body passed on as sent,
+	// because it names a coding the fetcher does not undo; empty when the
+	// body is decoded.
+	Encoding string
 	// Stored is where a body longer than Request.InlineBytes was put
 	// (Request.Store); nil when the body is in Body.
 	Stored *body.Ref
@@ -437,6 +442,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
 		Header:       resp.Header,
+		Encoding:     undecoded(resp),
 	}
 	if loc := resp.Header.Get("Location"); loc != "" {
 		if lu, err := hreq.URL.Parse(loc); err == nil {
@@ -485,7 +491,7 @@ func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*h
 		}
 		hreq.Header.Set("User-Agent", f.opts.UserAgent)
 		hreq.Header.Set("Accept", "*/*")
-		hreq.Header.Set("Accept-Encoding", "gzip, deflate")
+		hreq.Header.Set("Accept-Encoding", coding.Accept)
 		if req.ETag != "" {
 			hreq.Header.Set("If-None-Match", req.ETag)
 		}

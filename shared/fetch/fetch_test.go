@@ -20,8 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 	"golang.org/x/net/http/httpproxy"
 
+	"github.com/urldownloader/urldownloader/shared/coding"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 )
 
@@ -71,6 +74,29 @@ func gzipped(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+func brotlied(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := brotli.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func zstded(t *testing.T, b []byte) []byte {
+	t.Helper()
+	w, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	return w.EncodeAll(b, nil)
 }
 
 func zlibbed(t *testing.T, b []byte) []byte {
@@ -266,7 +292,7 @@ func TestFetchResponses(t *testing.T) {
 		{
 			name: "gzip body is decoded and compression was asked for",
 			handler: func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get("Accept-Encoding") != "gzip, deflate" {
+				if r.Header.Get("Accept-Encoding") != coding.Accept {
 					http.Error(w, "Accept-Encoding "+r.Header.Get("Accept-Encoding"), 400)
 					return
 				}
@@ -289,6 +315,37 @@ func TestFetchResponses(t *testing.T) {
 			handler: encoded("deflate", rawDeflated(t, []byte(text))),
 			check: func(t *testing.T, _ string, r *fetch.Response) {
 				want(t, "body", string(r.Body), text)
+			},
+		},
+		{
+			name:    "brotli body is decoded",
+			handler: encoded("br", brotlied(t, []byte(text))),
+			check: func(t *testing.T, _ string, r *fetch.Response) {
+				want(t, "body", string(r.Body), text)
+				want(t, "encoding left on", r.Encoding, "")
+			},
+		},
+		{
+			name:    "zstd body is decoded",
+			handler: encoded("zstd", zstded(t, []byte(text))),
+			check: func(t *testing.T, _ string, r *fetch.Response) {
+				want(t, "body", string(r.Body), text)
+				want(t, "encoding left on", r.Encoding, "")
+			},
+		},
+		{
+			name:    "codings applied one after another are undone last first",
+			handler: encoded("gzip, br", brotlied(t, gzipped(t, []byte(text)))),
+			check: func(t *testing.T, _ string, r *fetch.Response) {
+				want(t, "body", string(r.Body), text)
+			},
+		},
+		{
+			name:    "a coding it does not undo is passed on as sent, and named",
+			handler: encoded("x-squash", []byte("\x00squashed\xff")),
+			check: func(t *testing.T, _ string, r *fetch.Response) {
+				want(t, "body", string(r.Body), "\x00squashed\xff")
+				want(t, "encoding left on", r.Encoding, "x-squash")
 			},
 		},
 		{

@@ -45,8 +45,13 @@ type Result struct {
 	Status      Status `json:"status"`
 	HTTPStatus  int    `json:"httpStatus,omitempty"`
 	ContentType string `json:"contentType,omitempty"`
-	Data        string `json:"data,omitempty"`
-	Encoding    string `json:"encoding,omitempty"`
+	// ContentEncoding is set when the body is passed on as the server
+	// sent it, in a content coding the fetcher does not undo (every coding
+	// it asks for is undone): Data, bytes and sha256 then describe the
+	// encoded bytes.
+	ContentEncoding string `json:"contentEncoding,omitempty"`
+	Data            string `json:"data,omitempty"`
+	Encoding        string `json:"encoding,omitempty"`
 	// Body points at the body when it was kept in a store instead of Data
 	// (read it with shared/wholebody); Bytes and SHA256 repeat its own.
 	Body         *body.Ref `json:"body,omitempty"`

@@ -2,15 +2,15 @@ package warc
 
 import (
 	"bufio"
-	"compress/flate"
 	"compress/gzip"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/urldownloader/urldownloader/shared/coding"
 )
 
 // Record is one record read back from the gzip member a Ref points at.
@@ -75,24 +75,12 @@ func ReadRecord(member io.Reader) (*Record, error) {
 	return rec, nil
 }
 
-// Content is the payload with its Content-Encoding (gzip or deflate, the
-// codings the fetcher asks for) undone: the body as the result saw it.
-func (r *Record) Content() (io.Reader, error) {
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
-	br := bufio.NewReader(r.Payload)
-	if _, err := br.Peek(1); errors.Is(err, io.EOF) {
-		return br, nil
-	}
-	switch enc {
-	case "gzip", "x-gzip":
-		return gzip.NewReader(br)
-	case "deflate":
-		if hdr, err := br.Peek(2); err == nil && hdr[0]&0x0f == 8 && (uint16(hdr[0])<<8|uint16(hdr[1]))%31 == 0 {
-			return zlib.NewReader(br)
-		}
-		return flate.NewReader(br), nil
-	}
-	return br, nil
+// Content is the payload with its Content-Encoding undone (package coding:
+// the codings the fetcher asks for): the body as the result saw it. A
+// coding the fetcher does not undo is left on, as the result had it.
+func (r *Record) Content() (io.ReadCloser, error) {
+	dec, _, err := coding.Decode(r.Header.Get("Content-Encoding"), r.Payload)
+	return dec, err
 }
 
 // Close frees the record's decompressor.

@@ -164,7 +164,7 @@ func (rd Reader) openWarc(ctx context.Context, ref warc.Ref, n int64) (io.ReadCl
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.LimitReader(content, n), closers{rec, member}}, nil
+	}{io.LimitReader(content, n), closers{content, rec, member}}, nil
 }
 
 type closers []io.Closer
