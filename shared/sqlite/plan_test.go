@@ -25,6 +25,7 @@ func TestQueryPlans(t *testing.T) {
 		{"update host", qUpdateHost, []any{nil, 0, 0, 0, 0, 0, 0, "", nil, nil, nil, 1}, "INTEGER PRIMARY KEY"},
 		{"queue head", qHead, []any{1, 10}, "PRIMARY KEY"},
 		{"queue head ids", qHeadIDs, []any{1, 0, 10}, "PRIMARY KEY"},
+		{"queue head ids, first page", qFirstIDs, []any{1, 10}, "PRIMARY KEY"},
 		{"evict or pop the head", qDeleteHead, []any{1, 5}, "PRIMARY KEY"},
 		{"due hosts", qDueHosts, []any{3, 0, 10}, "hosts_due"},
 		{"release a lease", qRelease, []any{3, "o"}, "INTEGER PRIMARY KEY"},

@@ -91,8 +91,13 @@ const (
 	qUpdateHost = `UPDATE hosts SET due = ?, tail = ?, pending = ?, last_fetch = ?,
 		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, attempts = ?, robots = ?,
 		expires = ? WHERE id = ?`
-	qHead       = "SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
-	qHeadIDs    = "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?"
+	qHead    = "SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
+	qHeadIDs = "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?"
+	// qFirstIDs is qHeadIDs' first page. A value bound to a range on an
+	// indexed column (seq > ?) makes SQLite prepare the statement again
+	// at every new binding (it may change the plan, with STAT4): every
+	// commit paid that; most commits read one page.
+	qFirstIDs   = "SELECT seq, id FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
 	qDeleteHead = "DELETE FROM entries WHERE host = ? AND seq <= ?"
 	qDueHosts   = "SELECT key FROM hosts WHERE vs = ? AND due IS NOT NULL AND due <= ? ORDER BY due LIMIT ?"
 	// qAcquire takes the lease when it is free, expired (until before
