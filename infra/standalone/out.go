@@ -68,20 +68,25 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 	if len(results) == 0 {
 		return nil
 	}
-	var lines []byte
-	for _, r := range results {
+	// Encoded outside the lock, copied once into the shared buffer under
+	// it (a buffer of this call's own lines first was a copy more, and
+	// the second largest allocation of a run at 10,000 hosts).
+	lines := make([][]byte, len(results))
+	for i, r := range results {
 		b, err := encodeLine(r)
 		if err != nil {
 			return err
 		}
-		lines = append(append(lines, b...), '\n')
+		lines[i] = b
 	}
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	if lw.err != nil {
 		return lw.err
 	}
-	lw.buf = append(lw.buf, lines...)
+	for _, b := range lines {
+		lw.buf = append(append(lw.buf, b...), '\n')
+	}
 	lw.pending = append(lw.pending, results...)
 	lw.queued++
 	mine := lw.queued
