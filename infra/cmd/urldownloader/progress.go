@@ -51,10 +51,6 @@ func startProgress(w io.Writer, src progressSource, redraw bool) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	start := time.Now()
-	type sample struct {
-		at   time.Time
-		reqs int64
-	}
 	var window []sample
 	every := progressEvery
 	if !redraw {
@@ -83,10 +79,7 @@ func startProgress(w io.Writer, src progressSource, redraw bool) (stop func()) {
 					}
 					etaAt = now
 				}
-				window = append(window, sample{now, p.Requests})
-				for len(window) > 1 && now.Sub(window[0].at) > 5*time.Second {
-					window = window[1:]
-				}
+				window = rateWindow(append(window, sample{now, p.Requests}), now)
 				line := progressLine(p, window[0].reqs, now.Sub(window[0].at), eta, etaKnown)
 				if redraw {
 					fmt.Fprint(w, "\r\033[K"+line)
@@ -101,6 +94,27 @@ func startProgress(w io.Writer, src progressSource, redraw bool) (stop func()) {
 		wg.Wait()
 	}
 }
+
+// sample is the requests made so far, at a moment.
+type sample struct {
+	at   time.Time
+	reqs int64
+}
+
+// rateWindow drops the samples the rate no longer needs: it keeps the
+// newest one at least rateSpan old, so the rate covers the last rateSpan
+// or a little more. (Dropping every sample older than rateSpan left a log
+// line, written every logEvery = 10 s, with only its own sample: "0.0
+// req/s" on every line of a run.)
+func rateWindow(w []sample, now time.Time) []sample {
+	for len(w) > 2 && now.Sub(w[1].at) >= rateSpan {
+		w = w[1:]
+	}
+	return w
+}
+
+// rateSpan is how far back the progress line's rate looks.
+const rateSpan = 5 * time.Second
 
 // progressLine renders p; reqsBefore were the requests span ago (the
 // rate's window); eta is the politeness bound of what is left, when known.

@@ -117,3 +117,30 @@ func TestProgressNotATerminal(t *testing.T) {
 		t.Errorf("progress line %q: want 2/12 urls, ETA 40s (10 urls × 4 s) and the elapsed time", first)
 	}
 }
+
+// TestRateWindow: the rate always has a sample rateSpan old or older to
+// measure from, whether lines come every second (a terminal) or every
+// logEvery (a log), and never keeps more than it needs.
+func TestRateWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, every := range []time.Duration{time.Second, logEvery} {
+		var w []sample
+		for i := 0; i < 30; i++ {
+			now := t0.Add(time.Duration(i) * every)
+			w = rateWindow(append(w, sample{now, int64(i) * 100}), now)
+			if i == 0 {
+				continue
+			}
+			span := now.Sub(w[0].at)
+			if span < min(rateSpan, time.Duration(i)*every) {
+				t.Fatalf("every %v, line %d: the rate spans %v, want at least %v", every, i, span, min(rateSpan, time.Duration(i)*every))
+			}
+			if len(w) > 2 && now.Sub(w[1].at) >= rateSpan {
+				t.Fatalf("every %v, line %d: keeps %d samples, the second already %v old", every, i, len(w), now.Sub(w[1].at))
+			}
+			if got := progressLine(standalone.Progress{Requests: int64(i) * 100}, w[0].reqs, span, 0, false); strings.Contains(got, " 0.0 req/s") {
+				t.Fatalf("every %v, line %d: %q shows no rate at 100 requests a line", every, i, got)
+			}
+		}
+	}
+}
