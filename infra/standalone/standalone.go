@@ -29,6 +29,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -367,6 +368,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	// queued again (holdback.go).
 	engine.Store = committed{Store: rt.store, over: rt.over}
 	engine.LeaseTTL = opts.LeaseTTL
+	engine.Admission = wiring.MachineAdmission(runtime.NumCPU())
 	// A lingering host learns of its new URLs from ingest, in this
 	// process, instead of polling its queue (which cost more CPU than the
 	// fetching at 5,000 hosts): a shuffled input then reuses the session

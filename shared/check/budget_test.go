@@ -218,3 +218,42 @@ func TestFailingHostYieldsWhenStarved(t *testing.T) {
 		}
 	})
 }
+
+// TestAdmissionBoundsWorkers: with an Admission that allows three hosts'
+// request rate, two shards on one process never work more than three
+// hosts at once, and every URL is fetched.
+func TestAdmissionBoundsWorkers(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		e := newEnv(t, p)
+		var flight inFlight
+		slow := flight.wrap(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+			page(w, r)
+		})
+		var urls []string
+		for range 8 {
+			s := newSite(t, slow)
+			urls = append(urls, s.url("/a"), s.url("/b"))
+		}
+		e.seed(urls...)
+		eng := e.engine()
+		// Never late, never adjusted: the allowance stays three hosts'.
+		three := 3 * check.HostRate(p.FetchDelay)
+		eng.Admission = &check.Admission{Start: three, Min: three, Late: time.Hour, Period: time.Hour}
+		e.runShards(eng, []int{0, 1}, 2, len(urls), 60*time.Second)
+
+		checkFetched(t, e.pub, urls...)
+		if got := flight.peak.Load(); got > 3 {
+			t.Errorf("the sites served %d requests at once, want at most the 3 hosts admitted", got)
+		}
+		if now, peak := eng.Workers(); peak != 3 || now != 0 {
+			t.Errorf("engine workers: peak %d, %d left; want 3 reached and none left", peak, now)
+		}
+	})
+}

@@ -139,6 +139,10 @@ type Engine struct {
 	// (one process: a wake-up's shards share it); each run is also capped
 	// by MaxConcurrentHosts. The zero Budget bounds nothing more.
 	Budget Budget
+	// Admission, when set, also bounds the request rate the workers of
+	// every run ask for together, found from how late requests start
+	// (admission.go): local mode's, whose budget is a whole machine's.
+	Admission *Admission
 	// Bodies, when set, keeps page bodies larger than the inline limit
 	// (InlineBodyBytes, capped by InlineLimit) out of the results: they are
 	// streamed into it and the result points at them (see bodies.go).
@@ -644,7 +648,17 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			starved = true
 			continue
 		}
+		rate := HostRate(p.FetchDelay)
+		admission := r.engine.Admission
+		if admission != nil && !admission.take(rate) {
+			r.mu.Unlock()
+			starved, budget = true, true
+			continue
+		}
 		if !r.engine.slots.take(limit) {
+			if admission != nil {
+				admission.give(rate)
+			}
 			r.mu.Unlock()
 			starved, budget = true, true
 			continue
@@ -661,6 +675,9 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 				delete(r.active, key)
 				r.mu.Unlock()
 				r.engine.slots.give()
+				if admission != nil {
+					admission.give(rate)
+				}
 			}()
 			w := &worker{run: r, key: key, vshard: v, p: p}
 			if err := w.work(ctx); err != nil && !errors.Is(err, ErrCrashed) {

@@ -61,6 +61,8 @@ type worker struct {
 	newRobots    map[string]hostqueue.Robots
 	// robotsItems are the origins whose robots.txt is stored apart.
 	robotsItems map[string]bool
+	// planned is when pace let the latest request start (Admission).
+	planned time.Time
 	// startAt is the earliest first request of a host new to the run
 	// (Engine.Spread); zero for a host with a last fetch.
 	startAt time.Time
@@ -690,6 +692,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 	if !w.req.Deadline.IsZero() && start.Add(w.p.FetchTimeout+commitMargin).After(w.req.Deadline) {
 		return outStop
 	}
+	w.planned = start
 	if w.pauseUntil.Sub(now) >= yieldAfter {
 		// A failing host waits out its back-off or Retry-After away from
 		// its worker once due hosts wait for one: a host that never
@@ -770,6 +773,9 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		}
 		sent := w.engine.Clock.Now()
 		w.engine.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
+		if a := w.engine.Admission; a != nil {
+			a.observe(sent, sent.Sub(w.planned))
+		}
 		resp, err := w.fetch(ctx, req)
 		w.lastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.lastFetch)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
@@ -136,6 +137,22 @@ const (
 	// read.
 	defaultMachineMemory = 4 << 30
 )
+
+// Local mode's admission (check.Admission): it starts at
+// localStartRate requests a second per core, which a core serves at 1,000
+// hosts with a 250 ms delay (docs/benchmarks.md), and holds requests
+// within localLate of their planned start on average.
+const (
+	localStartRate = 2000
+	localMinRate   = 100
+	localLate      = 50 * time.Millisecond
+)
+
+// MachineAdmission is local mode's check.Admission on a machine with cpus
+// cores.
+func MachineAdmission(cpus int) *check.Admission {
+	return &check.Admission{Start: localStartRate * float64(max(1, cpus)), Min: localMinRate, Late: localLate, Period: time.Second}
+}
 
 // MachineBudget is the check engine's Budget for a process allowed fds
 // descriptors on a machine with memory bytes (ProcessLimits): fds less

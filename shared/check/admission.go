@@ -1,0 +1,114 @@
+package check
+
+import (
+	"sync"
+	"time"
+)
+
+// Admission bounds the request rate the process's host workers may ask for
+// together, and finds that rate by watching how late their requests start.
+//
+// A host worker asks for one request per delay; a process admits as many as
+// its budget (memory, descriptors) allows. On a small machine that is more
+// than its CPU can serve: at 10,000 hosts with a 1 s delay on 2 cores, every
+// host was admitted in the first second, and the CPU, not the delays, then
+// paced the requests: each one started late, the politeness bound was far
+// off, and the workers of hosts waiting for CPU held their goroutines,
+// connections and buffers for the whole job (766 MiB). Admitting only the
+// rate the process keeps up with fetches as fast (the CPU is as busy), with
+// less memory and less work for the garbage collector.
+//
+// The signal is lateness: how long after its planned start (the host's
+// delay, Retry-After, spread) a request really starts. A process that keeps
+// up starts them within a few milliseconds; one that does not, later and
+// later. Every Period the mean lateness of the requests started in it
+// decides: above Late the allowed rate drops below what is in use (no host
+// is admitted until enough finish); below a quarter of Late, with the bound
+// reached, it grows by half. It never drops below Min, and a process with
+// nothing admitted always admits a host, so work goes on.
+type Admission struct {
+	// Start is the request rate (requests per second) admitted at first.
+	Start float64
+	// Min is the lowest rate the allowance drops to.
+	Min float64
+	// Late is the mean lateness above which the process is behind.
+	Late time.Duration
+	// Period is how often the allowance is adjusted.
+	Period time.Duration
+
+	mu   sync.Mutex
+	rate float64 // allowed; zero until first used (then Start)
+	used float64 // the admitted hosts' rates
+	// peak is the most used since the last adjustment.
+	peak  float64
+	since time.Time
+	late  time.Duration
+	n     int
+}
+
+// minHostDelay is the delay a host's rate is reckoned at when its own is
+// shorter (FetchDelay 0): it is then paced by its responses, a few a second.
+const minHostDelay = 100 * time.Millisecond
+
+// HostRate is the request rate a host with delay d asks for.
+func HostRate(d time.Duration) float64 {
+	return float64(time.Second) / float64(max(d, minHostDelay))
+}
+
+// take admits a host asking for rate r, if the allowance has room.
+func (a *Admission) take(r float64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rate == 0 {
+		a.rate = max(a.Start, a.Min)
+	}
+	if a.used > 0 && a.used+r > a.rate {
+		return false
+	}
+	a.used += r
+	a.peak = max(a.peak, a.used)
+	return true
+}
+
+// give returns a host's rate when its worker ends.
+func (a *Admission) give(r float64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.used = max(0, a.used-r)
+}
+
+// observe records a request that started late after its planned start, at
+// now, and adjusts the allowance at the end of each Period.
+func (a *Admission) observe(now time.Time, late time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.since.IsZero() {
+		a.since = now
+	}
+	a.late += max(0, late)
+	a.n++
+	if now.Sub(a.since) < a.Period {
+		return
+	}
+	mean := a.late / time.Duration(a.n)
+	if a.rate == 0 {
+		a.rate = max(a.Start, a.Min)
+	}
+	switch {
+	case mean > a.Late:
+		a.rate = max(a.Min, 0.9*a.used)
+	case mean < a.Late/4 && a.peak >= 0.8*a.rate:
+		a.rate *= 1.5
+	}
+	a.since, a.late, a.n, a.peak = now, 0, 0, a.used
+}
+
+// Allowed is the request rate admitted now (requests per second).
+func (a *Admission) Allowed() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rate == 0 {
+		return max(a.Start, a.Min)
+	}
+	return a.rate
+}

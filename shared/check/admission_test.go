@@ -1,0 +1,84 @@
+package check
+
+import (
+	"testing"
+	"time"
+)
+
+func TestAdmission(t *testing.T) {
+	a := &Admission{Start: 10, Min: 2, Late: 40 * time.Millisecond, Period: time.Second}
+	// period observes requests all late by late over one Period: the
+	// allowance is adjusted once, at its end.
+	at := time.Unix(1000, 0)
+	period := func(late time.Duration) {
+		for _, d := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
+			a.observe(at.Add(d), late)
+		}
+		at = at.Add(time.Second)
+	}
+	// Ten hosts at one request a second fill the allowance; the next waits.
+	for i := range 10 {
+		if !a.take(HostRate(time.Second)) {
+			t.Fatalf("host %d of 10 refused at a rate of 10", i+1)
+		}
+	}
+	if a.take(HostRate(time.Second)) {
+		t.Fatal("an eleventh host admitted beyond the allowance of 10")
+	}
+	// Requests on time with the allowance reached: it grows by half.
+	period(time.Millisecond)
+	if got := a.Allowed(); got != 15 {
+		t.Fatalf("allowed %v after a period on time at the bound, want 15", got)
+	}
+	// Late requests: the allowance drops below what is in use, so no host
+	// is admitted until some end.
+	period(200 * time.Millisecond)
+	if got := a.Allowed(); got != 9 {
+		t.Fatalf("allowed %v after a late period with 10 in use, want 9", got)
+	}
+	if a.take(HostRate(time.Second)) {
+		t.Fatal("a host admitted while the process is behind")
+	}
+	for range 2 {
+		a.give(HostRate(time.Second))
+	}
+	if !a.take(HostRate(time.Second)) {
+		t.Fatal("no host admitted after two ended below the allowance")
+	}
+	// On time but far from the bound: no growth.
+	for range 6 {
+		a.give(HostRate(time.Second))
+	}
+	// The bound was reached in this period (10 in use at its start): it
+	// grows; in the next, 3 of 13.5 in use: it stays.
+	period(0)
+	if got := a.Allowed(); got != 13.5 {
+		t.Fatalf("allowed %v after a period on time that reached the bound, want 13.5", got)
+	}
+	period(0)
+	if got := a.Allowed(); got != 13.5 {
+		t.Fatalf("allowed %v after a period on time far below the bound, want 13.5 (unchanged)", got)
+	}
+	// Late with nothing in use: the floor, and a host is still admitted.
+	for range 3 {
+		a.give(HostRate(time.Second))
+	}
+	period(time.Second)
+	if got := a.Allowed(); got != 2 {
+		t.Fatalf("allowed %v after a late period with nothing in use, want the floor 2", got)
+	}
+	if !a.take(HostRate(0)) {
+		t.Fatal("a process with nothing admitted refused a host")
+	}
+}
+
+func TestHostRate(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want float64
+	}{{time.Second, 1}, {250 * time.Millisecond, 4}, {0, 10}, {10 * time.Second, 0.1}} {
+		if got := HostRate(tc.d); got != tc.want {
+			t.Errorf("HostRate(%v) = %v, want %v", tc.d, got, tc.want)
+		}
+	}
+}
