@@ -83,7 +83,7 @@ func TestParseHostRulesErrors(t *testing.T) {
 }
 
 func TestHostRulesMatch(t *testing.T) {
-	h, err := ParseHostRules(`[
+	_, err := ParseHostRules(`[
 		{"match": "static.example.com", "delay": "0s", "connections": 8},
 		{"match": "example.com", "delay": "3s"},
 		{"match": "*.fragile.example.org", "delay": "10s"},
@@ -92,7 +92,7 @@ func TestHostRulesMatch(t *testing.T) {
 	if err == nil {
 		t.Fatal("a bracketed IPv6 literal is a glob class that matches nothing useful; want it refused")
 	}
-	h, err = ParseHostRules(`[
+	h, err := ParseHostRules(`[
 		{"match": "static.example.com", "delay": "0s", "connections": 8},
 		{"match": "example.com", "delay": "3s"},
 		{"match": "*.fragile.example.org", "delay": "10s"}
@@ -107,7 +107,7 @@ func TestHostRulesMatch(t *testing.T) {
 		{"static.example.com", "static.example.com"},
 		{"a.static.example.com:8080", "static.example.com"},
 		{"STATIC.Example.com", "static.example.com"},
-		{"example.com", "example.com"},   // the first match wins: not the later,
+		{"example.com", "example.com"},     // the first match wins: not the later,
 		{"www.example.com", "example.com"}, // broader rule's neighbours
 		{"notexample.com", ""},             // a suffix is matched at a dot
 		{"x.fragile.example.org", "*.fragile.example.org"},

@@ -288,7 +288,7 @@ var fields = []field{
 				return fmt.Errorf("must be between %s and %s", formatDuration(MinGiveUpAfter), formatDuration(MaxGiveUpAfter))
 			}
 			return nil
-		}),	newField(NameHostRules, func(p *Params) *HostRules { return &p.HostRules },
+		}), newField(NameHostRules, func(p *Params) *HostRules { return &p.HostRules },
 		ParseHostRules, HostRules.String, func(HostRules) error { return nil }),
 }
 
