@@ -100,11 +100,14 @@ func (h HostRules) LongestDelay() time.Duration {
 	return d
 }
 
-// String is the canonical JSON form; empty with no rule (the default,
-// which SSM, refusing empty values, represents by the parameter's absence).
+// NoHostRules is the form of an empty list: SSM refuses an empty value, and
+// "none" reads better than [] in a parameter listing.
+const NoHostRules = "none"
+
+// String is the canonical JSON form, NoHostRules with no rule.
 func (h HostRules) String() string {
 	if h.set == nil {
-		return ""
+		return NoHostRules
 	}
 	return h.set.text
 }
@@ -155,11 +158,12 @@ var interned = struct {
 //	 {"match": "*.fragile.example.gov", "delay": "10s", "maxDelay": "2m"}]
 //
 // Each rule needs match; delay, maxDelay (durations, or whole seconds) and
-// connections (1 to 16) are optional. An empty string or [] is no rule. The
+// connections (1 to 16) are optional. "none", [] or an empty string is no
+// rule. The
 // error names the rule (its position from 1, and its match) and the field.
 func ParseHostRules(s string) (HostRules, error) {
 	s = strings.TrimSpace(s)
-	if s == "" || s == "[]" {
+	if s == "" || s == "[]" || strings.EqualFold(s, NoHostRules) {
 		return HostRules{}, nil
 	}
 	interned.Lock()

@@ -14,8 +14,9 @@ func TestParseHostRules(t *testing.T) {
 		want  []HostRule
 		canon string
 	}{
-		{"empty", "", nil, ""},
-		{"empty list", " [] ", nil, ""},
+		{"empty", "", nil, "none"},
+		{"empty list", " [] ", nil, "none"},
+		{"none", "None", nil, "none"},
 		{"own CDN", `[{"match":"cdn.example.net","delay":"0s","connections":8}]`,
 			[]HostRule{{Match: "cdn.example.net", HasDelay: true, Connections: 8}},
 			`[{"match":"cdn.example.net","delay":"0s","connections":8}]`},

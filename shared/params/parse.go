@@ -92,7 +92,7 @@ func (e *InvalidError) Error() string {
 //   - numbers: decimal integers;
 //   - bools: strconv.ParseBool (true/false, 1/0, t/f);
 //   - QueueMode: "host" or "domain", in any case;
-//   - HostRules: a JSON list of rules (ParseHostRules), "[]" for none.
+//   - HostRules: a JSON list of rules (ParseHostRules), "none" for none.
 //
 // Rules between fields (MaxBackoff >= FetchDelay) are checked on the result;
 // when one breaks, every field of the rule keeps its base value and the rule
