@@ -7,12 +7,19 @@ import (
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
-// maxKeptInline bounds the inline body a session keeps per fetched URL to
-// answer later copies of it: a session keeps what it fetched until it
-// ends, and most URLs have no copy. A larger body is kept only for a URL
-// with a copy among the queued entries the worker has read (noteDupes);
-// one stored apart (body.Ref, WARC) costs only its reference.
-const maxKeptInline = 16 << 10
+// maxKeptInline bounds the inline bodies a session keeps, in all, to
+// answer later copies of the URLs it fetched: it keeps them until it ends,
+// and most URLs have no copy, so the bound holds memory to a few results
+// whatever the session's length (a worker is budgeted at InlineBodyBytes
+// plus buffers). Up to maxKeptKnown, a result is kept still when a copy is
+// known among the queued entries read (noteDupes) and its body is within
+// maxKeptCopy. A body stored apart (body.Ref, WARC) costs only its
+// reference.
+const (
+	maxKeptInline = 1 << 20
+	maxKeptKnown  = 4 << 20
+	maxKeptCopy   = 64 << 10
+)
 
 // dupeKey identifies a request: the same URL with other validators is not
 // the same request (a conditional one may answer 304 with no body).
@@ -28,6 +35,8 @@ type dupes struct {
 	// queued counts, by key, the distinct ids of the queued entries read
 	// so far (the session's load and each commit's answer).
 	queued map[dupeKey]map[string]bool
+	// kept is the inline body bytes held in fetched.
+	kept int
 }
 
 // noteDupes records the queued entries read from the store, so a fetch of
@@ -65,9 +74,15 @@ func (w *worker) processOnce(ctx context.Context, ent hostqueue.Entry) (result.R
 		// holds for the copies as well.)
 		return res, o
 	}
-	if len(res.Data) > maxKeptInline && len(w.dupes.queued[k]) < 2 {
+	n := len(res.Data)
+	limit := maxKeptInline
+	if n <= maxKeptCopy && len(w.dupes.queued[k]) >= 2 {
+		limit = maxKeptKnown
+	}
+	if w.dupes.kept+n > limit {
 		return res, o
 	}
+	w.dupes.kept += n
 	if w.dupes.fetched == nil {
 		w.dupes.fetched = map[dupeKey]result.Result{}
 	}

@@ -3,7 +3,6 @@ package check_test
 import (
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +40,6 @@ func TestHostRuleDelay(t *testing.T) {
 		// The first rule matches slow exactly; the second, a glob matching
 		// every host, would give it 0s were it not first.
 		p = withRules(t, p, fmt.Sprintf(`[{"match":%q,"delay":"2s"},{"match":"*","delay":"300ms"}]`, nameOf(slow.host)))
-		if !strings.Contains(other.host, ".") {
-			t.Logf("hosts %s %s", slow.host, other.host)
-		}
 		e := newEnv(t, p)
 		var urls []string
 		for i := range 3 {
@@ -109,6 +105,29 @@ func TestHostRuleChangeReachesSession(t *testing.T) {
 		for i, d := range g[25:] {
 			if d < time.Second-slack {
 				t.Errorf("gap %d after the change = %v, want >= 1s", 25+i, d)
+			}
+		}
+	})
+}
+
+// TestHostRuleCrawlDelayRaises: a rule's delay of 0 does not undercut the
+// site's own robots.txt Crawl-delay.
+func TestHostRuleCrawlDelayRaises(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		s := newSite(t, withRobots(200, "User-agent: *\nCrawl-delay: 1\n", page))
+		p := withRules(t, testParams(), fmt.Sprintf(`[{"match":%q,"delay":"0s","connections":8}]`, nameOf(s.host)))
+		e := newEnv(t, p)
+		urls := []string{s.url("/a"), s.url("/b"), s.url("/c")}
+		e.seed(urls...)
+		e.runUntil(len(urls), time.Minute)
+		reqs := s.requests()
+		if len(reqs) != 4 {
+			t.Fatalf("requests %v, want robots.txt and 3 pages", s.paths())
+		}
+		for i, g := range gaps(reqs) {
+			if g < time.Second-slack {
+				t.Errorf("gap %d = %v, want >= the 1s Crawl-delay", i, g)
 			}
 		}
 	})
