@@ -182,7 +182,7 @@ func (e *Engine) leaseTTL(p params.Params) time.Duration {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	need := p.FetchTimeout + max(p.FetchDelay, p.MaxCrawlDelay) + commitMargin
+	need := p.FetchTimeout + max(p.FetchDelay, p.MaxCrawlDelay, p.HostRules.LongestDelay()) + commitMargin
 	return max(ttl, 2*need)
 }
 

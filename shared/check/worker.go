@@ -74,6 +74,8 @@ type worker struct {
 	// commit, each of which re-arms it first); unwatch stops watching.
 	grew    <-chan struct{}
 	unwatch func()
+	// dupes answers copies of a URL from its fetch (dedupe.go).
+	dupes dupes
 }
 
 // outcome of processing one entry.
@@ -154,6 +156,7 @@ func (w *worker) work(ctx context.Context) error {
 	}()
 	for {
 		w.refreshParams(ctx)
+		w.noteDupes(h.Head)
 		r := &round{entries: next(h.Head, inflight.ids(), headBatch), handed: &handed{}}
 		if err := w.fetchRound(ctx, r, ho); err != nil {
 			return err
@@ -199,7 +202,7 @@ func (w *worker) begin(h *hostqueue.Host) {
 		if spread == nil {
 			spread = spreadStart
 		}
-		w.startAt = w.engine.Clock.Now().Add(max(0, spread(w.p.FetchDelay)))
+		w.startAt = w.engine.Clock.Now().Add(max(0, spread(w.fetchDelay())))
 	}
 }
 
@@ -284,7 +287,7 @@ func (w *worker) fetchRound(ctx context.Context, r *round, ho *handOff) error {
 		if r.out != outDone {
 			break
 		}
-		res, o := w.process(ctx, ent)
+		res, o := w.processOnce(ctx, ent)
 		if w.crash(CrashFetched, ent.ID) {
 			return ErrCrashed
 		}
@@ -649,7 +652,7 @@ func (w *worker) nextDue() time.Time {
 
 // delay is the pause between two requests to this host.
 func (w *worker) delay() time.Duration {
-	d := max(w.p.FetchDelay, w.crawlDelay)
+	d := max(w.fetchDelay(), w.crawlDelay)
 	if w.p.RandomizeDelay && d > 0 {
 		d = time.Duration(float64(d) * (0.5 + rand.Float64()))
 	}

@@ -83,6 +83,10 @@ type Params struct {
 	// Retry-After beyond it): counted from its first failure, reset by a
 	// usable answer; past it every URL queued for the host ends at once.
 	GiveUpAfter time.Duration
+	// HostRules are per-host settings (delay, maximum delay, connections)
+	// that override the parameters for the hosts they match; the first
+	// matching rule applies (see ParseHostRules).
+	HostRules HostRules
 }
 
 // Ports returns AllowedPorts as numbers (valid Params only).
@@ -119,6 +123,7 @@ const (
 	NameQueueMode                = "QueueMode"
 	NameAllowedPorts             = "AllowedPorts"
 	NameGiveUpAfter              = "GiveUpAfter"
+	NameHostRules                = "HostRules"
 )
 
 // DefaultUserAgent names the project and where to read about it, so a site

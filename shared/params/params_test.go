@@ -33,6 +33,7 @@ func TestDefaults(t *testing.T) {
 		NameQueueMode:                "host",
 		NameAllowedPorts:             "80,443",
 		NameGiveUpAfter:              "1h",
+		NameHostRules:                "none",
 	}
 	if got := d.Format(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Defaults().Format() =\n%v\nwant\n%v", got, want)

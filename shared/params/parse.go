@@ -91,7 +91,8 @@ func (e *InvalidError) Error() string {
 //     number of seconds ("5" is 5s), because operators write both;
 //   - numbers: decimal integers;
 //   - bools: strconv.ParseBool (true/false, 1/0, t/f);
-//   - QueueMode: "host" or "domain", in any case.
+//   - QueueMode: "host" or "domain", in any case;
+//   - HostRules: a JSON list of rules (ParseHostRules), "none" for none.
 //
 // Rules between fields (MaxBackoff >= FetchDelay) are checked on the result;
 // when one breaks, every field of the rule keeps its base value and the rule
@@ -287,7 +288,8 @@ var fields = []field{
 				return fmt.Errorf("must be between %s and %s", formatDuration(MinGiveUpAfter), formatDuration(MaxGiveUpAfter))
 			}
 			return nil
-		}),
+		}), newField(NameHostRules, func(p *Params) *HostRules { return &p.HostRules },
+		ParseHostRules, HostRules.String, func(HostRules) error { return nil }),
 }
 
 // parsePorts reads a comma-separated list of ports into its canonical form.

@@ -84,7 +84,7 @@ var flagGroups = []struct {
 	title, mode string
 	names       []string
 }{
-	{"Input and output (every mode)", "", []string{"urls", "out", "overwrite", "param", "allow-net", "allow-private", "v"}},
+	{"Input and output (every mode)", "", []string{"urls", "out", "overwrite", "param", "host-rules", "allow-net", "allow-private", "v"}},
 	{"Local mode (--backend local, the default): one process, state in a SQLite file", "local",
 		[]string{"backend", "state", "listen", "token", "allowed-host", "bodies", "warc", "warc-max-bytes", "timeout", "check-run", "shards", "dns-server"}},
 	{"Moto backend (--backend moto): the emulated AWS stack; needs moto (`make tools` in the checkout, or MOTO_SERVER=/path/to/moto_server)", "moto",
@@ -94,7 +94,7 @@ var flagGroups = []struct {
 
 // argNames name the value each flag takes in --help.
 var argNames = map[string]string{
-	"urls": "FILE", "out": "FILE", "state": "FILE", "bodies": "DIR", "warc": "FILE", "warc-max-bytes": "N", "listen": "ADDR", "param": "Name=Value",
+	"urls": "FILE", "out": "FILE", "state": "FILE", "bodies": "DIR", "warc": "FILE", "warc-max-bytes": "N", "listen": "ADDR", "param": "Name=Value", "host-rules": "FILE",
 	"endpoint": "URL", "timeout": "DURATION", "check-run": "DURATION", "shards": "N", "faults": "SEED",
 	"fault-rate": "P", "allow-net": "CIDR[,CIDR...]", "allowed-host": "NAME[:PORT]", "dns-server": "IP[:PORT]", "token": "TOKEN", "demo-hosts": "N", "demo-pages": "N", "hostile-pages": "N", "backend": "local|moto",
 }
