@@ -60,6 +60,13 @@ type Params struct {
 	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured; a host
 	// asking for more gets its URLs denied instead of stalling the queue.
 	MaxCrawlDelay time.Duration
+	// DelayFactor stretches the delay after a slow response: the next
+	// request waits at least DelayFactor x how long the last response took
+	// (capped by MaxDelay).
+	DelayFactor float64
+	// MaxDelay caps the delays the downloader learns by itself (from slow
+	// responses, from rate limits); FetchDelay and Crawl-delay are not capped.
+	MaxDelay time.Duration
 	// MaxBackoff caps the exponential back-off after repeated errors on
 	// one host. A server's Retry-After is honoured up to 24h, or up to
 	// MaxBackoff when that is longer.
@@ -112,6 +119,8 @@ const (
 	NameRespectRobots            = "RespectRobots"
 	NameRobotsTTL                = "RobotsTTL"
 	NameMaxCrawlDelay            = "MaxCrawlDelay"
+	NameDelayFactor              = "DelayFactor"
+	NameMaxDelay                 = "MaxDelay"
 	NameMaxBackoff               = "MaxBackoff"
 	NameMaxAttempts              = "MaxAttempts"
 	NameFollowCrossHostRedirects = "FollowCrossHostRedirects"
@@ -120,6 +129,19 @@ const (
 	NameAllowedPorts             = "AllowedPorts"
 	NameGiveUpAfter              = "GiveUpAfter"
 )
+
+// DefaultDelayFactor is 2: after a response that took t the host rests
+// at least 2t, so one connection keeps a slow server busy at most a third
+// of the time. AutoThrottle's 1 (delay = latency) lets it be busy half the
+// time, and the promise is to be stricter than the peers; Heritrix's 5
+// (with its 3 s floor and 30 s cap) costs a slow host's queue five times
+// its own response time for no further gain when FetchDelay already
+// spaces quick answers.
+const DefaultDelayFactor = 2
+
+// MaxDelayFactor bounds DelayFactor: beyond it a slow answer would park a
+// host for minutes per request.
+const MaxDelayFactor = 20
 
 // DefaultUserAgent names the project and where to read about it, so a site
 // operator who sees it in a log can find out who is calling.
@@ -161,6 +183,8 @@ func Defaults() Params {
 		RespectRobots:            true,
 		RobotsTTL:                6 * time.Hour,
 		MaxCrawlDelay:            30 * time.Second,
+		DelayFactor:              DefaultDelayFactor,
+		MaxDelay:                 time.Minute,
 		MaxBackoff:               10 * time.Minute,
 		MaxAttempts:              3,
 		FollowCrossHostRedirects: true,

@@ -26,6 +26,8 @@ func TestDefaults(t *testing.T) {
 		NameRespectRobots:            "true",
 		NameRobotsTTL:                "6h",
 		NameMaxCrawlDelay:            "30s",
+		NameDelayFactor:              "2",
+		NameMaxDelay:                 "1m",
 		NameMaxBackoff:               "10m",
 		NameMaxAttempts:              "3",
 		NameFollowCrossHostRedirects: "true",
