@@ -161,7 +161,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	if rb.Status != 0 {
 		// 2xx or 4xx (or redirected too often): the host answers.
-		w.answered()
+		w.answered(w.st.LastTook)
 	}
 	if err != nil {
 		// No usable answer (an error that is not the server's verdict, a
@@ -196,8 +196,8 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		// binds us even when pages are cut at 200 KiB.
 		sent := w.engine.Clock.Now()
 		resp, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
-		w.lastFetch = w.engine.Clock.Now()
-		w.remember(w.key, w.lastFetch)
+		w.st.LastFetch = w.engine.Clock.Now()
+		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)
 		w.fetchMetrics(sent, resp, err)
 		if err != nil {
@@ -223,7 +223,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 				// answer) and get that result; robots.txt has nothing to
 				// add. Status 0 marks "no answer", which policyFor neither
 				// caches nor stores.
-				return &hostqueue.Robots{Status: 0, FetchedAt: w.lastFetch}, outDone
+				return &hostqueue.Robots{Status: 0, FetchedAt: w.st.LastFetch}, outDone
 			}
 		}
 		if resp.HTTPStatus >= 300 && resp.HTTPStatus < 400 && resp.Location != "" {
@@ -236,24 +236,12 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 			w.fail(fmt.Sprintf("%sserver answered %d with Retry-After", robotsFailure, resp.HTTPStatus), resp)
 			return nil, outRetry
 		}
-		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.lastFetch}, outDone
+		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.st.LastFetch}, outDone
 	}
 	// Still redirected after MaxRedirects hops: RFC 9309 says to treat
 	// robots.txt as unavailable in the 4xx sense (allow), which is a real
 	// verdict and cached.
-	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
-}
-
-// backoff is FetchDelay x 2^errors (errors counted after this failure),
-// capped by MaxBackoff.
-func (w *worker) backoff() time.Duration {
-	// A floor keeps a zero FetchDelay from retrying in a tight loop.
-	base := max(w.p.FetchDelay, 100*time.Millisecond)
-	back := base << min(w.errors, 30)
-	if back <= 0 || back > w.p.MaxBackoff {
-		back = w.p.MaxBackoff
-	}
-	return back
+	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.st.LastFetch}, outDone
 }
 
 // robotsVerdict applies the policy to a URL: "" means allowed, else the

@@ -15,6 +15,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -30,10 +31,6 @@ const maxRedirects = 5
 // than the store writes of a release and a new session.
 const yieldAfter = time.Second
 
-// maxRetryAfter caps a server's Retry-After, so one odd header cannot park a
-// host for weeks; MaxBackoff caps it further when larger.
-const maxRetryAfter = 24 * time.Hour
-
 // worker works one host for one run.
 type worker struct {
 	*run
@@ -42,13 +39,9 @@ type worker struct {
 	p       params.Params
 	fetcher Fetcher
 
-	lastFetch  time.Time
-	pauseUntil time.Time
-	errors     int
-	// failingSince and lastError are the host's failure run (see
-	// giveup.go); zero while it answers.
-	failingSince time.Time
-	lastError    string
+	// st is the host's politeness state; every rule on it is in package
+	// politeness (pol), which the worker only calls.
+	st       politeness.State
 	attempts     map[string]int
 	// unresolvable holds, by host name, the "no such host" error seen in
 	// this session: the name's other URLs end with it, unrequested.
@@ -181,18 +174,17 @@ func (w *worker) work(ctx context.Context) error {
 func (w *worker) begin(h *hostqueue.Host) {
 	w.notePending(w.key, h.Pending)
 	w.fetcher = w.engine.Fetcher(w.p)
-	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
-	w.failingSince, w.lastError = h.FailingSince, h.LastError
+	w.st = stateOf(h)
 	w.unresolvable = map[string]string{}
-	if t := w.remembered(w.key); t.After(w.lastFetch) {
-		w.lastFetch = t
+	if t := w.remembered(w.key); t.After(w.st.LastFetch) {
+		w.st.LastFetch = t
 	}
 	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
 	w.attempts = maps.Clone(h.Attempts)
 	if w.attempts == nil {
 		w.attempts = map[string]int{}
 	}
-	if w.lastFetch.IsZero() && w.pauseUntil.IsZero() {
+	if w.st.LastFetch.IsZero() && w.st.PauseUntil.IsZero() {
 		spread := w.engine.Spread
 		if spread == nil {
 			spread = spreadStart
@@ -250,10 +242,7 @@ func (w *worker) closeConns() {
 	if !ok {
 		return
 	}
-	next := w.lastFetch.Add(w.delay())
-	if w.pauseUntil.After(next) {
-		next = w.pauseUntil
-	}
+	next := w.st.Next(w.delay())
 	if next.Sub(w.engine.Clock.Now()) < keepIdle {
 		return
 	}
@@ -342,7 +331,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	if w.crash(CrashAfterPublish, w.key) {
 		return nil, ErrCrashed
 	}
-	w.remember(w.key, w.lastFetch)
+	w.remember(w.key, w.st.LastFetch)
 	if end == endDrained && len(done) > 0 {
 		if w.engine.Appends != nil {
 			// Where a session costs nothing (local mode), the done URLs are
@@ -363,7 +352,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 		// Every URL of the failure run has ended (by MaxAttempts): URLs
 		// that come later get a bound of their own. The pause and
 		// back-off stay: they are politeness.
-		w.failingSince, w.lastError = time.Time{}, ""
+		w.st.Drained()
 	}
 	// A batch that took the whole queue releases the host in the same
 	// write (one write fewer per session); with Continue the store keeps
@@ -384,12 +373,22 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	return h, nil
 }
 
+// stateOf is the politeness state a host's stored state holds.
+func stateOf(h *hostqueue.Host) politeness.State {
+	return politeness.State{
+		LastFetch: h.LastFetch, PauseUntil: h.PauseUntil, Errors: h.Errors,
+		FailingSince: h.FailingSince, LastError: h.LastError,
+		RateDelay: h.RateDelay, RateSince: h.RateSince, LastTook: h.LastTook,
+	}
+}
+
 // progress is the commit of a round: its done entries and the worker's
 // politeness state as of now (copied: the next round goes on changing it).
 func (w *worker) progress(done []string, release bool) hostqueue.Commit {
 	c := hostqueue.Commit{
-		Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
-		FailingSince: w.failingSince, LastError: w.lastError,
+		Done: done, LastFetch: w.st.LastFetch, PauseUntil: w.st.PauseUntil, Errors: w.st.Errors,
+		FailingSince: w.st.FailingSince, LastError: w.st.LastError,
+		RateDelay: w.st.RateDelay, RateSince: w.st.RateSince, LastTook: w.st.LastTook,
 		Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(), Want: 2 * headBatch, IdleTTL: idleTTL,
 		Robots: w.newRobots,
 	}
@@ -424,7 +423,7 @@ func (b *background) wait() roundResult { return <-b.result }
 // were fetched, are out (ended are its entries that have one), without
 // holding up the next round.
 func (w *worker) commitInBackground(ctx context.Context, rd *handed, ended []string) *background {
-	w.remember(w.key, w.lastFetch)
+	w.remember(w.key, w.st.LastFetch)
 	w.rewatch()
 	c := w.progress(nil, false)
 	b := &background{done: doneSet(ended), result: make(chan roundResult, 1)}
@@ -639,19 +638,24 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 // nextDue is when the host should be checked again after this run.
 func (w *worker) nextDue() time.Time {
 	due := hostqueue.NextHostCheck(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod)
-	if w.pauseUntil.After(due) {
-		due = w.pauseUntil
+	if w.st.PauseUntil.After(due) {
+		due = w.st.PauseUntil
 	}
 	return due
 }
 
-// delay is the pause between two requests to this host.
+// pol is the politeness policy of the current parameters.
+func (w *worker) pol() politeness.Policy { return politeness.NewPolicy(w.p) }
+
+// delay is the pause between two requests to this host (see
+// politeness.Policy.Delay). RandomizeDelay spreads FetchDelay only: the
+// Crawl-delay and the delays the host taught are floors.
 func (w *worker) delay() time.Duration {
-	d := max(w.p.FetchDelay, w.crawlDelay)
-	if w.p.RandomizeDelay && d > 0 {
-		d = time.Duration(float64(d) * (0.5 + rand.Float64()))
+	p := w.pol()
+	if w.p.RandomizeDelay && p.FetchDelay > 0 {
+		p.FetchDelay = time.Duration(float64(p.FetchDelay) * (0.5 + rand.Float64()))
 	}
-	return d
+	return p.Delay(w.st, w.crawlDelay)
 }
 
 // pace waits until the host may be requested again. It returns outStop when
@@ -661,17 +665,14 @@ func (w *worker) delay() time.Duration {
 func (w *worker) pace(ctx context.Context) outcome {
 	now := w.engine.Clock.Now()
 	start := now
-	if next := w.lastFetch.Add(w.delay()); next.After(start) {
+	if next := w.st.Next(w.delay()); next.After(start) {
 		start = next
-	}
-	if w.pauseUntil.After(start) {
-		start = w.pauseUntil
 	}
 	if w.startAt.After(start) {
 		start = w.startAt
 	}
 	if b, failing := w.bound(); failing {
-		if w.pauseUntil.After(b) {
+		if w.st.PauseUntil.After(b) {
 			return outGiveUp
 		}
 		if !start.Before(b) {
@@ -690,7 +691,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 	if !w.req.Deadline.IsZero() && start.Add(w.p.FetchTimeout+commitMargin).After(w.req.Deadline) {
 		return outStop
 	}
-	if w.pauseUntil.Sub(now) >= yieldAfter {
+	if w.st.PauseUntil.Sub(now) >= yieldAfter {
 		// A failing host waits out its back-off or Retry-After away from
 		// its worker once due hosts wait for one: a host that never
 		// answers would otherwise hold a slot for its whole session, a
@@ -771,11 +772,11 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		sent := w.engine.Clock.Now()
 		w.engine.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
 		resp, err := w.fetch(ctx, req)
-		w.lastFetch = w.engine.Clock.Now()
-		w.remember(w.key, w.lastFetch)
+		w.st.Fetched(w.engine.Clock.Now())
+		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)
 		w.fetchMetrics(sent, resp, err)
-		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.lastFetch.UTC()}
+		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.st.LastFetch.UTC()}
 		if err != nil {
 			switch {
 			case fetch.KindOf(err) == fetch.KindCanceled:
@@ -807,7 +808,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		res.ETag, res.LastModified = resp.ETag, resp.LastModified
 		code := resp.HTTPStatus
 		if usable(code) {
-			w.answered()
+			w.answered(w.st.LastFetch.Sub(sent))
 		}
 		switch {
 		case code >= 200 && code < 300:
@@ -849,7 +850,7 @@ func (w *worker) fetchMetrics(sent time.Time, resp *fetch.Response, err error) {
 	}
 	m := w.engine.Metrics
 	m.Add(metrics.Requests, 1)
-	m.AddDuration(metrics.FetchLatency, w.lastFetch.Sub(sent))
+	m.AddDuration(metrics.FetchLatency, w.st.LastFetch.Sub(sent))
 	if resp != nil {
 		m.Add(metrics.BytesFetched, float64(resp.Size()))
 	}
