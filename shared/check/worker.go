@@ -373,6 +373,14 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	return h, nil
 }
 
+// ceilMilli rounds t up to a whole millisecond.
+func ceilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
+}
+
 // stateOf is the politeness state a host's stored state holds.
 func stateOf(h *hostqueue.Host) politeness.State {
 	return politeness.State{
@@ -385,8 +393,11 @@ func stateOf(h *hostqueue.Host) politeness.State {
 // progress is the commit of a round: its done entries and the worker's
 // politeness state as of now (copied: the next round goes on changing it).
 func (w *worker) progress(done []string, release bool) hostqueue.Commit {
+	// The stores keep milliseconds: the last fetch is rounded up, so a
+	// delay counted from the stored time is never a fraction short (a
+	// server limiting at exactly our learned rate would see it).
 	c := hostqueue.Commit{
-		Done: done, LastFetch: w.st.LastFetch, PauseUntil: w.st.PauseUntil, Errors: w.st.Errors,
+		Done: done, LastFetch: ceilMilli(w.st.LastFetch), PauseUntil: w.st.PauseUntil, Errors: w.st.Errors,
 		FailingSince: w.st.FailingSince, LastError: w.st.LastError,
 		RateDelay: w.st.RateDelay, RateSince: w.st.RateSince, LastTook: w.st.LastTook,
 		Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(), Want: 2 * headBatch, IdleTTL: idleTTL,
