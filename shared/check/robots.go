@@ -98,6 +98,22 @@ func (c *robotsCache) remove(el *list.Element) {
 
 func originOf(u *url.URL) string { return u.Scheme + "://" + u.Host }
 
+// robotsTTL is how long a robots.txt with these rules is trusted:
+// RobotsTTL, or, for a long Crawl-delay (one its host is released for),
+// twice that delay when longer, so that pages are
+// requested between two reads of it: a host asking for one request a day
+// would otherwise be sent robots.txt alone, every day.
+func (w *worker) robotsTTL(rules *robots.Rules) time.Duration {
+	if rules == nil {
+		return w.p.RobotsTTL
+	}
+	cd := min(rules.CrawlDelay(w.p.UserAgent), w.p.MaxCrawlDelay)
+	if cd <= waitInPlace {
+		return w.p.RobotsTTL
+	}
+	return max(w.p.RobotsTTL, 2*cd)
+}
+
 // policyFor returns the robots policy of the URL's origin, fetching
 // robots.txt when it is not known or older than RobotsTTL. outRetry means
 // robots.txt is unavailable (5xx, 429, timeout): the host is paused and
@@ -116,7 +132,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	origin := originOf(u)
 	now := w.engine.Clock.Now()
 	cached := w.engine.robots.get(origin)
-	if cached != nil && now.Sub(cached.fetchedAt) < w.p.RobotsTTL {
+	if cached != nil && now.Sub(cached.fetchedAt) < w.robotsTTL(cached.rules) {
 		return cached, outDone
 	}
 	var stored *hostqueue.Robots
@@ -133,7 +149,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	if stored != nil {
 		if rules, err := robots.Parse(stored.Status, stored.Body); err == nil {
-			if now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
+			if now.Sub(stored.FetchedAt) < w.robotsTTL(rules) {
 				p := &policy{rules: rules, fetchedAt: stored.FetchedAt}
 				w.engine.robots.put(origin, p)
 				return p, outDone

@@ -26,6 +26,25 @@ import (
 // across hosts ends too.
 const maxRedirects = 5
 
+// fenceDelay is the longest delay the shard's lease fences: a request
+// starts only while the lease outlives it and that much delay after it, so
+// a successor that takes the shard over after this run dies mid-request
+// still keeps the delay from the request's end. A host whose delay is
+// longer (a long Crawl-delay) is fenced by the store instead: before each
+// such request its worker commits the request's start plus FetchTimeout as
+// the host's last fetch (one write per request, and only for these hosts),
+// the latest its response can end, so a successor after a crash waits the
+// whole delay from there. The lease length then stays FetchTimeout +
+// fenceDelay + a margin however long a Crawl-delay is.
+const fenceDelay = 30 * time.Second
+
+// waitInPlace is the longest a worker waits for its host's next request:
+// a host whose delay leaves it longer idle is released (its worker slot
+// and, with the session's last commit, its place in the run) and is due
+// again at its last fetch plus the delay, found by the due index. No
+// Lambda time or local worker is spent waiting a long Crawl-delay.
+const waitInPlace = fenceDelay
+
 // yieldAfter is the shortest pause a failing host gives its worker up for
 // when due hosts wait for one (see pace): shorter ones cost less waiting
 // than the store writes of a release and a new session.
@@ -649,8 +668,10 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 // nextDue is when the host should be checked again after this run.
 func (w *worker) nextDue() time.Time {
 	due := hostqueue.NextHostCheck(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod)
-	if w.st.PauseUntil.After(due) {
-		due = w.st.PauseUntil
+	// Never before the host may be requested again: a long Crawl-delay
+	// brings it back when its delay has passed, not sooner.
+	if next := w.st.Next(w.delay()); next.After(due) {
+		due = next
 	}
 	return due
 }
@@ -681,6 +702,10 @@ func (w *worker) pace(ctx context.Context) outcome {
 	}
 	if w.startAt.After(start) {
 		start = w.startAt
+	}
+	if next := w.st.LastFetch.Add(w.delay()); next.Sub(now) > waitInPlace {
+		// A long delay (Crawl-delay): release the host, due again at next.
+		return outStop
 	}
 	if b, failing := w.bound(); failing {
 		if w.st.PauseUntil.After(b) {
@@ -725,7 +750,27 @@ func (w *worker) pace(ctx context.Context) outcome {
 // successor that takes the shard over after expiry keeps the delay even if
 // this run dies mid-request.
 func (w *worker) fenced() bool {
-	return w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+w.delay()+commitMargin
+	return w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+min(w.delay(), fenceDelay)+commitMargin
+}
+
+// recordStart stores, before a request to a host whose delay the lease
+// does not fence (longer than fenceDelay), the latest time its response
+// can end as the host's last fetch (see fenceDelay). false when the write
+// failed: the request is not made.
+func (w *worker) recordStart(ctx context.Context) bool {
+	if w.delay() <= fenceDelay {
+		return true
+	}
+	c := w.progress(nil, false)
+	c.LastFetch = ceilMilli(w.engine.Clock.Now().Add(w.p.FetchTimeout))
+	h, err := w.commit(ctx, c)
+	if err != nil {
+		w.engine.Log.ErrorContext(ctx, "record a request start: request not made", "host", w.key, "error", err)
+		w.errs.Add(1)
+		return false
+	}
+	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+	return true
 }
 
 // waitOrYield waits until t, looking every lingerStep whether due hosts
@@ -779,6 +824,9 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		req := w.pageRequest(target)
 		if hop == 0 {
 			req.ETag, req.LastModified = ent.ETag, ent.LastModified
+		}
+		if !w.recordStart(ctx) {
+			return result.Result{}, outStop
 		}
 		sent := w.engine.Clock.Now()
 		w.engine.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))

@@ -57,8 +57,10 @@ type Params struct {
 	RespectRobots bool
 	// RobotsTTL is how long a fetched robots.txt is trusted.
 	RobotsTTL time.Duration
-	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured; a host
-	// asking for more gets its URLs denied instead of stalling the queue.
+	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured (at most
+	// a day); a host asking for more gets its URLs denied. A host with a
+	// long delay holds no worker while it waits: it is due again when its
+	// delay has passed.
 	MaxCrawlDelay time.Duration
 	// DelayFactor stretches the delay after a slow response: the next
 	// request waits at least DelayFactor x how long the last response took
@@ -130,6 +132,10 @@ const (
 	NameGiveUpAfter              = "GiveUpAfter"
 )
 
+// MaxMaxCrawlDelay caps MaxCrawlDelay at a day, the largest Crawl-delay
+// package robots reads (StormCrawler with URLFrontier paces up to 86,400 s).
+const MaxMaxCrawlDelay = 24 * time.Hour
+
 // DefaultDelayFactor is 2: after a response that took t the host rests
 // at least 2t, so one connection keeps a slow server busy at most a third
 // of the time. AutoThrottle's 1 (delay = latency) lets it be busy half the
@@ -182,7 +188,7 @@ func Defaults() Params {
 		UserAgent:                DefaultUserAgent,
 		RespectRobots:            true,
 		RobotsTTL:                6 * time.Hour,
-		MaxCrawlDelay:            30 * time.Second,
+		MaxCrawlDelay:            MaxMaxCrawlDelay,
 		DelayFactor:              DefaultDelayFactor,
 		MaxDelay:                 time.Minute,
 		MaxBackoff:               10 * time.Minute,

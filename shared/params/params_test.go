@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 		NameUserAgent:                "urldownloader/1.0 (+https://github.com/urldownloader/urldownloader)",
 		NameRespectRobots:            "true",
 		NameRobotsTTL:                "6h",
-		NameMaxCrawlDelay:            "30s",
+		NameMaxCrawlDelay:            "24h",
 		NameDelayFactor:              "2",
 		NameMaxDelay:                 "1m",
 		NameMaxBackoff:               "10m",
