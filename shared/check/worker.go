@@ -61,7 +61,7 @@ type worker struct {
 	// st is the host's politeness state; every rule on it is in package
 	// politeness (pol), which the worker only calls.
 	st       politeness.State
-	attempts     map[string]int
+	attempts map[string]int
 	// unresolvable holds, by host name, the "no such host" error seen in
 	// this session: the name's other URLs end with it, unrequested.
 	unresolvable map[string]string
