@@ -31,10 +31,11 @@ const maxRedirects = 5
 // a successor that takes the shard over after this run dies mid-request
 // still keeps the delay from the request's end. A host whose delay is
 // longer (a long Crawl-delay) is fenced by the store instead: before each
-// such request its worker commits the request's start plus FetchTimeout as
-// the host's last fetch (one write per request, and only for these hosts),
-// the latest its response can end, so a successor after a crash waits the
-// whole delay from there. The lease length then stays FetchTimeout +
+// such request its worker commits a pause until the request's start plus
+// FetchTimeout (the latest its response can end) plus the delay (one write
+// per request, and only for these hosts), so a successor after a crash
+// waits the whole delay; the commit after the response replaces that pause
+// with the real state (the delay from the real end). The lease length then stays FetchTimeout +
 // fenceDelay + a margin however long a Crawl-delay is.
 const fenceDelay = 30 * time.Second
 
@@ -762,7 +763,13 @@ func (w *worker) recordStart(ctx context.Context) bool {
 		return true
 	}
 	c := w.progress(nil, false)
-	c.LastFetch = ceilMilli(w.engine.Clock.Now().Add(w.p.FetchTimeout))
+	// As a pause, not a last fetch: the store only moves a last fetch
+	// forward, while the next commit replaces the pause with the real
+	// state, so without a crash the delay counts from the real end.
+	c.PauseUntil = ceilMilli(w.engine.Clock.Now().Add(w.p.FetchTimeout + w.delay()))
+	if w.st.PauseUntil.After(c.PauseUntil) {
+		c.PauseUntil = w.st.PauseUntil
+	}
 	h, err := w.commit(ctx, c)
 	if err != nil {
 		w.engine.Log.ErrorContext(ctx, "record a request start: request not made", "host", w.key, "error", err)
