@@ -264,9 +264,10 @@ var (
 )
 
 // leaseTTL is Engine.leaseTTL: at least twice the longest request a worker
-// may start.
+// may start, the delay counted up to the 30 s the lease fences (longer
+// ones are kept by the store, see check's fenceDelay).
 func leaseTTL(p params.Params) time.Duration {
-	need := p.FetchTimeout + max(p.FetchDelay, p.MaxCrawlDelay) + commitMargin
+	need := p.FetchTimeout + min(max(p.FetchDelay, p.MaxCrawlDelay), 30*time.Second) + commitMargin
 	return max(check.DefaultLeaseTTL, 2*need)
 }
 

@@ -175,14 +175,15 @@ func FetchTimeoutLimit(window time.Duration) time.Duration {
 
 // leaseTTL is the lease duration for the parameters in force: at least
 // twice the longest request a worker may start (timeout, the largest delay
-// robots.txt may ask for, commit), so that after a renewal every fetch can
-// still pass the fencing check in pace.
+// the lease fences, commit), so that after a renewal every fetch can still
+// pass the fencing check in pace. It does not grow with MaxCrawlDelay:
+// delays beyond fenceDelay are kept by the store instead (see fenced).
 func (e *Engine) leaseTTL(p params.Params) time.Duration {
 	ttl := e.LeaseTTL
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	need := p.FetchTimeout + max(p.FetchDelay, p.MaxCrawlDelay, p.HostRules.LongestDelay()) + commitMargin
+	need := p.FetchTimeout + min(max(p.FetchDelay, p.MaxCrawlDelay, p.HostRules.LongestDelay()), fenceDelay) + commitMargin
 	return max(ttl, 2*need)
 }
 

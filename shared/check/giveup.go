@@ -60,45 +60,31 @@ const robotsFailure = "robots.txt: "
 
 // bound is when the host's failure run reaches GiveUpAfter; false when the
 // host is not failing.
-func (w *worker) bound() (time.Time, bool) {
-	if w.failingSince.IsZero() {
-		return time.Time{}, false
-	}
-	return w.failingSince.Add(w.p.GiveUpAfter), true
-}
+func (w *worker) bound() (time.Time, bool) { return w.pol().Bound(w.st) }
 
 // expired reports whether the host must give up now: its failure run has
 // lasted GiveUpAfter, or the server asked for a pause beyond that.
-func (w *worker) expired(now time.Time) bool {
-	b, failing := w.bound()
-	return failing && (w.pauseUntil.After(b) || !now.Before(b))
-}
+func (w *worker) expired(now time.Time) bool { return w.pol().Expired(w.st, now) }
 
 // fail records a request that got no usable answer: msg says what
 // happened, resp is the answer when there was one (its Retry-After, on a
-// 429 or 503, sets the pause; otherwise the host backs off, no further than
-// the failure run's bound so the give-up is not late).
+// 429 or 503, sets the pause; a 429 or 503 without one also raises the
+// host's own delay; otherwise the host backs off, no further than the
+// failure run's bound so the give-up is not late). The rules are
+// politeness.Policy's Refused and Failed.
 func (w *worker) fail(msg string, resp *fetch.Response) {
 	now := w.engine.Clock.Now()
-	if w.failingSince.IsZero() {
-		w.failingSince = now
-	}
-	w.lastError = msg
-	w.errors++
-	if resp != nil && resp.RetryAfterSet && (resp.HTTPStatus == http.StatusTooManyRequests || resp.HTTPStatus == http.StatusServiceUnavailable) {
-		w.pauseUntil = now.Add(min(resp.RetryAfter, max(w.p.MaxBackoff, maxRetryAfter)))
+	if resp != nil {
+		w.pol().Refused(&w.st, now, msg, resp.HTTPStatus, resp.RetryAfter, resp.RetryAfterSet)
 		return
 	}
-	w.pauseUntil = now.Add(w.backoff())
-	if b, _ := w.bound(); w.pauseUntil.After(b) {
-		w.pauseUntil = b
-	}
+	w.pol().Failed(&w.st, now, msg)
 }
 
-// answered records a usable answer: the failure run and back-off end.
-func (w *worker) answered() {
-	w.errors = 0
-	w.failingSince, w.lastError = time.Time{}, ""
+// answered records a usable answer that took took: the failure run and
+// back-off end, and the delays the host taught follow it.
+func (w *worker) answered(took time.Duration) {
+	w.pol().Answered(&w.st, w.engine.Clock.Now(), took)
 }
 
 // usable tells whether an HTTP status is a usable answer from the host.
@@ -110,14 +96,14 @@ func usable(code int) bool {
 func (w *worker) verdict(now time.Time) (result.Status, string) {
 	b, _ := w.bound()
 	var why string
-	if w.pauseUntil.After(b) {
+	if w.st.PauseUntil.After(b) {
 		why = fmt.Sprintf("host asked for a pause of %s (Retry-After), beyond GiveUpAfter %s from its first failure (%d attempts); last: %s",
-			roundDuration(w.pauseUntil.Sub(w.lastFetch)), w.p.GiveUpAfter, w.errors, w.lastError)
+			roundDuration(w.st.PauseUntil.Sub(w.st.LastFetch)), w.p.GiveUpAfter, w.st.Errors, w.st.LastError)
 	} else {
 		why = fmt.Sprintf("host gave no usable answer for %s (%d attempts); last: %s",
-			roundDuration(now.Sub(w.failingSince)), w.errors, w.lastError)
+			roundDuration(now.Sub(w.st.FailingSince)), w.st.Errors, w.st.LastError)
 	}
-	if strings.HasPrefix(w.lastError, robotsFailure) {
+	if strings.HasPrefix(w.st.LastError, robotsFailure) {
 		return result.StatusDenied, why + "; robots.txt could not be read, which means complete disallow (RFC 9309 2.3.1.4)"
 	}
 	return result.StatusFetchError, why
@@ -184,8 +170,7 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 		var c hostqueue.Commit
 		last := len(queue) == 0
 		if last {
-			w.answered()
-			w.pauseUntil = time.Time{}
+			w.st.GivenUp()
 			clear(w.attempts)
 			c = w.walkCommit(ids, true)
 		} else {

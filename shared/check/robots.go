@@ -98,6 +98,22 @@ func (c *robotsCache) remove(el *list.Element) {
 
 func originOf(u *url.URL) string { return u.Scheme + "://" + u.Host }
 
+// robotsTTL is how long a robots.txt with these rules is trusted:
+// RobotsTTL, or, for a long Crawl-delay (one its host is released for),
+// twice that delay when longer, so that pages are
+// requested between two reads of it: a host asking for one request a day
+// would otherwise be sent robots.txt alone, every day.
+func (w *worker) robotsTTL(rules *robots.Rules) time.Duration {
+	if rules == nil {
+		return w.p.RobotsTTL
+	}
+	cd := min(rules.CrawlDelay(w.p.UserAgent), w.p.MaxCrawlDelay)
+	if cd <= waitInPlace {
+		return w.p.RobotsTTL
+	}
+	return max(w.p.RobotsTTL, 2*cd)
+}
+
 // policyFor returns the robots policy of the URL's origin, fetching
 // robots.txt when it is not known or older than RobotsTTL. outRetry means
 // robots.txt is unavailable (5xx, 429, timeout): the host is paused and
@@ -116,7 +132,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	origin := originOf(u)
 	now := w.engine.Clock.Now()
 	cached := w.engine.robots.get(origin)
-	if cached != nil && now.Sub(cached.fetchedAt) < w.p.RobotsTTL {
+	if cached != nil && now.Sub(cached.fetchedAt) < w.robotsTTL(cached.rules) {
 		return cached, outDone
 	}
 	var stored *hostqueue.Robots
@@ -133,7 +149,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	if stored != nil {
 		if rules, err := robots.Parse(stored.Status, stored.Body); err == nil {
-			if now.Sub(stored.FetchedAt) < w.p.RobotsTTL {
+			if now.Sub(stored.FetchedAt) < w.robotsTTL(rules) {
 				p := &policy{rules: rules, fetchedAt: stored.FetchedAt}
 				w.engine.robots.put(origin, p)
 				return p, outDone
@@ -161,7 +177,7 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	if rb.Status != 0 {
 		// 2xx or 4xx (or redirected too often): the host answers.
-		w.answered()
+		w.answered(w.st.LastTook)
 	}
 	if err != nil {
 		// No usable answer (an error that is not the server's verdict, a
@@ -196,8 +212,8 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		// binds us even when pages are cut at 200 KiB.
 		sent := w.engine.Clock.Now()
 		resp, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
-		w.lastFetch = w.engine.Clock.Now()
-		w.remember(w.key, w.lastFetch)
+		w.st.LastFetch = w.engine.Clock.Now()
+		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)
 		w.fetchMetrics(sent, resp, err)
 		if err != nil {
@@ -223,7 +239,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 				// answer) and get that result; robots.txt has nothing to
 				// add. Status 0 marks "no answer", which policyFor neither
 				// caches nor stores.
-				return &hostqueue.Robots{Status: 0, FetchedAt: w.lastFetch}, outDone
+				return &hostqueue.Robots{Status: 0, FetchedAt: w.st.LastFetch}, outDone
 			}
 		}
 		if resp.HTTPStatus >= 300 && resp.HTTPStatus < 400 && resp.Location != "" {
@@ -236,24 +252,12 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 			w.fail(fmt.Sprintf("%sserver answered %d with Retry-After", robotsFailure, resp.HTTPStatus), resp)
 			return nil, outRetry
 		}
-		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.lastFetch}, outDone
+		return &hostqueue.Robots{Status: resp.HTTPStatus, Body: resp.Body, FetchedAt: w.st.LastFetch}, outDone
 	}
 	// Still redirected after MaxRedirects hops: RFC 9309 says to treat
 	// robots.txt as unavailable in the 4xx sense (allow), which is a real
 	// verdict and cached.
-	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.lastFetch}, outDone
-}
-
-// backoff is FetchDelay x 2^errors (errors counted after this failure),
-// capped by MaxBackoff.
-func (w *worker) backoff() time.Duration {
-	// A floor keeps a zero FetchDelay from retrying in a tight loop.
-	base := max(w.p.FetchDelay, 100*time.Millisecond)
-	back := base << min(w.errors, 30)
-	if back <= 0 || back > w.p.MaxBackoff {
-		back = w.p.MaxBackoff
-	}
-	return back
+	return &hostqueue.Robots{Status: http.StatusNotFound, FetchedAt: w.st.LastFetch}, outDone
 }
 
 // robotsVerdict applies the policy to a URL: "" means allowed, else the

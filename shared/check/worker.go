@@ -15,6 +15,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/metrics"
 	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
@@ -25,14 +26,30 @@ import (
 // across hosts ends too.
 const maxRedirects = 5
 
+// fenceDelay is the longest delay the shard's lease fences: a request
+// starts only while the lease outlives it and that much delay after it, so
+// a successor that takes the shard over after this run dies mid-request
+// still keeps the delay from the request's end. A host whose delay is
+// longer (a long Crawl-delay) is fenced by the store instead: before each
+// such request its worker commits a pause until the request's start plus
+// FetchTimeout (the latest its response can end) plus the delay (one write
+// per request, and only for these hosts), so a successor after a crash
+// waits the whole delay; the commit after the response replaces that pause
+// with the real state (the delay from the real end). The lease length then stays FetchTimeout +
+// fenceDelay + a margin however long a Crawl-delay is.
+const fenceDelay = 30 * time.Second
+
+// waitInPlace is the longest a worker waits for its host's next request:
+// a host whose delay leaves it longer idle is released (its worker slot
+// and, with the session's last commit, its place in the run) and is due
+// again at its last fetch plus the delay, found by the due index. No
+// Lambda time or local worker is spent waiting a long Crawl-delay.
+const waitInPlace = fenceDelay
+
 // yieldAfter is the shortest pause a failing host gives its worker up for
 // when due hosts wait for one (see pace): shorter ones cost less waiting
 // than the store writes of a release and a new session.
 const yieldAfter = time.Second
-
-// maxRetryAfter caps a server's Retry-After, so one odd header cannot park a
-// host for weeks; MaxBackoff caps it further when larger.
-const maxRetryAfter = 24 * time.Hour
 
 // worker works one host for one run.
 type worker struct {
@@ -42,14 +59,10 @@ type worker struct {
 	p       params.Params
 	fetcher Fetcher
 
-	lastFetch  time.Time
-	pauseUntil time.Time
-	errors     int
-	// failingSince and lastError are the host's failure run (see
-	// giveup.go); zero while it answers.
-	failingSince time.Time
-	lastError    string
-	attempts     map[string]int
+	// st is the host's politeness state; every rule on it is in package
+	// politeness (pol), which the worker only calls.
+	st       politeness.State
+	attempts map[string]int
 	// unresolvable holds, by host name, the "no such host" error seen in
 	// this session: the name's other URLs end with it, unrequested.
 	unresolvable map[string]string
@@ -186,18 +199,17 @@ func (w *worker) work(ctx context.Context) error {
 func (w *worker) begin(h *hostqueue.Host) {
 	w.notePending(w.key, h.Pending)
 	w.fetcher = w.engine.Fetcher(w.p)
-	w.lastFetch, w.pauseUntil, w.errors = h.LastFetch, h.PauseUntil, h.Errors
-	w.failingSince, w.lastError = h.FailingSince, h.LastError
+	w.st = stateOf(h)
 	w.unresolvable = map[string]string{}
-	if t := w.remembered(w.key); t.After(w.lastFetch) {
-		w.lastFetch = t
+	if t := w.remembered(w.key); t.After(w.st.LastFetch) {
+		w.st.LastFetch = t
 	}
 	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
 	w.attempts = maps.Clone(h.Attempts)
 	if w.attempts == nil {
 		w.attempts = map[string]int{}
 	}
-	if w.lastFetch.IsZero() && w.pauseUntil.IsZero() {
+	if w.st.LastFetch.IsZero() && w.st.PauseUntil.IsZero() {
 		spread := w.engine.Spread
 		if spread == nil {
 			spread = spreadStart
@@ -255,10 +267,7 @@ func (w *worker) closeConns() {
 	if !ok {
 		return
 	}
-	next := w.lastFetch.Add(w.delay())
-	if w.pauseUntil.After(next) {
-		next = w.pauseUntil
-	}
+	next := w.st.Next(w.delay())
 	if next.Sub(w.engine.Clock.Now()) < keepIdle {
 		return
 	}
@@ -347,7 +356,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	if w.crash(CrashAfterPublish, w.key) {
 		return nil, ErrCrashed
 	}
-	w.remember(w.key, w.lastFetch)
+	w.remember(w.key, w.st.LastFetch)
 	if end == endDrained && len(done) > 0 {
 		if w.engine.Appends != nil {
 			// Where a session costs nothing (local mode), the done URLs are
@@ -368,7 +377,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 		// Every URL of the failure run has ended (by MaxAttempts): URLs
 		// that come later get a bound of their own. The pause and
 		// back-off stay: they are politeness.
-		w.failingSince, w.lastError = time.Time{}, ""
+		w.st.Drained()
 	}
 	// A batch that took the whole queue releases the host in the same
 	// write (one write fewer per session); with Continue the store keeps
@@ -389,12 +398,33 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	return h, nil
 }
 
+// ceilMilli rounds t up to a whole millisecond.
+func ceilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
+}
+
+// stateOf is the politeness state a host's stored state holds.
+func stateOf(h *hostqueue.Host) politeness.State {
+	return politeness.State{
+		LastFetch: h.LastFetch, PauseUntil: h.PauseUntil, Errors: h.Errors,
+		FailingSince: h.FailingSince, LastError: h.LastError,
+		RateDelay: h.RateDelay, RateSince: h.RateSince, LastTook: h.LastTook,
+	}
+}
+
 // progress is the commit of a round: its done entries and the worker's
 // politeness state as of now (copied: the next round goes on changing it).
 func (w *worker) progress(done []string, release bool) hostqueue.Commit {
+	// The stores keep milliseconds: the last fetch is rounded up, so a
+	// delay counted from the stored time is never a fraction short (a
+	// server limiting at exactly our learned rate would see it).
 	c := hostqueue.Commit{
-		Done: done, LastFetch: w.lastFetch, PauseUntil: w.pauseUntil, Errors: w.errors,
-		FailingSince: w.failingSince, LastError: w.lastError,
+		Done: done, LastFetch: ceilMilli(w.st.LastFetch), PauseUntil: w.st.PauseUntil, Errors: w.st.Errors,
+		FailingSince: w.st.FailingSince, LastError: w.st.LastError,
+		RateDelay: w.st.RateDelay, RateSince: w.st.RateSince, LastTook: w.st.LastTook,
 		Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(), Want: 2 * headBatch, IdleTTL: idleTTL,
 		Robots: w.newRobots,
 	}
@@ -429,7 +459,7 @@ func (b *background) wait() roundResult { return <-b.result }
 // were fetched, are out (ended are its entries that have one), without
 // holding up the next round.
 func (w *worker) commitInBackground(ctx context.Context, rd *handed, ended []string) *background {
-	w.remember(w.key, w.lastFetch)
+	w.remember(w.key, w.st.LastFetch)
 	w.rewatch()
 	c := w.progress(nil, false)
 	b := &background{done: doneSet(ended), result: make(chan roundResult, 1)}
@@ -644,19 +674,35 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 // nextDue is when the host should be checked again after this run.
 func (w *worker) nextDue() time.Time {
 	due := hostqueue.NextHostCheck(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod)
-	if w.pauseUntil.After(due) {
-		due = w.pauseUntil
+	// Never before the host may be requested again: a long Crawl-delay
+	// brings it back when its delay has passed, not sooner.
+	if next := w.st.Next(w.delay()); next.After(due) {
+		due = next
 	}
 	return due
 }
 
-// delay is the pause between two requests to this host.
-func (w *worker) delay() time.Duration {
-	d := max(w.fetchDelay(), w.crawlDelay)
-	if w.p.RandomizeDelay && d > 0 {
-		d = time.Duration(float64(d) * (0.5 + rand.Float64()))
+// pol is the politeness policy of the current parameters for this host:
+// its HostRules rule, if one matches, sets the base delay and the cap of
+// the adaptive delays.
+func (w *worker) pol() politeness.Policy {
+	p := politeness.NewPolicy(w.p)
+	p.FetchDelay = w.fetchDelay()
+	if r, ok := w.hostRule(); ok && r.MaxDelay > 0 {
+		p.MaxDelay = r.MaxDelay
 	}
-	return d
+	return p
+}
+
+// delay is the pause between two requests to this host (see
+// politeness.Policy.Delay). RandomizeDelay spreads FetchDelay only: the
+// Crawl-delay and the delays the host taught are floors.
+func (w *worker) delay() time.Duration {
+	p := w.pol()
+	if w.p.RandomizeDelay && p.FetchDelay > 0 {
+		p.FetchDelay = time.Duration(float64(p.FetchDelay) * (0.5 + rand.Float64()))
+	}
+	return p.Delay(w.st, w.crawlDelay)
 }
 
 // pace waits until the host may be requested again. It returns outStop when
@@ -666,17 +712,18 @@ func (w *worker) delay() time.Duration {
 func (w *worker) pace(ctx context.Context) outcome {
 	now := w.engine.Clock.Now()
 	start := now
-	if next := w.lastFetch.Add(w.delay()); next.After(start) {
+	if next := w.st.Next(w.delay()); next.After(start) {
 		start = next
-	}
-	if w.pauseUntil.After(start) {
-		start = w.pauseUntil
 	}
 	if w.startAt.After(start) {
 		start = w.startAt
 	}
+	if next := w.st.LastFetch.Add(w.delay()); next.Sub(now) > waitInPlace {
+		// A long delay (Crawl-delay): release the host, due again at next.
+		return outStop
+	}
 	if b, failing := w.bound(); failing {
-		if w.pauseUntil.After(b) {
+		if w.st.PauseUntil.After(b) {
 			return outGiveUp
 		}
 		if !start.Before(b) {
@@ -696,7 +743,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 		return outStop
 	}
 	w.planned = start
-	if w.pauseUntil.Sub(now) >= yieldAfter {
+	if w.st.PauseUntil.Sub(now) >= yieldAfter {
 		// A failing host waits out its back-off or Retry-After away from
 		// its worker once due hosts wait for one: a host that never
 		// answers would otherwise hold a slot for its whole session, a
@@ -719,7 +766,33 @@ func (w *worker) pace(ctx context.Context) outcome {
 // successor that takes the shard over after expiry keeps the delay even if
 // this run dies mid-request.
 func (w *worker) fenced() bool {
-	return w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+w.delay()+commitMargin
+	return w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+min(w.delay(), fenceDelay)+commitMargin
+}
+
+// recordStart stores, before a request to a host whose delay the lease
+// does not fence (longer than fenceDelay), the latest time its response
+// can end as the host's last fetch (see fenceDelay). false when the write
+// failed: the request is not made.
+func (w *worker) recordStart(ctx context.Context) bool {
+	if w.delay() <= fenceDelay {
+		return true
+	}
+	c := w.progress(nil, false)
+	// As a pause, not a last fetch: the store only moves a last fetch
+	// forward, while the next commit replaces the pause with the real
+	// state, so without a crash the delay counts from the real end.
+	c.PauseUntil = ceilMilli(w.engine.Clock.Now().Add(w.p.FetchTimeout + w.delay()))
+	if w.st.PauseUntil.After(c.PauseUntil) {
+		c.PauseUntil = w.st.PauseUntil
+	}
+	h, err := w.commit(ctx, c)
+	if err != nil {
+		w.engine.Log.ErrorContext(ctx, "record a request start: request not made", "host", w.key, "error", err)
+		w.errs.Add(1)
+		return false
+	}
+	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+	return true
 }
 
 // waitOrYield waits until t, looking every lingerStep whether due hosts
@@ -774,17 +847,20 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		if hop == 0 {
 			req.ETag, req.LastModified = ent.ETag, ent.LastModified
 		}
+		if !w.recordStart(ctx) {
+			return result.Result{}, outStop
+		}
 		sent := w.engine.Clock.Now()
 		w.engine.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
 		if a := w.engine.Admission; a != nil {
 			a.observe(sent, sent.Sub(w.planned))
 		}
 		resp, err := w.fetch(ctx, req)
-		w.lastFetch = w.engine.Clock.Now()
-		w.remember(w.key, w.lastFetch)
+		w.st.Fetched(w.engine.Clock.Now())
+		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)
 		w.fetchMetrics(sent, resp, err)
-		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.lastFetch.UTC()}
+		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.st.LastFetch.UTC()}
 		if err != nil {
 			switch {
 			case fetch.KindOf(err) == fetch.KindCanceled:
@@ -816,7 +892,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		res.ETag, res.LastModified = resp.ETag, resp.LastModified
 		code := resp.HTTPStatus
 		if usable(code) {
-			w.answered()
+			w.answered(w.st.LastFetch.Sub(sent))
 		}
 		switch {
 		case code >= 200 && code < 300:
@@ -858,7 +934,7 @@ func (w *worker) fetchMetrics(sent time.Time, resp *fetch.Response, err error) {
 	}
 	m := w.engine.Metrics
 	m.Add(metrics.Requests, 1)
-	m.AddDuration(metrics.FetchLatency, w.lastFetch.Sub(sent))
+	m.AddDuration(metrics.FetchLatency, w.st.LastFetch.Sub(sent))
 	if resp != nil {
 		m.Add(metrics.BytesFetched, float64(resp.Size()))
 	}

@@ -66,6 +66,12 @@ type hostItem struct {
 	// from FailingSince.
 	FailingSince int64  `dynamodbav:"fs,omitempty"`
 	LastError    string `dynamodbav:"le,omitempty"`
+	// RateDelay (ms), RateSince (ms) and LastTook (ms) are the delays the
+	// host taught (politeness.State); absent means none learned. A few
+	// bytes each: a host's writes stay in their size class.
+	RateDelay int64 `dynamodbav:"rd,omitempty"`
+	RateSince int64 `dynamodbav:"rs,omitempty"`
+	LastTook  int64 `dynamodbav:"lt,omitempty"`
 	// Tail is the queue's inline tail, after every chunk's entries.
 	Tail []entryItem `dynamodbav:"q,omitempty"`
 	// Chunks lists the queue's chunk items, oldest first; FirstChunkTaken
@@ -218,6 +224,10 @@ func (h *hostItem) recordProgress(c hostqueue.Commit, done map[string]bool) {
 	h.FailingSince, h.LastError = 0, clip(c.LastError, maxLastError)
 	if !c.FailingSince.IsZero() {
 		h.FailingSince = c.FailingSince.UnixMilli()
+	}
+	h.RateDelay, h.RateSince, h.LastTook = c.RateDelay.Milliseconds(), 0, c.LastTook.Milliseconds()
+	if !c.RateSince.IsZero() {
+		h.RateSince = c.RateSince.UnixMilli()
 	}
 	h.Attempts = nil
 	for id, n := range c.Attempts {

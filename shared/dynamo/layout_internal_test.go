@@ -24,10 +24,10 @@ func TestLayoutAttributeNames(t *testing.T) {
 		want []string
 	}{
 		{"host", hostItem{PK: "p", SK: "s", VirtualShard: 1, Due: 1, Version: 1, Nonces: []string{"n"},
-			LastFetch: 1, PauseUntil: 1, Errors: 1, FailingSince: 1, LastError: "e", Tail: []entryItem{entry},
+			LastFetch: 1, PauseUntil: 1, Errors: 1, FailingSince: 1, LastError: "e", RateDelay: 1, RateSince: 1, LastTook: 1, Tail: []entryItem{entry},
 			Chunks: []chunkRef{{ID: "c", Count: 1}}, FirstChunkTaken: 1, Attempts: map[string]int{"i": 1}, TTL: 1,
 			SpilledSinceEmpty: true, Robots: map[string]inlineRobots{"o": {Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}}},
-			[]string{"at", "c", "co", "due", "er", "fs", "hc", "le", "lf", "n", "pk", "pu", "q", "rb", "sk", "ttl", "v", "vs"}},
+			[]string{"at", "c", "co", "due", "er", "fs", "hc", "le", "lf", "lt", "n", "pk", "pu", "q", "rb", "rd", "rs", "sk", "ttl", "v", "vs"}},
 		{"entry", entry, []string{"e", "h", "i", "m", "u"}},
 		{"inline robots", inlineRobots{Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}, []string{"b", "s", "t", "x"}},
 		{"chunk ref", chunkRef{ID: "c", Count: 1}, []string{"i", "n"}},

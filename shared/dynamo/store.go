@@ -656,6 +656,10 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 	if it.PauseUntil != 0 {
 		h.PauseUntil = time.UnixMilli(it.PauseUntil)
 	}
+	h.RateDelay, h.LastTook = time.Duration(it.RateDelay)*time.Millisecond, time.Duration(it.LastTook)*time.Millisecond
+	if it.RateSince != 0 {
+		h.RateSince = time.UnixMilli(it.RateSince)
+	}
 	for origin, ir := range it.Robots {
 		if ir.StoredApart {
 			if h.RobotsItems == nil {

@@ -52,6 +52,12 @@ type Host struct {
 	// LastError says what the latest of those failures was, for the
 	// results of URLs given up.
 	LastError string
+	// RateDelay, RateSince and LastTook are the delays the host taught
+	// (politeness.State): its own delay learned from rate limits, when that
+	// was last raised or halved, and how long its last response took.
+	RateDelay time.Duration
+	RateSince time.Time
+	LastTook  time.Duration
 	// Attempts counts failed attempts of the entries that have some.
 	Attempts map[string]int
 	// Robots holds the robots.txt answers small enough to live in the
@@ -120,6 +126,11 @@ type Commit struct {
 	// empty: the host answers).
 	FailingSince time.Time
 	LastError    string
+	// RateDelay, RateSince and LastTook replace the host's learned delays
+	// (see Host).
+	RateDelay time.Duration
+	RateSince time.Time
+	LastTook  time.Duration
 	// Attempts replaces the per-entry failed-attempt counters (only entries
 	// still queued are kept).
 	Attempts map[string]int

@@ -57,9 +57,18 @@ type Params struct {
 	RespectRobots bool
 	// RobotsTTL is how long a fetched robots.txt is trusted.
 	RobotsTTL time.Duration
-	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured; a host
-	// asking for more gets its URLs denied instead of stalling the queue.
+	// MaxCrawlDelay is the longest robots.txt Crawl-delay honoured (at most
+	// a day); a host asking for more gets its URLs denied. A host with a
+	// long delay holds no worker while it waits: it is due again when its
+	// delay has passed.
 	MaxCrawlDelay time.Duration
+	// DelayFactor stretches the delay after a slow response: the next
+	// request waits at least DelayFactor x how long the last response took
+	// (capped by MaxDelay).
+	DelayFactor float64
+	// MaxDelay caps the delays the downloader learns by itself (from slow
+	// responses, from rate limits); FetchDelay and Crawl-delay are not capped.
+	MaxDelay time.Duration
 	// MaxBackoff caps the exponential back-off after repeated errors on
 	// one host. A server's Retry-After is honoured up to 24h, or up to
 	// MaxBackoff when that is longer.
@@ -116,6 +125,8 @@ const (
 	NameRespectRobots            = "RespectRobots"
 	NameRobotsTTL                = "RobotsTTL"
 	NameMaxCrawlDelay            = "MaxCrawlDelay"
+	NameDelayFactor              = "DelayFactor"
+	NameMaxDelay                 = "MaxDelay"
 	NameMaxBackoff               = "MaxBackoff"
 	NameMaxAttempts              = "MaxAttempts"
 	NameFollowCrossHostRedirects = "FollowCrossHostRedirects"
@@ -125,6 +136,23 @@ const (
 	NameGiveUpAfter              = "GiveUpAfter"
 	NameHostRules                = "HostRules"
 )
+
+// MaxMaxCrawlDelay caps MaxCrawlDelay at a day, the largest Crawl-delay
+// package robots reads (StormCrawler with URLFrontier paces up to 86,400 s).
+const MaxMaxCrawlDelay = 24 * time.Hour
+
+// DefaultDelayFactor is 2: after a response that took t the host rests
+// at least 2t, so one connection keeps a slow server busy at most a third
+// of the time. AutoThrottle's 1 (delay = latency) lets it be busy half the
+// time, and the promise is to be stricter than the peers; Heritrix's 5
+// (with its 3 s floor and 30 s cap) costs a slow host's queue five times
+// its own response time for no further gain when FetchDelay already
+// spaces quick answers.
+const DefaultDelayFactor = 2
+
+// MaxDelayFactor bounds DelayFactor: beyond it a slow answer would park a
+// host for minutes per request.
+const MaxDelayFactor = 20
 
 // DefaultUserAgent names the project and where to read about it, so a site
 // operator who sees it in a log can find out who is calling.
@@ -165,7 +193,9 @@ func Defaults() Params {
 		UserAgent:                DefaultUserAgent,
 		RespectRobots:            true,
 		RobotsTTL:                6 * time.Hour,
-		MaxCrawlDelay:            30 * time.Second,
+		MaxCrawlDelay:            MaxMaxCrawlDelay,
+		DelayFactor:              DefaultDelayFactor,
+		MaxDelay:                 time.Minute,
 		MaxBackoff:               10 * time.Minute,
 		MaxAttempts:              3,
 		FollowCrossHostRedirects: true,

@@ -260,7 +260,23 @@ var fields = []field{
 			}
 			return nil
 		}),
-	durationField(NameMaxCrawlDelay, func(p *Params) *time.Duration { return &p.MaxCrawlDelay }, notNegative),
+	durationField(NameMaxCrawlDelay, func(p *Params) *time.Duration { return &p.MaxCrawlDelay },
+		func(d time.Duration) error {
+			if d > MaxMaxCrawlDelay {
+				return fmt.Errorf("must be at most %s", formatDuration(MaxMaxCrawlDelay))
+			}
+			return notNegative(d)
+		}),
+	newField(NameDelayFactor, func(p *Params) *float64 { return &p.DelayFactor },
+		func(s string) (float64, error) { return strconv.ParseFloat(strings.TrimSpace(s), 64) },
+		func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) },
+		func(f float64) error {
+			if !(f >= 0 && f <= MaxDelayFactor) {
+				return fmt.Errorf("must be between 0 and %d", MaxDelayFactor)
+			}
+			return nil
+		}),
+	durationField(NameMaxDelay, func(p *Params) *time.Duration { return &p.MaxDelay }, notNegative),
 	durationField(NameMaxBackoff, func(p *Params) *time.Duration { return &p.MaxBackoff },
 		func(d time.Duration) error {
 			if d <= 0 {

@@ -46,6 +46,9 @@ CREATE TABLE IF NOT EXISTS hosts (
 	errors        INTEGER NOT NULL DEFAULT 0,
 	failing_since INTEGER NOT NULL DEFAULT 0,
 	last_error    TEXT    NOT NULL DEFAULT '',
+	rate_delay    INTEGER NOT NULL DEFAULT 0,
+	rate_since    INTEGER NOT NULL DEFAULT 0,
+	last_took     INTEGER NOT NULL DEFAULT 0,
 	attempts      BLOB,
 	robots        BLOB,
 	expires       INTEGER
@@ -79,17 +82,29 @@ CREATE TABLE IF NOT EXISTS leases (
 `
 
 // schemaVersion is kept in PRAGMA user_version: a file written by a
-// different layout is refused rather than misread.
-const schemaVersion = 1
+// different layout is refused rather than misread, except the older ones
+// migrations lists.
+const schemaVersion = 2
+
+// migrations take a state file from version i+1 to i+2. Version 2 added
+// the learned delays (rate_delay, rate_since, last_took: ms); a host
+// without them has learned none.
+var migrations = []string{
+	`ALTER TABLE hosts ADD COLUMN rate_delay INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE hosts ADD COLUMN rate_since INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE hosts ADD COLUMN last_took INTEGER NOT NULL DEFAULT 0;`,
+}
 
 // The statements. Each one that runs per operation reads or writes through
 // a key or an index (plan_test.go checks that none scans a table).
 const (
 	qHost = `SELECT id, vs, due, tail, pending, last_fetch, pause_until, errors,
-		failing_since, last_error, attempts, robots, expires FROM hosts WHERE key = ?`
+		failing_since, last_error, rate_delay, rate_since, last_took, attempts, robots, expires
+		FROM hosts WHERE key = ?`
 	qInsertHost = "INSERT INTO hosts (key, vs) VALUES (?, ?)"
 	qUpdateHost = `UPDATE hosts SET due = ?, tail = ?, pending = ?, last_fetch = ?,
-		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, attempts = ?, robots = ?,
+		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, rate_delay = ?, rate_since = ?,
+		last_took = ?, attempts = ?, robots = ?,
 		expires = ? WHERE id = ?`
 	qHead    = "SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
 	qHeadIDs = "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?"

@@ -129,11 +129,19 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
 		}
-		if v != 0 && v != schemaVersion {
+		if v < 0 || v > schemaVersion {
 			return fmt.Errorf("schema version %d, this build reads %d", v, schemaVersion)
 		}
-		if _, err := s.conn.ExecContext(ctx, schema); err != nil {
-			return fmt.Errorf("create schema: %w", err)
+		if v == 0 {
+			if _, err := s.conn.ExecContext(ctx, schema); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
+			v = schemaVersion
+		}
+		for i := v; i < schemaVersion; i++ {
+			if _, err := s.conn.ExecContext(ctx, migrations[i-1]); err != nil {
+				return fmt.Errorf("migrate schema %d to %d: %w", i, i+1, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 			return fmt.Errorf("write schema version: %w", err)
@@ -321,6 +329,7 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		h.pauseUntil = msOf(c.PauseUntil)
 		h.errors = c.Errors
 		h.failingSince, h.lastError = msOf(c.FailingSince), c.LastError
+		h.rateDelay, h.rateSince, h.lastTook = c.RateDelay.Milliseconds(), msOf(c.RateSince), c.LastTook.Milliseconds()
 		h.attempts = nil
 		for id, n := range c.Attempts {
 			if !done[id] && n > 0 {
@@ -545,6 +554,9 @@ type hostRow struct {
 	errors       int
 	failingSince int64
 	lastError    string
+	rateDelay    int64 // ms
+	rateSince    int64
+	lastTook     int64 // ms
 	attempts     map[string]int
 	robots       map[string]inlineRobots
 	// robotsJSON is robots as stored, nil once storeRobots changed it:
@@ -571,7 +583,7 @@ func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 	var attempts, robots []byte
 	err := tx.QueryRowContext(ctx, qHost, key).Scan(
 		&h.id, &h.vs, &h.due, &h.tail, &h.pending, &h.lastFetch, &h.pauseUntil, &h.errors,
-		&h.failingSince, &h.lastError, &attempts, &robots, &h.expires)
+		&h.failingSince, &h.lastError, &h.rateDelay, &h.rateSince, &h.lastTook, &attempts, &robots, &h.expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -618,7 +630,7 @@ func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 	}
 	_, err = tx.ExecContext(ctx, qUpdateHost,
 		h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
-		h.lastError, attempts, robots, h.expires, h.id)
+		h.lastError, h.rateDelay, h.rateSince, h.lastTook, attempts, robots, h.expires, h.id)
 	if err != nil {
 		return fmt.Errorf("write host: %w", err)
 	}
@@ -714,6 +726,9 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		Errors:       h.errors,
 		FailingSince: timeOf(h.failingSince),
 		LastError:    h.lastError,
+		RateDelay:    time.Duration(h.rateDelay) * time.Millisecond,
+		RateSince:    timeOf(h.rateSince),
+		LastTook:     time.Duration(h.lastTook) * time.Millisecond,
 		Attempts:     h.attempts,
 	}
 	if h.due.Valid {

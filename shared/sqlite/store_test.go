@@ -221,3 +221,55 @@ func TestCancelledCallsKeepTheMemoryStore(t *testing.T) {
 		t.Fatalf("after cancelled calls: %+v, %v; want the 2 entries", h, err)
 	}
 }
+
+// TestMigratesVersion1: a state file written before the learned delays
+// existed (schema 1) opens, keeps its hosts, and stores the delays after.
+func TestMigratesVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	now := func() time.Time { return t0 }
+	s, err := sqlite.New(path, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := s.Append(ctx, hostqueue.AppendRequest{Key: "old.example", Entries: urls("old", 2), Limit: 10, Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, "old.example", hostqueue.Commit{LastFetch: t0, Want: 10}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Make the file what version 1 wrote.
+	db := raw(t, path)
+	for _, q := range []string{"ALTER TABLE hosts DROP COLUMN rate_delay", "ALTER TABLE hosts DROP COLUMN rate_since",
+		"ALTER TABLE hosts DROP COLUMN last_took", "PRAGMA user_version = 1"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err = sqlite.New(path, now)
+	if err != nil {
+		t.Fatalf("open a version 1 file: %v", err)
+	}
+	defer s.Close()
+	h, err := s.Load(ctx, "old.example", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Pending != 2 || !h.LastFetch.Equal(t0) || h.RateDelay != 0 || h.LastTook != 0 {
+		t.Fatalf("migrated host: pending %d LastFetch %v RateDelay %v LastTook %v, want 2 %v 0 0", h.Pending, h.LastFetch, h.RateDelay, h.LastTook, t0)
+	}
+	h, err = s.Commit(ctx, "old.example", hostqueue.Commit{LastFetch: t0, RateDelay: 2 * time.Second, RateSince: t0, LastTook: time.Second, Want: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.RateDelay != 2*time.Second || !h.RateSince.Equal(t0) || h.LastTook != time.Second {
+		t.Errorf("after the migration: RateDelay %v RateSince %v LastTook %v, want 2s %v 1s", h.RateDelay, h.RateSince, h.LastTook, t0)
+	}
+	var v int
+	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 2 {
+		t.Errorf("user_version = %d (%v), want 2", v, err)
+	}
+}

@@ -432,6 +432,30 @@ func testPolitenessFields(t *testing.T, _ Harness, e *env) {
 	check("idle", e.load(key, 0), t3, time.Time{}, 2, time.Time{}, "")
 }
 
+// testLearnedDelays: the delays a host taught (rate limits, response time)
+// are replaced by each commit, kept while the host idles, and zero when a
+// commit carries none (absent attributes, old rows).
+func testLearnedDelays(t *testing.T, _ Harness, e *env) {
+	const key = "learned.example"
+	e.append(key, entries("a", 0, 2), 100)
+	since := T0.Add(-time.Minute)
+	check := func(what string, h *hostqueue.Host, rd time.Duration, rs time.Time, took time.Duration) {
+		t.Helper()
+		if h.RateDelay != rd || !h.RateSince.Equal(rs) || h.LastTook != took {
+			t.Errorf("%s: RateDelay %v RateSince %v LastTook %v, want %v %v %v", what, h.RateDelay, h.RateSince, h.LastTook, rd, rs, took)
+		}
+	}
+	check("new host", e.load(key, 0), 0, time.Time{}, 0)
+	h := e.commit(key, hostqueue.Commit{LastFetch: T0, RateDelay: 4 * time.Second, RateSince: since, LastTook: 600 * time.Millisecond})
+	check("returned", h, 4*time.Second, since, 600*time.Millisecond)
+	check("loaded", e.load(key, 0), 4*time.Second, since, 600*time.Millisecond)
+	e.commit(key, hostqueue.Commit{Done: ids(entries("a", 0, 2)), LastFetch: T0, RateDelay: 8 * time.Second, RateSince: T0,
+		Release: true, IdleTTL: time.Hour})
+	check("idle", e.load(key, 0), 8*time.Second, T0, 0)
+	e.commit(key, hostqueue.Commit{LastFetch: T0})
+	check("cleared", e.load(key, 0), 0, time.Time{}, 0)
+}
+
 func testAttempts(t *testing.T, _ Harness, e *env) {
 	const key = "attempts.example"
 	a := entries("a", 0, 4)

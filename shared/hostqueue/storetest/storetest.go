@@ -101,6 +101,7 @@ var (
 		{"CommitDone", testCommitDone},
 		{"ReleaseAndContinue", testReleaseContinue},
 		{"PolitenessFields", testPolitenessFields},
+		{"LearnedDelays", testLearnedDelays},
 		{"Attempts", testAttempts},
 		{"DueHosts", testDueHosts},
 		{"IdleTTL", testIdleTTL},
