@@ -68,9 +68,15 @@ FUNCTIONS := ingest check
 # from the workspace (go.work) that adds infra/'s module for development.
 GO_BUILD := GOWORK=off GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
+# Debian's nginx, for the tests against a real rate-limiting server
+# (limit_req; internal/nginxtest). It is the distribution's package, like
+# sam-local's docker.io, so it is installed system-wide (as root), at this
+# version when the package index still has it, else at its candidate.
+NGINX := /usr/sbin/nginx
+NGINX_VERSION := 1.22.1-9+deb12u11
 # Tests, the local runner and the benchmark start moto and the runtime
 # interface emulator from the project's own folders.
-TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE)
+TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE) NGINX=$(NGINX)
 
 .PHONY: lint help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run install bench sim sam-build deploy clean distclean sam-local up
 
@@ -167,7 +173,14 @@ test: tools ## go mod tidy check, lint, go vet, go test of both modules (against
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory vulncheck
 
-go-test:
+$(NGINX):
+	@echo "installing Debian's nginx-light for the rate-limit tests" >&2
+	@DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+	{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light=$(NGINX_VERSION) >/dev/null 2>&1 || \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >/dev/null; }
+	@test -x $@
+
+go-test: $(NGINX)
 	$(TOOL_ENV) go test -count=1 -p 4 -timeout 15m ./... ./infra/...
 
 tidy: ## Fail if `go mod tidy` would change go.mod or go.sum of either module.

@@ -1,6 +1,7 @@
 // Package nginxtest starts Debian's nginx on loopback for tests that need a
-// real server's behaviour (limit_req's rate limiting). A test skips, saying
-// how to install it, when nginx is not on the machine.
+// real server's behaviour (limit_req's rate limiting). `make test` installs
+// it and names it in NGINX, which makes a missing one a failure; a plain `go
+// test` skips, saying how to install it, when nginx is not on the machine.
 package nginxtest
 
 import (
@@ -35,7 +36,13 @@ type Server struct {
 func Start(t *testing.T, httpConf, serverConf string) *Server {
 	t.Helper()
 	bin := Binary
-	if _, err := os.Stat(bin); err != nil {
+	if env := os.Getenv("NGINX"); env != "" {
+		// make test installs it and names it: missing then is a failure.
+		if _, err := os.Stat(env); err != nil {
+			t.Fatalf("NGINX=%s: %v", env, err)
+		}
+		bin = env
+	} else if _, err := os.Stat(bin); err != nil {
 		if p, err := exec.LookPath("nginx"); err == nil {
 			bin = p
 		} else {
