@@ -170,7 +170,7 @@ func bigJobsTable(mem []MemoryResult, big *BigSiteResult) string {
 	var b []byte
 	w := func(format string, args ...any) { b = fmt.Appendf(b, format, args...) }
 	if len(mem) > 0 {
-		w("Memory against the job's length: a file of bare URLs, each on a host of its own in 10.0.0.0/8, so that every URL ends at ingest (denied without `--allow-private`, no request): the run is reading, bookkeeping and writing results. Peak RSS is the child's VmHWM. Target: at most 300 MiB whatever the length (the reader holds at most 16 MiB of lines; the ids owed a result are in a scratch SQLite database on disk, not in memory). The state file keeps the queues (none here: nothing is queued) and the input's progress.\n\n")
+		w("Memory against the job's length: a file of bare URLs, each on a host of its own in 10.0.0.0/8, so that every URL ends at ingest (denied without `--allow-private`, no request): the run is reading, bookkeeping and writing results. Peak RSS is the child's VmHWM. Target: at most 300 MiB whatever the length (the reader holds at most 16 MiB of lines; the ids owed a result are in memory for the first 131,072, then in a scratch SQLite database on disk). The state file keeps the queues (none here: nothing is queued) and the input's progress.\n\n")
 		w("| lines | wall | CPU | CPU / line | **peak RSS** | state file | results |\n|---|---|---|---|---|---|---|\n")
 		for _, m := range mem {
 			w("| %d | %s | %s | %.1f µs | **%s** | %s | %d |\n", m.Lines, secs(m.Wall), secs(m.CPU), float64(m.CPU.Microseconds())/float64(m.Lines), sizeMiB(m.MaxRSS), sizeMiB(m.StateBytes), m.Results)
