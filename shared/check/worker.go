@@ -782,6 +782,13 @@ func (w *worker) recordStart(ctx context.Context) bool {
 	// forward, while the next commit replaces the pause with the real
 	// state, so without a crash the delay counts from the real end.
 	c.PauseUntil = ceilMilli(w.engine.Clock.Now().Add(w.p.FetchTimeout + w.delay()))
+	// A failing host's recorded start never outlasts its failure run's
+	// bound: a successor after a crash would take a pause beyond it for a
+	// server's Retry-After and give the host up at once. At the bound it
+	// gives up without a request anyway, so the cap lets nothing come early.
+	if b, failing := w.pol().Bound(w.st); failing && c.PauseUntil.After(b) {
+		c.PauseUntil = b
+	}
 	if w.st.PauseUntil.After(c.PauseUntil) {
 		c.PauseUntil = w.st.PauseUntil
 	}
