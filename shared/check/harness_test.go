@@ -45,6 +45,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/fetch/fetchtest"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
@@ -404,9 +405,9 @@ func (e *env) dueNow(key string) {
 	if h == nil {
 		e.t.Fatalf("dueNow %s: no such host", key)
 	}
-	_, err := e.store.Commit(e.t.Context(), key, hostqueue.Commit{
-		LastFetch: h.LastFetch, PauseUntil: h.PauseUntil, Errors: h.Errors, Attempts: h.Attempts,
+	_, err := e.store.Commit(e.t.Context(), key, hostqueue.Commit{Attempts: h.Attempts,
 		Release: true, NextDue: time.Now(), Want: 10, IdleTTL: time.Hour,
+		State: politeness.State{LastFetch: h.LastFetch, PauseUntil: h.PauseUntil, Errors: h.Errors},
 	})
 	if err != nil {
 		e.t.Fatalf("dueNow %s: %v", key, err)

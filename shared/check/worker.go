@@ -199,7 +199,7 @@ func (w *worker) work(ctx context.Context) error {
 func (w *worker) begin(h *hostqueue.Host) {
 	w.notePending(w.key, h.Pending)
 	w.fetcher = w.engine.Fetcher(w.p)
-	w.st = stateOf(h)
+	w.st = h.State
 	w.unresolvable = map[string]string{}
 	if t := w.remembered(w.key); t.After(w.st.LastFetch) {
 		w.st.LastFetch = t
@@ -406,27 +406,17 @@ func ceilMilli(t time.Time) time.Time {
 	return t
 }
 
-// stateOf is the politeness state a host's stored state holds.
-func stateOf(h *hostqueue.Host) politeness.State {
-	return politeness.State{
-		LastFetch: h.LastFetch, PauseUntil: h.PauseUntil, Errors: h.Errors,
-		FailingSince: h.FailingSince, LastError: h.LastError,
-		RateDelay: h.RateDelay, RateSince: h.RateSince, LastTook: h.LastTook,
-	}
-}
-
 // progress is the commit of a round: its done entries and the worker's
 // politeness state as of now (copied: the next round goes on changing it).
 func (w *worker) progress(done []string, release bool) hostqueue.Commit {
 	// The stores keep milliseconds: the last fetch is rounded up, so a
 	// delay counted from the stored time is never a fraction short (a
 	// server limiting at exactly our learned rate would see it).
+	st := w.st
+	st.LastFetch = ceilMilli(st.LastFetch)
 	c := hostqueue.Commit{
-		Done: done, LastFetch: ceilMilli(w.st.LastFetch), PauseUntil: w.st.PauseUntil, Errors: w.st.Errors,
-		FailingSince: w.st.FailingSince, LastError: w.st.LastError,
-		RateDelay: w.st.RateDelay, RateSince: w.st.RateSince, LastTook: w.st.LastTook,
-		Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(), Want: 2 * headBatch, IdleTTL: idleTTL,
-		Robots: w.newRobots,
+		Done: done, State: st, Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(),
+		Want: 2 * headBatch, IdleTTL: idleTTL, Robots: w.newRobots,
 	}
 	w.newRobots = nil
 	return c

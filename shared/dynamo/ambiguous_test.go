@@ -24,6 +24,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // ambiguity is how a write ends without a clear answer.
@@ -224,14 +225,16 @@ func outcomeScenarios() []outcomeScenario {
 		{name: "append evicts a chunk", setup: chunks, run: appendOp(entries("new", 0, 3, 200), 8), pick: hostWrite},
 		{name: "append evicts, chunk delete", setup: chunks, run: appendOp(entries("new", 0, 3, 200), 8), pick: chunkDelete},
 		{name: "commit across chunks", setup: chunks, pick: hostWrite,
-			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 5), LastFetch: t0, Errors: 1, Attempts: map[string]int{"old-00005": 2}, Want: 3})},
+			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 5), Attempts: map[string]int{"old-00005": 2}, Want: 3, State: politeness.State{LastFetch: t0, Errors: 1}})},
 		{name: "commit, chunk delete", setup: chunks, pick: chunkDelete,
-			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 5), LastFetch: t0, Want: 3})},
+			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 5), Want: 3, State: politeness.State{LastFetch: t0}})},
 		{name: "commit release with work", setup: chunks, pick: hostWrite,
-			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 9), LastFetch: t0, Release: true, NextDue: t0.Add(time.Minute), Want: 3, IdleTTL: time.Hour})},
+			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 9), Release: true, NextDue: t0.Add(time.Minute), Want: 3, IdleTTL: time.Hour, State: politeness.State{LastFetch: t0}})},
 		{name: "commit release drained", setup: chunks, pick: hostWrite,
-			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 10), LastFetch: t0, Release: true, NextDue: t0.Add(time.Minute), Want: 3, IdleTTL: time.Hour,
-				Robots: map[string]hostqueue.Robots{"http://x.example": {Status: 404, FetchedAt: t0}}})},
+			run: commitOp(hostqueue.Commit{Done: idRange("old", 0, 10), Release: true, NextDue: t0.Add(time.Minute), Want: 3, IdleTTL: time.Hour,
+				Robots: map[string]hostqueue.Robots{"http://x.example": {Status: 404, FetchedAt: t0}},
+				State:  politeness.State{LastFetch: t0},
+			})},
 	}
 }
 
@@ -548,7 +551,7 @@ func TestAmbiguousOutcomeWithWritesBetween(t *testing.T) {
 			s := e.wrapped(c)
 			var op opResult
 			if tc.commit {
-				_, err := s.Commit(t.Context(), key, hostqueue.Commit{Done: before[:1], LastFetch: t0, Want: 10})
+				_, err := s.Commit(t.Context(), key, hostqueue.Commit{Done: before[:1], Want: 10, State: politeness.State{LastFetch: t0}})
 				op = opResult{done: before[:1], err: err}
 			} else {
 				_, err := s.Append(t.Context(), hostqueue.AppendRequest{Key: key, Entries: tc.es, Limit: 1000, Due: t0})

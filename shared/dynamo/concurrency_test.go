@@ -12,6 +12,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // TestConcurrentAppendAndConsume is the store's promise: ingests appending
@@ -144,7 +145,7 @@ func runAppendConsume(t *testing.T, limit int) {
 		}
 		if len(done) > 0 || h.Pending > 0 {
 			finished = false
-			if err := commitRetried(ctx, t, consumer, key, hostqueue.Commit{Done: done, LastFetch: t0}); err != nil {
+			if err := commitRetried(ctx, t, consumer, key, hostqueue.Commit{Done: done, State: politeness.State{LastFetch: t0}}); err != nil {
 				cancel()
 				<-appendDone
 				t.Fatalf("Commit #%d: %v (host writes: appenders %d with %d conflicts, consumer %d with %d conflicts)", loads, err,

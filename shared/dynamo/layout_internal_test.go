@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // TestLayoutAttributeNames pins the stored attribute names: the item types'
@@ -140,8 +141,8 @@ func TestRecordProgress(t *testing.T) {
 	h := hostItem{LastFetch: lf.UnixMilli(), PauseUntil: 7, Errors: 3, FailingSince: 8, LastError: "old", Attempts: map[string]int{"x": 2}}
 	long := strings.Repeat("é", maxLastError)
 	h.recordProgress(hostqueue.Commit{
-		LastFetch: lf.Add(-time.Second), Errors: 1, FailingSince: lf, LastError: long,
 		Attempts: map[string]int{"a": 2, "done": 4, "zero": 0},
+		State:    politeness.State{LastFetch: lf.Add(-time.Second), Errors: 1, FailingSince: lf, LastError: long},
 	}, map[string]bool{"done": true})
 	if h.LastFetch != lf.UnixMilli() {
 		t.Errorf("an older LastFetch moved it back to %d", h.LastFetch)
@@ -156,7 +157,7 @@ func TestRecordProgress(t *testing.T) {
 		t.Errorf("Attempts = %v, want only a: 2 (done and zero counters dropped, old ones replaced)", h.Attempts)
 	}
 	later := lf.Add(time.Hour)
-	h.recordProgress(hostqueue.Commit{LastFetch: later, PauseUntil: later}, nil)
+	h.recordProgress(hostqueue.Commit{State: politeness.State{LastFetch: later, PauseUntil: later}}, nil)
 	if h.LastFetch != later.UnixMilli() || h.PauseUntil != later.UnixMilli() || h.FailingSince != 0 || h.LastError != "" || h.Attempts != nil {
 		t.Errorf("after a clean commit: %+v", h)
 	}

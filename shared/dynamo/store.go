@@ -67,6 +67,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // Client is the part of *dynamodb.Client the store uses.
@@ -640,9 +641,8 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 		Key:          key,
 		VirtualShard: it.VirtualShard,
 		Pending:      it.pending(),
-		Errors:       it.Errors,
-		LastError:    it.LastError,
 		Attempts:     it.Attempts,
+		State:        politeness.State{Errors: it.Errors, LastError: it.LastError},
 	}
 	if it.FailingSince != 0 {
 		h.FailingSince = time.UnixMilli(it.FailingSince)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 func TestAppendCreatesHost(t *testing.T) {
@@ -341,10 +342,10 @@ func TestCommit(t *testing.T) {
 	// Inside the first chunk.
 	lf, pu := t0.Add(-time.Second), t0.Add(time.Minute)
 	h, err := e.store.Commit(ctx, key, hostqueue.Commit{
-		Done:      []string{"c-00000", "c-00001"},
-		LastFetch: lf, PauseUntil: pu, Errors: 2,
+		Done:     []string{"c-00000", "c-00001"},
 		Attempts: map[string]int{"c-00002": 1, "c-00000": 5, "c-00003": 0},
 		Want:     3,
+		State:    politeness.State{LastFetch: lf, PauseUntil: pu, Errors: 2},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +368,7 @@ func TestCommit(t *testing.T) {
 
 	// Across the chunk boundary: the first chunk is used up and deleted.
 	// An older LastFetch does not move it back; the rest is replaced.
-	h, err = e.store.Commit(ctx, key, hostqueue.Commit{Done: []string{"c-00002", "c-00003", "c-00004"}, LastFetch: lf.Add(-time.Hour), Want: 10})
+	h, err = e.store.Commit(ctx, key, hostqueue.Commit{Done: []string{"c-00002", "c-00003", "c-00004"}, Want: 10, State: politeness.State{LastFetch: lf.Add(-time.Hour)}})
 	if err != nil {
 		t.Fatal(err)
 	}

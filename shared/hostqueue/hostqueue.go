@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/result"
 )
 
@@ -37,27 +38,9 @@ type Host struct {
 	// Due is when the host is next checked; zero when it is out of the due
 	// index (an empty queue).
 	Due time.Time
-	// LastFetch is when the last response to this host ended; requests start
-	// no sooner than LastFetch plus the host's delay, across invocations.
-	LastFetch time.Time
-	// PauseUntil holds the host back (Retry-After, back-off) until then.
-	PauseUntil time.Time
-	// Errors counts consecutive failed requests, for exponential back-off.
-	Errors int
-	// FailingSince is when the host's current run of failures (no usable
-	// answer: connection errors, timeouts, robots.txt unreachable, 5xx,
-	// 429) began; zero while it answers. Past GiveUpAfter its queued URLs
-	// are given up.
-	FailingSince time.Time
-	// LastError says what the latest of those failures was, for the
-	// results of URLs given up.
-	LastError string
-	// RateDelay, RateSince and LastTook are the delays the host taught
-	// (politeness.State): its own delay learned from rate limits, when that
-	// was last raised or halved, and how long its last response took.
-	RateDelay time.Duration
-	RateSince time.Time
-	LastTook  time.Duration
+	// State is the host's politeness state (last fetch, pause, failure
+	// run, learned delays); its rules are package politeness's.
+	politeness.State
 	// Attempts counts failed attempts of the entries that have some.
 	Attempts map[string]int
 	// Robots holds the robots.txt answers small enough to live in the
@@ -118,19 +101,10 @@ type AppendResult struct {
 type Commit struct {
 	// Done are the IDs of entries finished (their results are sent); they are
 	// removed from the head of the queue. IDs no longer queued are ignored.
-	Done       []string
-	LastFetch  time.Time
-	PauseUntil time.Time
-	Errors     int
-	// FailingSince and LastError replace the host's failure run (zero and
-	// empty: the host answers).
-	FailingSince time.Time
-	LastError    string
-	// RateDelay, RateSince and LastTook replace the host's learned delays
-	// (see Host).
-	RateDelay time.Duration
-	RateSince time.Time
-	LastTook  time.Duration
+	Done []string
+	// State replaces the host's politeness state (a zero FailingSince and
+	// LastError: the host answers).
+	politeness.State
 	// Attempts replaces the per-entry failed-attempt counters (only entries
 	// still queued are kept).
 	Attempts map[string]int

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 )
 
@@ -101,7 +102,7 @@ func BenchmarkLocalRun(b *testing.B) {
 							done[i] = e.ID
 						}
 						now = now.Add(time.Millisecond)
-						st, err := s.Commit(ctx, k, hostqueue.Commit{Done: done, LastFetch: now, Want: commitSize})
+						st, err := s.Commit(ctx, k, hostqueue.Commit{Done: done, Want: commitSize, State: politeness.State{LastFetch: now}})
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 )
 
@@ -37,7 +38,7 @@ func TestTwoStoresOnOneFile(t *testing.T) {
 	// a's commits cache the row they wrote (the first one's sweep of
 	// idle state starts the cache afresh).
 	for range 2 {
-		if _, err := a.Commit(ctx, key, hostqueue.Commit{LastFetch: t0}); err != nil {
+		if _, err := a.Commit(ctx, key, hostqueue.Commit{State: politeness.State{LastFetch: t0}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +46,7 @@ func TestTwoStoresOnOneFile(t *testing.T) {
 	if _, err := b.Append(ctx, hostqueue.AppendRequest{Key: key, Entries: more, Limit: 10, Due: t0}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Commit(ctx, key, hostqueue.Commit{Done: []string{first[0].ID}, LastFetch: t0.Add(time.Second), Want: 10})
+	h, err := a.Commit(ctx, key, hostqueue.Commit{Done: []string{first[0].ID}, Want: 10, State: politeness.State{LastFetch: t0.Add(time.Second)}})
 	if err != nil {
 		t.Fatal(err)
 	}

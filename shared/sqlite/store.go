@@ -22,6 +22,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 var _ hostqueue.Store = (*Store)(nil)
@@ -721,15 +722,13 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		Key:          key,
 		VirtualShard: h.vs,
 		Pending:      h.pending,
-		LastFetch:    timeOf(h.lastFetch),
-		PauseUntil:   timeOf(h.pauseUntil),
-		Errors:       h.errors,
-		FailingSince: timeOf(h.failingSince),
-		LastError:    h.lastError,
-		RateDelay:    time.Duration(h.rateDelay) * time.Millisecond,
-		RateSince:    timeOf(h.rateSince),
-		LastTook:     time.Duration(h.lastTook) * time.Millisecond,
 		Attempts:     h.attempts,
+		State: politeness.State{
+			LastFetch: timeOf(h.lastFetch), PauseUntil: timeOf(h.pauseUntil), Errors: h.errors,
+			FailingSince: timeOf(h.failingSince), LastError: h.lastError,
+			RateDelay: time.Duration(h.rateDelay) * time.Millisecond, RateSince: timeOf(h.rateSince),
+			LastTook: time.Duration(h.lastTook) * time.Millisecond,
+		},
 	}
 	if h.due.Valid {
 		out.Due = time.UnixMilli(h.due.Int64)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 )
 
@@ -72,7 +73,7 @@ func TestFileIsWALAndSurvivesReopening(t *testing.T) {
 	if _, err := s.Append(ctx, hostqueue.AppendRequest{Key: "a.example", Entries: urls("a", 3), Limit: 10, Due: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(ctx, "a.example", hostqueue.Commit{Done: []string{"a-0"}, LastFetch: t0}); err != nil {
+	if _, err := s.Commit(ctx, "a.example", hostqueue.Commit{Done: []string{"a-0"}, State: politeness.State{LastFetch: t0}}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.AcquireShard(ctx, 2, "run-1", t0.Add(time.Minute), t0); err != nil || !ok {
@@ -183,7 +184,7 @@ func TestSweep(t *testing.T) {
 	if r, err := s.Robots(ctx, "busy.example", "https://busy.example"); err != nil || r == nil {
 		t.Errorf("robots.txt a week old, not swept yet = %+v, %v", r, err)
 	}
-	if _, err := s.Commit(ctx, "busy.example", hostqueue.Commit{LastFetch: c.now()}); err != nil {
+	if _, err := s.Commit(ctx, "busy.example", hostqueue.Commit{State: politeness.State{LastFetch: c.now()}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := count(t, db, "robots"); got != 0 {
@@ -235,7 +236,7 @@ func TestMigratesVersion1(t *testing.T) {
 	if _, err := s.Append(ctx, hostqueue.AppendRequest{Key: "old.example", Entries: urls("old", 2), Limit: 10, Due: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(ctx, "old.example", hostqueue.Commit{LastFetch: t0, Want: 10}); err != nil {
+	if _, err := s.Commit(ctx, "old.example", hostqueue.Commit{Want: 10, State: politeness.State{LastFetch: t0}}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -261,7 +262,7 @@ func TestMigratesVersion1(t *testing.T) {
 	if h.Pending != 2 || !h.LastFetch.Equal(t0) || h.RateDelay != 0 || h.LastTook != 0 {
 		t.Fatalf("migrated host: pending %d LastFetch %v RateDelay %v LastTook %v, want 2 %v 0 0", h.Pending, h.LastFetch, h.RateDelay, h.LastTook, t0)
 	}
-	h, err = s.Commit(ctx, "old.example", hostqueue.Commit{LastFetch: t0, RateDelay: 2 * time.Second, RateSince: t0, LastTook: time.Second, Want: 10})
+	h, err = s.Commit(ctx, "old.example", hostqueue.Commit{Want: 10, State: politeness.State{LastFetch: t0, RateDelay: 2 * time.Second, RateSince: t0, LastTook: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/sqlite"
 )
 
@@ -31,7 +32,7 @@ func TestTakeOverLeases(t *testing.T) {
 		if _, err := s.Append(ctx, hostqueue.AppendRequest{Key: key, Entries: urls(key, 2), Limit: 10, Due: t0}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Commit(ctx, key, hostqueue.Commit{LastFetch: t0.Add(-time.Hour)}); err != nil {
+		if _, err := s.Commit(ctx, key, hostqueue.Commit{State: politeness.State{LastFetch: t0.Add(-time.Hour)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

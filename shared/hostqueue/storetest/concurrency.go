@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // appenders is how many ingests race on one host in the concurrency cases.
@@ -65,7 +66,7 @@ func race(t *testing.T, e *env, key string, perAppender, limit int, pause time.D
 			if len(h.Head) == 0 {
 				break
 			}
-			if err := commitRetried(ctx, t, e.peer, key, hostqueue.Commit{Done: ids(h.Head), LastFetch: T0}); err != nil {
+			if err := commitRetried(ctx, t, e.peer, key, hostqueue.Commit{Done: ids(h.Head), State: politeness.State{LastFetch: T0}}); err != nil {
 				t.Fatalf("consumer commit: %v", err)
 			}
 			consumed = append(consumed, ids(h.Head)...)

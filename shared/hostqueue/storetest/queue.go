@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 func testAppendLoadOrder(t *testing.T, _ Harness, e *env) {
@@ -66,7 +67,7 @@ func testUnknownHost(t *testing.T, _ Harness, e *env) {
 	if _, err := e.store.Load(e.ctx(), key, 10); !errors.Is(err, hostqueue.ErrNotFound) {
 		t.Errorf("Load of an unknown host: err = %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.Commit(e.ctx(), key, hostqueue.Commit{Done: []string{"x"}, LastFetch: T0}); !errors.Is(err, hostqueue.ErrNotFound) {
+	if _, err := e.store.Commit(e.ctx(), key, hostqueue.Commit{Done: []string{"x"}, State: politeness.State{LastFetch: T0}}); !errors.Is(err, hostqueue.ErrNotFound) {
 		t.Errorf("Commit to an unknown host: err = %v, want ErrNotFound", err)
 	}
 	// The failed commit created nothing.
@@ -397,7 +398,7 @@ func testReleaseContinue(t *testing.T, _ Harness, e *env) {
 		t.Errorf("not due at NextDue: %v", keys)
 	}
 	// A commit without Release leaves the due time alone.
-	if h := e.commit(key, hostqueue.Commit{LastFetch: T0, NextDue: T0.Add(time.Hour)}); !h.Due.Equal(d3) {
+	if h := e.commit(key, hostqueue.Commit{NextDue: T0.Add(time.Hour), State: politeness.State{LastFetch: T0}}); !h.Due.Equal(d3) {
 		t.Errorf("commit without Release moved Due to %v, want %v", h.Due, d3)
 	}
 }
@@ -408,7 +409,7 @@ func testPolitenessFields(t *testing.T, _ Harness, e *env) {
 	t1, t2, t3 := T0.Add(time.Second), T0.Add(2*time.Second), T0.Add(3*time.Second)
 	pause, failing := T0.Add(time.Hour), T0.Add(-time.Minute)
 
-	h := e.commit(key, hostqueue.Commit{LastFetch: t2, PauseUntil: pause, Errors: 3, FailingSince: failing, LastError: "connection refused"})
+	h := e.commit(key, hostqueue.Commit{State: politeness.State{LastFetch: t2, PauseUntil: pause, Errors: 3, FailingSince: failing, LastError: "connection refused"}})
 	check := func(what string, h *hostqueue.Host, lf, pu time.Time, errs int, fs time.Time, le string) {
 		t.Helper()
 		if !h.LastFetch.Equal(lf) || !h.PauseUntil.Equal(pu) || h.Errors != errs || !h.FailingSince.Equal(fs) || h.LastError != le {
@@ -420,15 +421,15 @@ func testPolitenessFields(t *testing.T, _ Harness, e *env) {
 	check("loaded", e.load(key, 0), t2, pause, 3, failing, "connection refused")
 
 	// LastFetch only moves forward; the other fields are replaced.
-	h = e.commit(key, hostqueue.Commit{LastFetch: t1, Errors: 1, FailingSince: failing, LastError: "timeout"})
+	h = e.commit(key, hostqueue.Commit{State: politeness.State{LastFetch: t1, Errors: 1, FailingSince: failing, LastError: "timeout"}})
 	check("older LastFetch", h, t2, time.Time{}, 1, failing, "timeout")
 	e.commit(key, hostqueue.Commit{})
 	check("zero commit", e.load(key, 0), t2, time.Time{}, 0, time.Time{}, "")
-	h = e.commit(key, hostqueue.Commit{LastFetch: t3})
+	h = e.commit(key, hostqueue.Commit{State: politeness.State{LastFetch: t3}})
 	check("newer LastFetch", h, t3, time.Time{}, 0, time.Time{}, "")
 
 	// An idle host keeps its politeness state.
-	e.commit(key, hostqueue.Commit{Done: ids(entries("a", 0, 2)), LastFetch: t3, Errors: 2, Release: true, IdleTTL: time.Hour})
+	e.commit(key, hostqueue.Commit{Done: ids(entries("a", 0, 2)), Release: true, IdleTTL: time.Hour, State: politeness.State{LastFetch: t3, Errors: 2}})
 	check("idle", e.load(key, 0), t3, time.Time{}, 2, time.Time{}, "")
 }
 
@@ -446,13 +447,15 @@ func testLearnedDelays(t *testing.T, _ Harness, e *env) {
 		}
 	}
 	check("new host", e.load(key, 0), 0, time.Time{}, 0)
-	h := e.commit(key, hostqueue.Commit{LastFetch: T0, RateDelay: 4 * time.Second, RateSince: since, LastTook: 600 * time.Millisecond})
+	h := e.commit(key, hostqueue.Commit{State: politeness.State{LastFetch: T0, RateDelay: 4 * time.Second, RateSince: since, LastTook: 600 * time.Millisecond}})
 	check("returned", h, 4*time.Second, since, 600*time.Millisecond)
 	check("loaded", e.load(key, 0), 4*time.Second, since, 600*time.Millisecond)
-	e.commit(key, hostqueue.Commit{Done: ids(entries("a", 0, 2)), LastFetch: T0, RateDelay: 8 * time.Second, RateSince: T0,
-		Release: true, IdleTTL: time.Hour})
+	e.commit(key, hostqueue.Commit{Done: ids(entries("a", 0, 2)),
+		Release: true, IdleTTL: time.Hour,
+		State: politeness.State{LastFetch: T0, RateDelay: 8 * time.Second, RateSince: T0},
+	})
 	check("idle", e.load(key, 0), 8*time.Second, T0, 0)
-	e.commit(key, hostqueue.Commit{LastFetch: T0})
+	e.commit(key, hostqueue.Commit{State: politeness.State{LastFetch: T0}})
 	check("cleared", e.load(key, 0), 0, time.Time{}, 0)
 }
 

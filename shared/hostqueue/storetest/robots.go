@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // largeRobots is a robots.txt no store keeps in a host's own state: 64 KiB
@@ -70,11 +71,13 @@ func testRobots(t *testing.T, _ Harness, e *env) {
 	small200 := hostqueue.Robots{Status: 200, Body: []byte("User-agent: *\nDisallow: /private\n"), FetchedAt: T0.Add(time.Second)}
 	large := largeRobots(2, T0.Add(2*time.Second))
 	e.append(host, entries("a", 0, 2), 10)
-	h := e.commit(host, hostqueue.Commit{LastFetch: T0, Want: 1, Robots: map[string]hostqueue.Robots{
+	h := e.commit(host, hostqueue.Commit{Want: 1, Robots: map[string]hostqueue.Robots{
 		"http://state.example":       small404,
 		"https://state.example":      small200,
 		"https://state.example:8443": large,
-	}})
+	},
+		State: politeness.State{LastFetch: T0},
+	})
 	check := func(what string, h *hostqueue.Host, want map[string]hostqueue.Robots) {
 		t.Helper()
 		if len(h.Robots) != len(want) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 func testDueHosts(t *testing.T, _ Harness, e *env) {
@@ -67,10 +68,12 @@ func testIdleTTL(t *testing.T, h Harness, e *env) {
 	lf := T0.Add(-time.Second)
 	small := hostqueue.Robots{Status: 404, FetchedAt: T0}
 	e.append(key, entries("a", 0, 1), 10)
-	e.commit(key, hostqueue.Commit{Done: []string{"a-00000"}, LastFetch: lf, Release: true, IdleTTL: time.Hour,
-		Robots: map[string]hostqueue.Robots{"https://idle.example": small}})
+	e.commit(key, hostqueue.Commit{Done: []string{"a-00000"}, Release: true, IdleTTL: time.Hour,
+		Robots: map[string]hostqueue.Robots{"https://idle.example": small},
+		State:  politeness.State{LastFetch: lf},
+	})
 	e.append(busy, entries("b", 0, 1), 10)
-	e.commit(busy, hostqueue.Commit{LastFetch: lf, Release: true, NextDue: T0.Add(time.Minute), IdleTTL: time.Hour})
+	e.commit(busy, hostqueue.Commit{Release: true, NextDue: T0.Add(time.Minute), IdleTTL: time.Hour, State: politeness.State{LastFetch: lf}})
 
 	// Idle state is kept within its TTL.
 	e.clock.Advance(59 * time.Minute)
@@ -85,7 +88,7 @@ func testIdleTTL(t *testing.T, h Harness, e *env) {
 	if _, err := e.peer.Load(e.ctx(), key, 1); !errors.Is(err, hostqueue.ErrNotFound) {
 		t.Errorf("Load of expired idle state: err = %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.Commit(e.ctx(), key, hostqueue.Commit{LastFetch: T0}); !errors.Is(err, hostqueue.ErrNotFound) {
+	if _, err := e.store.Commit(e.ctx(), key, hostqueue.Commit{State: politeness.State{LastFetch: T0}}); !errors.Is(err, hostqueue.ErrNotFound) {
 		t.Errorf("Commit to expired idle state: err = %v, want ErrNotFound", err)
 	}
 	// A host with work never expires.
