@@ -37,7 +37,7 @@ type Admission struct {
 	Period time.Duration
 
 	mu   sync.Mutex
-	rate float64 // allowed; zero until first used (then Start)
+	rate float64 // allowed; zero until the first adjustment (allowed)
 	used float64 // the admitted hosts' rates
 	// peak is the most used since the last adjustment.
 	peak  float64
@@ -59,10 +59,7 @@ func HostRate(d time.Duration) float64 {
 func (a *Admission) take(r float64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.rate == 0 {
-		a.rate = max(a.Start, a.Min)
-	}
-	if a.used > 0 && a.used+r > a.rate {
+	if a.used > 0 && a.used+r > a.allowed() {
 		return false
 	}
 	a.used += r
@@ -91,9 +88,7 @@ func (a *Admission) observe(now time.Time, late time.Duration) {
 		return
 	}
 	mean := a.late / time.Duration(a.n)
-	if a.rate == 0 {
-		a.rate = max(a.Start, a.Min)
-	}
+	a.rate = a.allowed()
 	switch {
 	case mean > a.Late:
 		a.rate = max(a.Min, 0.9*a.used)
@@ -107,6 +102,11 @@ func (a *Admission) observe(now time.Time, late time.Duration) {
 func (a *Admission) Allowed() float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.allowed()
+}
+
+// allowed is the allowance, Start until the first adjustment; a.mu is held.
+func (a *Admission) allowed() float64 {
 	if a.rate == 0 {
 		return max(a.Start, a.Min)
 	}

@@ -40,6 +40,17 @@ func (c *inFlight) wrap(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// slowPages answers robots.txt 404 at once and every page after 300 ms, so
+// the hosts' workers overlap long enough to be counted.
+func slowPages(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/robots.txt" {
+		http.NotFound(w, r)
+		return
+	}
+	time.Sleep(300 * time.Millisecond)
+	page(w, r)
+}
+
 // runShards runs the given shards of shardCount side by side on one engine,
 // as one wake-up invocation does, until the recorder holds want results or
 // max has passed.
@@ -81,14 +92,7 @@ func TestBudgetSharedByShards(t *testing.T) {
 		p := testParams() // MaxConcurrentHosts 16 per run
 		e := newEnv(t, p)
 		var flight inFlight
-		slow := flight.wrap(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/robots.txt" {
-				http.NotFound(w, r)
-				return
-			}
-			time.Sleep(300 * time.Millisecond)
-			page(w, r)
-		})
+		slow := flight.wrap(slowPages)
 		// Four hosts in each of the two shards.
 		perShard := map[int][]string{}
 		var urls []string
@@ -228,14 +232,7 @@ func TestAdmissionBoundsWorkers(t *testing.T) {
 		p := testParams()
 		e := newEnv(t, p)
 		var flight inFlight
-		slow := flight.wrap(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/robots.txt" {
-				http.NotFound(w, r)
-				return
-			}
-			time.Sleep(300 * time.Millisecond)
-			page(w, r)
-		})
+		slow := flight.wrap(slowPages)
 		var urls []string
 		for range 8 {
 			s := newSite(t, slow)
