@@ -254,3 +254,44 @@ func TestAdmissionBoundsWorkers(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestSlotWait: a request that waits for one of the process's
+// request slots (Budget.Requests) starts when it gets one. The wait is the
+// process's own queue: the admission counts it as lateness and lowers its
+// allowance, and the host is not charged with it as a slow answer (the
+// adaptive delay follows the response's own 300 ms).
+func TestRequestSlotWait(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		e := newEnv(t, p)
+		var flight inFlight
+		slow := flight.wrap(slowPages)
+		var sites []*site
+		var urls []string
+		for range 4 {
+			s := newSite(t, slow)
+			sites = append(sites, s)
+			urls = append(urls, s.url("/a"))
+		}
+		e.seed(urls...)
+		eng := e.engine()
+		eng.Budget = check.Budget{Requests: 1}
+		start := 100 * check.HostRate(p.FetchDelay)
+		eng.Admission = &check.Admission{Start: start, Min: check.HostRate(p.FetchDelay), Late: 50 * time.Millisecond, Period: 200 * time.Millisecond}
+		e.runShards(eng, []int{0}, 1, len(urls), 60*time.Second)
+
+		checkFetched(t, e.pub, urls...)
+		if got := flight.peak.Load(); got != 1 {
+			t.Errorf("the sites served %d pages at once, want 1 (one request slot)", got)
+		}
+		for _, s := range sites {
+			if h := e.load(s.host); h == nil || h.LastTook != 300*time.Millisecond {
+				t.Errorf("host %s state %+v, want the page's own 300ms as its last response's duration", s.host, h)
+			}
+		}
+		if got := eng.Admission.Allowed(); got >= start {
+			t.Errorf("admission allows %.1f req/s, want below its start %.1f: the waits for the slot were lateness", got, start)
+		}
+	})
+}

