@@ -136,6 +136,23 @@ type Appender interface {
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 }
 
+// BatchAppender is an Appender that takes many hosts' appends in one
+// call: a store with one writer (SQLite) then runs them in the
+// transactions it already shares between callers, instead of receiving
+// them one goroutine at a time behind the check engine's commits. The
+// outcomes are in the order of reqs; each is the outcome Append would have
+// had.
+type BatchAppender interface {
+	Appender
+	AppendBatch(ctx context.Context, reqs []AppendRequest) []AppendOutcome
+}
+
+// AppendOutcome is one append's outcome in a batch.
+type AppendOutcome struct {
+	Result AppendResult
+	Err    error
+}
+
 // Queues keeps host queues: ingest appends to them, the holder of a
 // shard's lease finds its due hosts, loads them and commits its progress.
 // Implementations must make Append and Commit safe against each other and

@@ -184,6 +184,64 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			res.Failed[i] = err
 		}
 	}
+	// appended records a group's append.
+	appended := func(g *group, r AppendResult, err error) {
+		if err != nil {
+			fail(g, err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		res.Appended += r.Appended
+		res.Evicted += r.Evicted
+		if r.HeldBack > 0 {
+			// The store appends in order: the last entries are out.
+			err := fmt.Errorf("%s: %w", g.key, ErrQueueFull)
+			for _, i := range g.idx[len(g.idx)-r.HeldBack:] {
+				res.Failed[i] = err
+			}
+			res.HeldBack += r.HeldBack
+		}
+		if r.Activated {
+			activated[VirtualShard(g.key)] = true
+		}
+	}
+	request := func(g *group) AppendRequest {
+		return AppendRequest{
+			Key:      g.key,
+			Entries:  g.entries,
+			Limit:    p.PersistLimit,
+			HoldBack: in.Overflow == HoldBack,
+			Due:      now,
+			OnEvict: func(ctx context.Context, evicted []Entry) error {
+				return in.Publisher.Publish(ctx, Dropped(g.key, evicted, in.Now(), p.PersistLimit))
+			},
+		}
+	}
+	if ba, ok := in.Store.(BatchAppender); ok && len(order) > 0 {
+		// One call for the whole batch: the context and Until are read
+		// once, as its writes start together.
+		stop := ctx.Err()
+		if stop == nil && !p.Until.IsZero() && !in.Now().Before(p.Until) {
+			stop = ErrNoTime
+		}
+		if stop != nil {
+			for _, key := range order {
+				fail(groups[key], stop)
+			}
+		} else {
+			reqs := make([]AppendRequest, len(order))
+			for i, key := range order {
+				reqs[i] = request(groups[key])
+			}
+			for i, o := range ba.AppendBatch(ctx, reqs) {
+				appended(groups[order[i]], o.Result, o.Err)
+			}
+		}
+		wg.Wait()
+		res.Activated = slices.Sorted(maps.Keys(activated))
+		return res
+	}
 	// stop is why no more writes start: the context ended while waiting
 	// for a slot, or Until passed.
 	var stop error
@@ -208,35 +266,8 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r, err := in.Store.Append(ctx, AppendRequest{
-				Key:      g.key,
-				Entries:  g.entries,
-				Limit:    p.PersistLimit,
-				HoldBack: in.Overflow == HoldBack,
-				Due:      now,
-				OnEvict: func(ctx context.Context, evicted []Entry) error {
-					return in.Publisher.Publish(ctx, Dropped(g.key, evicted, in.Now(), p.PersistLimit))
-				},
-			})
-			if err != nil {
-				fail(g, err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			res.Appended += r.Appended
-			res.Evicted += r.Evicted
-			if r.HeldBack > 0 {
-				// The store appends in order: the last entries are out.
-				err := fmt.Errorf("%s: %w", g.key, ErrQueueFull)
-				for _, i := range g.idx[len(g.idx)-r.HeldBack:] {
-					res.Failed[i] = err
-				}
-				res.HeldBack += r.HeldBack
-			}
-			if r.Activated {
-				activated[VirtualShard(g.key)] = true
-			}
+			r, err := in.Store.Append(ctx, request(g))
+			appended(g, r, err)
 		}()
 	}
 	wg.Wait()

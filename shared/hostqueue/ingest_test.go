@@ -652,3 +652,82 @@ func TestIngestStopsWhenContextEnds(t *testing.T) {
 		}
 	}
 }
+
+// batchStore is a fakeStore that takes a batch's appends in one call
+// (hostqueue.BatchAppender), each answered by the fakeStore's Append.
+type batchStore struct {
+	*fakeStore
+	batches [][]string // the keys of each AppendBatch call
+}
+
+func (s *batchStore) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest) []hostqueue.AppendOutcome {
+	keys := make([]string, len(reqs))
+	out := make([]hostqueue.AppendOutcome, len(reqs))
+	for i, req := range reqs {
+		keys[i] = req.Key
+		out[i].Result, out[i].Err = s.Append(ctx, req)
+	}
+	s.batches = append(s.batches, keys)
+	return out
+}
+
+// TestIngestBatchAppender: a store that takes a batch's appends at once
+// gets them in one call, hosts in the order first seen, and each outcome
+// counts as the same append's would: held back, failed for its own host
+// only, activated.
+func TestIngestBatchAppender(t *testing.T) {
+	store := &batchStore{fakeStore: &fakeStore{t: t}}
+	store.append = func(_ context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		switch req.Key {
+		case "bad.example":
+			return hostqueue.AppendResult{}, errors.New("disk on fire")
+		case "full.example":
+			return hostqueue.AppendResult{Appended: 1, HeldBack: len(req.Entries) - 1, Activated: true}, nil
+		}
+		return hostqueue.AppendResult{Appended: len(req.Entries), Activated: true}, nil
+	}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }, Overflow: hostqueue.HoldBack, Concurrency: 1}
+	msgs := []urlmsg.Message{
+		msg("f1", "full.example", "http://full.example/1"),
+		msg("a1", "a.example", "http://a.example/1"),
+		msg("b1", "bad.example", "http://bad.example/1"),
+		msg("f2", "full.example", "http://full.example/2"),
+		msg("a2", "a.example", "http://a.example/2"),
+		msg("f3", "full.example", "http://full.example/3"),
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10}, msgs)
+
+	if want := [][]string{{"full.example", "a.example", "bad.example"}}; !slices.EqualFunc(store.batches, want, slices.Equal) {
+		t.Fatalf("batches %v, want one of every host in the order first seen %v", store.batches, want)
+	}
+	if res.Appended != 3 || res.HeldBack != 2 {
+		t.Errorf("result %+v, want 3 appended and 2 held back", res)
+	}
+	if got := slices.Sorted(maps.Keys(res.Failed)); !slices.Equal(got, []int{2, 3, 5}) {
+		t.Fatalf("failed %v, want bad.example's (2) and full.example's last two (3, 5)", got)
+	}
+	if err := res.Failed[2]; err == nil || !strings.Contains(err.Error(), "disk on fire") || !strings.Contains(err.Error(), "bad.example") {
+		t.Errorf("bad.example failed with %v, want the store's error naming the host", err)
+	}
+	for _, i := range []int{3, 5} {
+		if !errors.Is(res.Failed[i], hostqueue.ErrQueueFull) {
+			t.Errorf("message %d failed with %v, want ErrQueueFull", i, res.Failed[i])
+		}
+	}
+	want := slices.Sorted(slices.Values([]int{hostqueue.VirtualShard("full.example"), hostqueue.VirtualShard("a.example")}))
+	if !slices.Equal(res.Activated, slices.Compact(want)) {
+		t.Errorf("activated %v, want the shards of the two hosts appended %v", res.Activated, want)
+	}
+
+	// Past Until, nothing is written and every message says why.
+	store.batches = nil
+	res = in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 10, Until: testNow}, msgs)
+	if len(store.batches) != 0 || len(res.Failed) != len(msgs) {
+		t.Fatalf("past Until: %d batches written, %d of %d failed; want none written and all failed", len(store.batches), len(res.Failed), len(msgs))
+	}
+	for i, err := range res.Failed {
+		if !errors.Is(err, hostqueue.ErrNoTime) {
+			t.Errorf("past Until: message %d failed with %v, want ErrNoTime", i, err)
+		}
+	}
+}

@@ -121,6 +121,46 @@ func (s *Store) do(ctx context.Context, write bool, fn func(tx *txn) error) erro
 	return err
 }
 
+// doAll queues the writes fns together and waits for every outcome: they
+// reach serve in one batch, so a thousand of them cost the few group
+// transactions of one turn of serve, where a thousand callers queueing one
+// by one behind other work would wait a turn each.
+func (s *Store) doAll(ctx context.Context, fns []func(tx *txn) error) []error {
+	errs := make([]error, len(fns))
+	if err := ctx.Err(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	ops := make([]*op, len(fns))
+	for i, fn := range fns {
+		ops[i] = &op{ctx: ctx, fn: fn, write: true, done: make(chan error, 1)}
+	}
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
+		for i := range errs {
+			errs[i] = errors.New("sqlite store is closed")
+		}
+		return errs
+	}
+	s.queue = append(s.queue, ops...)
+	s.waiting += len(ops)
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	s.qmu.Unlock()
+	for i, o := range ops {
+		errs[i] = <-o.done
+	}
+	s.qmu.Lock()
+	s.waiting -= len(ops)
+	s.qmu.Unlock()
+	return errs
+}
+
 // serve runs queued operations until Close; s.mu is held while a batch
 // runs (a test holds it to make operations queue).
 func (s *Store) serve() {
