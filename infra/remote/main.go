@@ -141,7 +141,7 @@ func runSend(ctx context.Context, args []string, e env) int {
 	a.register(fs)
 	stack := fs.String("stack", "", "the deployed stack's CloudFormation `NAME`: its InputQueueUrl output is the queue")
 	queue := fs.String("input-queue", "", "the input queue's `URL` (instead of, or over, --stack)")
-	urls := fs.String("urls", "-", "the URL list `FILE`: JSON lines {\"url\", \"etag\", \"lastModified\"}, JSON arrays or strings, or bare URLs; - is stdin")
+	urls := fs.String("urls", "-", "the URL list `FILE`: JSON lines {\"url\", \"etag\", \"lastModified\", \"validatorsUrl\"}, JSON arrays or strings, or bare URLs; - is stdin")
 	progressPath := fs.String("progress", "", "`FILE` recording how far the list was sent, to resume (default: <urls>.sent.json; none for stdin)")
 	window := fs.Int("window-mib", DefaultWindowBytes>>20, "MiB of the list grouped by host at once (the memory it takes)")
 	msgKiB := fs.Int("message-kib", DefaultMessageBytes>>10, "largest message in KiB (capped by the queue's MaximumMessageSize)")

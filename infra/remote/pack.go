@@ -80,16 +80,17 @@ func parseLine(no int64, text []byte) ([]item, error) {
 // UTF-8 is refused rather than sent with its bytes replaced; U+FFFE and
 // U+FFFF, which SQS refuses in a message, travel as JSON escapes.
 func encodeItem(m urlmsg.Message) ([]byte, error) {
-	if !utf8.ValidString(m.URL) || !utf8.ValidString(m.ETag) || !utf8.ValidString(m.LastModified) {
+	if !utf8.ValidString(m.URL) || !utf8.ValidString(m.ETag) || !utf8.ValidString(m.LastModified) || !utf8.ValidString(m.ValidatorsURL) {
 		return nil, fmt.Errorf("url %q has bytes that are not UTF-8: percent-encode them", m.URL)
 	}
 	var v any = m.URL
 	if m.ETag != "" || m.LastModified != "" {
 		v = struct {
-			URL          string `json:"url"`
-			ETag         string `json:"etag,omitempty"`
-			LastModified string `json:"lastModified,omitempty"`
-		}{m.URL, m.ETag, m.LastModified}
+			URL           string `json:"url"`
+			ETag          string `json:"etag,omitempty"`
+			LastModified  string `json:"lastModified,omitempty"`
+			ValidatorsURL string `json:"validatorsUrl,omitempty"`
+		}{m.URL, m.ETag, m.LastModified, m.ValidatorsURL}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -55,7 +55,7 @@ type SendOptions struct {
 	SQS      SendAPI
 	QueueURL string
 	// List is the URL list: one JSON object {"host", "url", "etag",
-	// "lastModified"}, JSON array or string, or bare URL per line; blank
+	// "lastModified", "validatorsUrl"}, JSON array or string, or bare URL per line; blank
 	// lines and lines starting with # are skipped (local mode's format).
 	List io.Reader
 	// Progress is the file that records how far List was sent; a run

@@ -23,7 +23,7 @@ import (
 )
 
 // Input is a list of URLs, one per line: a JSON object {"host", "url",
-// "etag", "lastModified"}, a JSON array or string as the input queue takes
+// "etag", "lastModified", "validatorsUrl"}, a JSON array or string as the input queue takes
 // them, or a bare URL. Blank lines and lines starting with # are skipped.
 type Input struct {
 	// Name identifies the input in the state across runs (an absolute

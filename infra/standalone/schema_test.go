@@ -60,7 +60,9 @@ func TestResultSchema(t *testing.T) {
 	inWarc := `{"id":"a2","host":"example.com","url":"https://example.com/big","status":"fetched","httpStatus":200,` +
 		`"body":{"bytes":300000,"sha256":"` + strings.Repeat("ab", 32) + `"},"bytes":300000,"sha256":"` + strings.Repeat("ab", 32) + `",` +
 		`"fetchedAt":"2026-12-01T10:00:00Z","warc":{"bucket":"b","key":"warc/s0-00000.warc.gz","offset":1234,"length":5678}}`
-	instances = append(instances, []byte(aws), []byte(inWarc))
+	redirected := `{"id":"a3","host":"example.com","url":"https://example.com/old","status":"not_modified","httpStatus":304,"bytes":0,` +
+		`"fetchedAt":"2026-12-01T10:00:00Z","location":"https://example.com/new","etag":"\"v\"","validatorsUrl":"https://example.com/new"}`
+	instances = append(instances, []byte(aws), []byte(inWarc), []byte(redirected))
 	for i, errs := range schematest.Validate(t, schematest.Path(t, "result.schema.json"), instances) {
 		if len(errs) > 0 {
 			t.Errorf("result %s is not valid: %v", instances[i], errs)
@@ -108,6 +110,13 @@ func TestInputSchema(t *testing.T) {
 		{`[]`, false},
 		{`[` + strings.Join(many, ",") + `]`, false},
 		{`{"url":"http://a.test/x","etag":"` + strings.Repeat("e", 513) + `"}`, false},
+		{`{"url":"http://a.test/x","etag":"\"v\"","validatorsUrl":"http://a.test/y"}`, true},
+		{`{"url":"http://a.test/x","lastModified":"Tue, 01 Dec 2026 10:00:00 GMT","validatorsUrl":"https://b.test/y"}`, true},
+		{`{"url":"http://a.test/x","etag":"\"v\"","validatorsUrl":null}`, true},
+		{`{"url":"http://a.test/x","validatorsUrl":"http://a.test/y"}`, false},
+		{`{"url":"http://a.test/x","etag":"","validatorsUrl":"http://a.test/y"}`, false},
+		{`{"url":"http://a.test/x","etag":"\"v\"","validatorsUrl":"ftp://a.test/y"}`, false},
+		{`{"url":"http://a.test/x","etag":"\"v\"","validatorsUrl":1}`, false},
 	}
 	var instances [][]byte
 	for _, c := range cases {

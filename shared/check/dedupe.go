@@ -21,11 +21,14 @@ const (
 	maxKeptCopy   = 64 << 10
 )
 
-// dupeKey identifies a request: the same URL with other validators is not
-// the same request (a conditional one may answer 304 with no body).
-type dupeKey struct{ url, etag, lastModified string }
+// dupeKey identifies a request: the same URL with other validators, or
+// validators for another hop, is not the same request (a conditional one
+// may answer 304 with no body).
+type dupeKey struct{ url, etag, lastModified, validatorsFor string }
 
-func keyOf(e hostqueue.Entry) dupeKey { return dupeKey{e.URL, e.ETag, e.LastModified} }
+func keyOf(e hostqueue.Entry) dupeKey {
+	return dupeKey{e.URL, e.ETag, e.LastModified, e.ValidatorsFor()}
+}
 
 // dupes is what a session remembers to fetch each URL once: the results
 // of the requests it made, by URL, and the URLs seen more than once in the

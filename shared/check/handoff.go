@@ -46,7 +46,7 @@ type handed struct {
 // resultBytes approximates a result's encoded size: its body and texts
 // plus the JSON around them.
 func resultBytes(r result.Result) int {
-	return len(r.Data) + len(r.URL) + len(r.Location) + len(r.Error) + 512
+	return len(r.Data) + len(r.URL) + len(r.Location) + len(r.ValidatorsURL) + len(r.Error) + 512
 }
 
 // add keeps res for the round rd and hands results over when a batch is

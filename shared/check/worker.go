@@ -853,8 +853,12 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 			return result.Result{}, out
 		}
 		req := w.pageRequest(target)
-		if hop == 0 {
+		// The validators go with the request to the URL they were
+		// recorded for (ent.ValidatorsFor), once: spent, they are neither
+		// sent again nor queued with a cross-host target (see redirect).
+		if target == ent.ValidatorsFor() {
 			req.ETag, req.LastModified = ent.ETag, ent.LastModified
+			ent.ETag, ent.LastModified, ent.ValidatorsURL = "", "", ""
 		}
 		if !w.recordStart(ctx) {
 			return result.Result{}, outStop
@@ -865,7 +869,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)
 		w.fetchMetrics(sent, resp, err)
-		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.st.LastFetch.UTC()}
+		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.st.LastFetch.UTC(), Location: locationIf(hop > 0, target)}
 		if err != nil {
 			switch {
 			case fetch.KindOf(err) == fetch.KindCanceled:
@@ -894,7 +898,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		res.HTTPStatus, res.ContentType = resp.HTTPStatus, resp.ContentType
 		res.ContentEncoding = resp.Encoding
 		res.Warc = resp.Warc
-		res.ETag, res.LastModified = resp.ETag, resp.LastModified
+		res.ETag, res.LastModified, res.ValidatorsURL = answerValidators(req, resp, hop)
 		code := resp.HTTPStatus
 		if usable(code) {
 			w.answered(w.st.LastFetch.Sub(sent))
@@ -1006,7 +1010,7 @@ func (w *worker) redirect(ctx context.Context, ent hostqueue.Entry, res result.R
 		key := hostqueue.QueueKey(u.Host, w.p.QueueMode == params.QueueByDomain)
 		_, err := w.engine.Store.Append(ctx, hostqueue.AppendRequest{
 			Key:     key,
-			Entries: []hostqueue.Entry{{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc, Hops: hops}},
+			Entries: []hostqueue.Entry{carryValidators(ent, hostqueue.Entry{ID: urlmsg.MakeID(ent.ID, 0, loc), URL: loc, Hops: hops})},
 			Limit:   w.p.PersistLimit,
 			Due:     w.engine.Clock.Now(),
 			OnEvict: func(ctx context.Context, ev []hostqueue.Entry) error {

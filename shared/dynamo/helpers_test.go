@@ -138,11 +138,12 @@ type rawHost struct {
 
 // rawEntry is a queued entry as stored (entryItem in layout.go).
 type rawEntry struct {
-	ID           string `dynamodbav:"i"`
-	URL          string `dynamodbav:"u"`
-	ETag         string `dynamodbav:"e,omitempty"`
-	LastModified string `dynamodbav:"m,omitempty"`
-	Hops         int    `dynamodbav:"h,omitempty"`
+	ID            string `dynamodbav:"i"`
+	URL           string `dynamodbav:"u"`
+	ETag          string `dynamodbav:"e,omitempty"`
+	LastModified  string `dynamodbav:"m,omitempty"`
+	ValidatorsURL string `dynamodbav:"v,omitempty"`
+	Hops          int    `dynamodbav:"h,omitempty"`
 }
 
 func rawEntries(es []hostqueue.Entry) []rawEntry {

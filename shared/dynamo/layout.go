@@ -99,7 +99,10 @@ type entryItem struct {
 	URL          string `dynamodbav:"u"`
 	ETag         string `dynamodbav:"e,omitempty"`
 	LastModified string `dynamodbav:"m,omitempty"`
-	Hops         int    `dynamodbav:"h,omitempty"`
+	// ValidatorsURL is absent when the validators are the URL's own
+	// (hostqueue.Entry.StoredValidatorsURL): most entries pay nothing.
+	ValidatorsURL string `dynamodbav:"v,omitempty"`
+	Hops          int    `dynamodbav:"h,omitempty"`
 }
 
 // toEntryItems is es in the stored form.
@@ -107,6 +110,7 @@ func toEntryItems(es []hostqueue.Entry) []entryItem {
 	out := make([]entryItem, len(es))
 	for i, e := range es {
 		out[i] = entryItem(e)
+		out[i].ValidatorsURL = e.StoredValidatorsURL()
 	}
 	return out
 }
@@ -268,6 +272,9 @@ func entrySize(e entryItem) int {
 	}
 	if e.LastModified != "" {
 		n += 1 + len(e.LastModified)
+	}
+	if e.ValidatorsURL != "" {
+		n += 1 + len(e.ValidatorsURL)
 	}
 	return n
 }

@@ -18,7 +18,7 @@ import (
 // fields may be renamed, their names in the table may not (the items
 // already stored, and the due-index on vs and due, read them).
 func TestLayoutAttributeNames(t *testing.T) {
-	entry := entryItem{ID: "i", URL: "u", ETag: "e", LastModified: "m", Hops: 1}
+	entry := entryItem{ID: "i", URL: "u", ETag: "e", LastModified: "m", ValidatorsURL: "w", Hops: 1}
 	for _, tc := range []struct {
 		name string
 		item any
@@ -29,7 +29,7 @@ func TestLayoutAttributeNames(t *testing.T) {
 			Chunks: []chunkRef{{ID: "c", Count: 1}}, FirstChunkTaken: 1, Attempts: map[string]int{"i": 1}, TTL: 1,
 			SpilledSinceEmpty: true, Robots: map[string]inlineRobots{"o": {Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}}},
 			[]string{"at", "c", "co", "due", "er", "fs", "hc", "le", "lf", "lt", "n", "pk", "pu", "q", "rb", "rd", "rs", "sk", "ttl", "v", "vs"}},
-		{"entry", entry, []string{"e", "h", "i", "m", "u"}},
+		{"entry", entry, []string{"e", "h", "i", "m", "u", "v"}},
 		{"inline robots", inlineRobots{Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}, []string{"b", "s", "t", "x"}},
 		{"chunk ref", chunkRef{ID: "c", Count: 1}, []string{"i", "n"}},
 		{"chunk", chunkItem{PK: "p", SK: "s", Entries: []entryItem{entry}, WrittenAt: 1, Nonce: "n"}, []string{"n", "pk", "q", "sk", "t"}},
@@ -73,6 +73,20 @@ func TestEntryConversion(t *testing.T) {
 	}
 	if toEntries(nil) != nil {
 		t.Error("toEntries(nil) is not nil")
+	}
+	// Validators recorded for a redirect's target keep its URL; ones that
+	// name the entry's own URL are stored without it (absent = its own).
+	moved := hostqueue.Entry{ID: "c", URL: "https://c.example/old", ETag: `"y"`, ValidatorsURL: "https://c.example/new"}
+	own := hostqueue.Entry{ID: "d", URL: "https://d.example/", ETag: `"z"`, ValidatorsURL: "https://d.example/"}
+	its := toEntryItems([]hostqueue.Entry{moved, own})
+	if its[0].ValidatorsURL != moved.ValidatorsURL || its[1].ValidatorsURL != "" {
+		t.Errorf("stored validators urls %q and %q, want %q and none", its[0].ValidatorsURL, its[1].ValidatorsURL, moved.ValidatorsURL)
+	}
+	if got := toEntries(its); got[0] != moved || got[1].ValidatorsURL != "" || got[1].ValidatorsFor() != own.URL {
+		t.Errorf("round trip = %+v, want %+v and the second's validators its own url's", got, moved)
+	}
+	if entrySize(its[0]) != entrySize(entryItem{ID: "c", URL: moved.URL, ETag: `"y"`})+1+len(moved.ValidatorsURL) {
+		t.Errorf("entrySize does not count the validators url")
 	}
 }
 

@@ -20,10 +20,35 @@ type Entry struct {
 	URL          string
 	ETag         string
 	LastModified string
+	// ValidatorsURL is the URL ETag and LastModified were recorded for,
+	// when it is not URL itself (a redirect's target: see
+	// ValidatorsFor); empty otherwise. Stores keep it empty when it
+	// equals URL (StoredValidatorsURL), so such an entry loads with "".
+	ValidatorsURL string
 	// Hops counts the redirects already followed to reach URL (a
 	// cross-host redirect target is queued with the hops so far), so a
 	// redirect loop ends however many hosts its chain crosses.
 	Hops int
+}
+
+// ValidatorsFor is the URL whose request carries the entry's ETag and
+// LastModified: ValidatorsURL, or URL when that is empty. Both are
+// normalised (urlmsg.Normalize), as redirect targets are, so a hop is the
+// one by plain comparison.
+func (e Entry) ValidatorsFor() string {
+	if e.ValidatorsURL != "" {
+		return e.ValidatorsURL
+	}
+	return e.URL
+}
+
+// StoredValidatorsURL is ValidatorsURL as a store keeps it: empty when
+// the validators are the URL's own, so the common entry costs nothing.
+func (e Entry) StoredValidatorsURL() string {
+	if e.ValidatorsURL == e.URL {
+		return ""
+	}
+	return e.ValidatorsURL
 }
 
 // Host is the stored state of one queue key (a host, or a registrable domain

@@ -143,7 +143,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			groups[key] = g
 			order = append(order, key)
 		}
-		g.entries = append(g.entries, Entry{ID: m.ID, URL: m.URL, ETag: m.ETag, LastModified: m.LastModified})
+		g.entries = append(g.entries, Entry{ID: m.ID, URL: m.URL, ETag: m.ETag, LastModified: m.LastModified, ValidatorsURL: m.ValidatorsURL})
 		g.idx = append(g.idx, i)
 	}
 

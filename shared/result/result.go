@@ -54,16 +54,24 @@ type Result struct {
 	Encoding        string `json:"encoding,omitempty"`
 	// Body points at the body when it was kept in a store instead of Data
 	// (read it with shared/wholebody); Bytes and SHA256 repeat its own.
-	Body         *body.Ref `json:"body,omitempty"`
-	Bytes        int64     `json:"bytes"`
-	SHA256       string    `json:"sha256,omitempty"`
-	Truncated    bool      `json:"truncated,omitempty"`
-	FetchedAt    time.Time `json:"fetchedAt"`
-	Attempts     int       `json:"attempts,omitempty"`
-	Location     string    `json:"location,omitempty"`
-	ETag         string    `json:"etag,omitempty"`
-	LastModified string    `json:"lastModified,omitempty"`
-	Error        string    `json:"error,omitempty"`
+	Body      *body.Ref `json:"body,omitempty"`
+	Bytes     int64     `json:"bytes"`
+	SHA256    string    `json:"sha256,omitempty"`
+	Truncated bool      `json:"truncated,omitempty"`
+	FetchedAt time.Time `json:"fetchedAt"`
+	Attempts  int       `json:"attempts,omitempty"`
+	// Location is a redirect's target (StatusRedirect, or a redirect
+	// refused); for any other result after same-host redirects, the URL
+	// whose answer (or refusal) the result describes.
+	Location     string `json:"location,omitempty"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"lastModified,omitempty"`
+	// ValidatorsURL is the URL ETag and LastModified belong to when it is
+	// not URL: the hop that answered, after same-host redirects. A
+	// conditional refetch sends all three back as they are (input field
+	// validatorsUrl), so its validators go to that hop's request.
+	ValidatorsURL string `json:"validatorsUrl,omitempty"`
+	Error         string `json:"error,omitempty"`
 	// Warc names the WARC record of the answer the result came from (a
 	// response, or for not_modified its revisit record), when WARC
 	// output is on: the file (locally) or the object, and the byte range

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS entries (
 	etag          TEXT    NOT NULL DEFAULT '',
 	last_modified TEXT    NOT NULL DEFAULT '',
 	hops          INTEGER NOT NULL DEFAULT 0,
+	validators_url TEXT   NOT NULL DEFAULT '',
 	PRIMARY KEY (host, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS robots (
@@ -84,15 +85,18 @@ CREATE TABLE IF NOT EXISTS leases (
 // schemaVersion is kept in PRAGMA user_version: a file written by a
 // different layout is refused rather than misread, except the older ones
 // migrations lists.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // migrations take a state file from version i+1 to i+2. Version 2 added
 // the learned delays (rate_delay, rate_since, last_took: ms); a host
-// without them has learned none.
+// without them has learned none. Version 3 added an entry's
+// validators_url (empty when its validators are its own URL's, as every
+// entry queued before was).
 var migrations = []string{
 	`ALTER TABLE hosts ADD COLUMN rate_delay INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE hosts ADD COLUMN rate_since INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE hosts ADD COLUMN last_took INTEGER NOT NULL DEFAULT 0;`,
+	`ALTER TABLE entries ADD COLUMN validators_url TEXT NOT NULL DEFAULT '';`,
 }
 
 // The statements. Each one that runs per operation reads or writes through
@@ -106,7 +110,7 @@ const (
 		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, rate_delay = ?, rate_since = ?,
 		last_took = ?, attempts = ?, robots = ?,
 		expires = ? WHERE id = ?`
-	qHead    = "SELECT seq, id, url, etag, last_modified, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
+	qHead    = "SELECT seq, id, url, etag, last_modified, validators_url, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
 	qHeadIDs = "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?"
 	// qFirstIDs is qHeadIDs' first page. A value bound to a range on an
 	// indexed column (seq > ?) makes SQLite prepare the statement again

@@ -702,7 +702,7 @@ func headEntries(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.E
 	last := int64(-1)
 	for rows.Next() {
 		var e hostqueue.Entry
-		if err := rows.Scan(&last, &e.ID, &e.URL, &e.ETag, &e.LastModified, &e.Hops); err != nil {
+		if err := rows.Scan(&last, &e.ID, &e.URL, &e.ETag, &e.LastModified, &e.ValidatorsURL, &e.Hops); err != nil {
 			return nil, 0, fmt.Errorf("read queue head: %w", err)
 		}
 		out = append(out, e)
@@ -721,8 +721,8 @@ var insertSizes = []int{64, 16, 4, 1}
 var insertQueries = func() map[int]string {
 	m := map[int]string{}
 	for _, n := range insertSizes {
-		m[n] = "INSERT INTO entries (host, seq, id, url, etag, last_modified, hops) VALUES " +
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+		m[n] = "INSERT INTO entries (host, seq, id, url, etag, last_modified, validators_url, hops) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
 	}
 	return m
 }()
@@ -731,7 +731,7 @@ func insertEntries(ctx context.Context, tx *txn, host, seq int64, es []hostqueue
 	// Room for the largest statement this append makes, not for the
 	// largest there is: 7 KiB per host for a few URLs was a twelfth of
 	// the process's allocations at 10,000 hosts.
-	args := make([]any, 0, 7*min(len(es), insertSizes[0]))
+	args := make([]any, 0, 8*min(len(es), insertSizes[0]))
 	for len(es) > 0 {
 		n := insertSizes[len(insertSizes)-1]
 		for _, size := range insertSizes {
@@ -742,7 +742,7 @@ func insertEntries(ctx context.Context, tx *txn, host, seq int64, es []hostqueue
 		}
 		args = args[:0]
 		for i, e := range es[:n] {
-			args = append(args, host, seq+int64(i), e.ID, e.URL, e.ETag, e.LastModified, e.Hops)
+			args = append(args, host, seq+int64(i), e.ID, e.URL, e.ETag, e.LastModified, e.StoredValidatorsURL(), e.Hops)
 		}
 		if _, err := tx.ExecContext(ctx, insertQueries[n], args...); err != nil {
 			return fmt.Errorf("insert %d urls: %w", n, err)

@@ -9,7 +9,7 @@ import (
 
 // Fields are the names an input object may carry, spelled exactly (JSON
 // names are case-sensitive).
-var Fields = []string{"host", "url", "etag", "lastModified"}
+var Fields = []string{"host", "url", "etag", "lastModified", "validatorsUrl"}
 
 // decodeObject reads one input object by the one rule every entrance
 // applies (files, stdin, POST /urls, the input queue): only the fields in
@@ -36,7 +36,7 @@ func decodeObject(t []byte) (Input, error) {
 // exactly as one of Fields (no escapes), each at most once. t is valid
 // JSON (Parse has decoded it as part of its payload).
 func exactFields(t []byte) bool {
-	var seen [4]bool
+	var seen uint32 // bit k: Fields[k] was seen
 	depth, key := 0, false
 	for i := 0; i < len(t); i++ {
 		switch c := t[i]; c {
@@ -57,10 +57,10 @@ func exactFields(t []byte) bool {
 			}
 			if key {
 				k := fieldIndex(t[i+1 : min(j, len(t))])
-				if k < 0 || seen[k] {
+				if k < 0 || seen&(1<<k) != 0 {
 					return false
 				}
-				seen[k], key = true, false
+				seen, key = seen|1<<k, false
 			}
 			i = j
 		}
@@ -131,6 +131,8 @@ func (in *Input) field(name string) *string {
 		return &in.ETag
 	case "lastModified":
 		return &in.LastModified
+	case "validatorsUrl":
+		return &in.ValidatorsURL
 	}
 	return nil
 }

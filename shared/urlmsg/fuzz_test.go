@@ -18,6 +18,7 @@ import (
 // and whatever it accepts must be a fixed point of Validate.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"host":"example.com","url":"http://example.com/"}`))
+	f.Add([]byte(`{"url":"http://example.com/a","etag":"\"v\"","validatorsUrl":"HTTP://example.com:80/b"}`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		msgs, bad, err := urlmsg.Parse("fuzz", payload)
 		if err != nil {
@@ -39,12 +40,15 @@ func FuzzParse(f *testing.F) {
 			if len(m.ID) != 24 {
 				t.Fatalf("message %q has ID %q", m.URL, m.ID)
 			}
-			again, err := urlmsg.Validate(urlmsg.Input{URL: m.URL, Host: m.Host, ETag: m.ETag, LastModified: m.LastModified})
+			again, err := urlmsg.Validate(urlmsg.Input{URL: m.URL, Host: m.Host, ETag: m.ETag, LastModified: m.LastModified, ValidatorsURL: m.ValidatorsURL})
 			if err != nil {
 				t.Fatalf("accepted %q (host %q), which re-validation rejects: %v", m.URL, m.Host, err)
 			}
-			if again.URL != m.URL || again.Host != m.Host {
-				t.Fatalf("not idempotent: %q/%q re-validates to %q/%q", m.URL, m.Host, again.URL, again.Host)
+			if again.URL != m.URL || again.Host != m.Host || again.ValidatorsURL != m.ValidatorsURL {
+				t.Fatalf("not idempotent: %q/%q/%q re-validates to %q/%q/%q", m.URL, m.Host, m.ValidatorsURL, again.URL, again.Host, again.ValidatorsURL)
+			}
+			if m.ValidatorsURL == m.URL || (m.ValidatorsURL != "" && m.ETag == "" && m.LastModified == "") {
+				t.Fatalf("accepted validators url %q for %q with etag %q, lastModified %q", m.ValidatorsURL, m.URL, m.ETag, m.LastModified)
 			}
 		}
 		last := -1

@@ -37,6 +37,11 @@ type Input struct {
 	URL          string `json:"url"`
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"lastModified,omitempty"`
+	// ValidatorsURL is the URL etag and lastModified were recorded for,
+	// when that is not URL: a result's validatorsUrl, the redirect target
+	// that answered. The conditional request goes to it, when the
+	// redirects reach it; URL's own request is then unconditional.
+	ValidatorsURL string `json:"validatorsUrl,omitempty"`
 }
 
 // Message is a validated, normalised URL ready to be queued.
@@ -48,6 +53,9 @@ type Message struct {
 	URL          string // normalised URL
 	ETag         string
 	LastModified string
+	// ValidatorsURL is the normalised URL the validators belong to; empty
+	// when they are URL's own (also when the input named URL itself).
+	ValidatorsURL string
 }
 
 // ErrInvalid is wrapped by every validation error, so callers can tell bad
@@ -158,7 +166,33 @@ func Validate(in Input) (Message, error) {
 	if hasControl(in.ETag) || hasControl(in.LastModified) {
 		return Message{}, invalid("etag or lastModified has control characters")
 	}
-	return Message{Host: host, URL: u.String(), ETag: in.ETag, LastModified: in.LastModified}, nil
+	m := Message{Host: host, URL: u.String(), ETag: in.ETag, LastModified: in.LastModified}
+	if m.ValidatorsURL, err = validatorsURL(in, m.URL); err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// validatorsURL checks in's validatorsUrl and returns it normalised, as
+// redirect targets are (Normalize), so the worker finds its hop by plain
+// comparison; "" when it is absent or names norm, the item's own URL. One
+// without a validator is refused: it would say nothing, and is more likely
+// a producer that lost the validators it meant to send.
+func validatorsURL(in Input, norm string) (string, error) {
+	if in.ValidatorsURL == "" {
+		return "", nil
+	}
+	if in.ETag == "" && in.LastModified == "" {
+		return "", invalid("validatorsUrl is set without etag or lastModified: it names the URL those were recorded for, so send them with it or drop it")
+	}
+	u, err := Normalize(in.ValidatorsURL)
+	if err != nil {
+		return "", invalid("validatorsUrl: %s", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	}
+	if v := u.String(); v != norm {
+		return v, nil
+	}
+	return "", nil
 }
 
 // Normalize parses a URL and returns its canonical form: http or https only,

@@ -92,6 +92,7 @@ type testCase struct {
 var (
 	queueCases = []testCase{
 		{"AppendLoadOrder", testAppendLoadOrder},
+		{"ValidatorsURL", testValidatorsURL},
 		{"LoadAndCommitUnknownHost", testUnknownHost},
 		{"Activated", testActivated},
 		{"Eviction", testEviction},
