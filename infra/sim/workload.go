@@ -19,6 +19,11 @@ type WebModel struct {
 	NXDomain, Refused, Blackhole, Flaky float64
 	FlakyP                              float64
 	HealthyTop                          int
+	// RateLimit is the fraction of those hosts that limit our rate as
+	// nginx's limit_req does: a request sooner than RateLimitEvery after
+	// the last one they accepted is answered 429 without Retry-After.
+	RateLimit      float64
+	RateLimitEvery time.Duration
 	// robots.txt: 404 (allow all), a small file kept in the host item, a
 	// larger one in an item of its own; the rest of 200s ask for a
 	// Crawl-delay with CrawlDelayP (ranks above CrawlDelayFrom only).
@@ -46,6 +51,7 @@ type WebModel struct {
 func DefaultWeb() WebModel {
 	return WebModel{
 		NXDomain: 0.01, Refused: 0.005, Blackhole: 0.005, Flaky: 0.01, FlakyP: 0.3, HealthyTop: 1000,
+		RateLimit: 0.01, RateLimitEvery: 2 * time.Second,
 		Robots404: 0.45, RobotsSmall: 0.35, CrawlDelayP: 0.03, CrawlDelayFrom: 10000,
 		DisallowP: 0.02, NotFoundP: 0.04, ServerErrorP: 0.01,
 		HostMedian: 200 * time.Millisecond, HostSigma: 0.6, RequestSigma: 0.5,
@@ -61,6 +67,7 @@ const (
 	kindRefused
 	kindBlackhole
 	kindFlaky
+	kindRateLimit
 )
 
 // robots.txt kinds.
@@ -176,6 +183,8 @@ func (s *Sim) traits(h *host) {
 			h.kind = kindBlackhole
 		case u < w.NXDomain+w.Refused+w.Blackhole+w.Flaky:
 			h.kind = kindFlaky
+		case u < w.NXDomain+w.Refused+w.Blackhole+w.Flaky+w.RateLimit:
+			h.kind = kindRateLimit
 		}
 	}
 	u = mix(seed, r, 2)
