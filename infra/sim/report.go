@@ -59,13 +59,14 @@ type Report struct {
 	RateWait   time.Duration // what requests waited for their invocation's rate, in all (Config.InvocationRPS)
 	MinGapRel  float64
 	Gaps       int64
+	Violations []string
+	Conserved  bool
+
 	// Limited counts the 429s rate-limiting hosts answered, LimitedHosts
 	// the hosts that answered one, LimitedMax the most one host did;
 	// LongDelays the sessions released for a delay over 30 s.
 	Limited, LongDelays      int64
 	LimitedHosts, LimitedMax int
-	Violations []string
-	Conserved  bool
 
 	// Costs: of the whole run (a dump), or of the steady part of the window
 	// (steady traffic), over CostURLs URLs.
