@@ -338,3 +338,36 @@ func TestPolitenessIsTheCore(t *testing.T) {
 		t.Errorf("results %+v, want the first URL failed after MaxAttempts and three fetched", r.ByStatus)
 	}
 }
+
+// TestLongCrawlDelay: a host whose robots.txt asks for 45 s, longer than a
+// worker waits in place (check.WaitsInPlace), is released after each
+// request and found again by the due index when its delay has passed: its
+// requests come 45 s apart or more, in sessions of one request each.
+func TestLongCrawlDelay(t *testing.T) {
+	c := Defaults()
+	c.Name = "long Crawl-delay"
+	c.FixedLatency = true
+	c.Sizes = []int{3}
+	w := &c.Web
+	w.Robots404, w.RobotsSmall = 0, 1
+	w.CrawlDelayP, w.CrawlDelayFrom, w.CrawlDelays = 1, 0, []time.Duration{45 * time.Second}
+	w.DisallowP, w.NotFoundP, w.ServerErrorP = 0, 0, 0
+	c.MaxTime = time.Hour
+	s := New(c)
+	s.starts = []int64{}
+	r := s.Run()
+	for _, v := range r.Check() {
+		t.Error(v)
+	}
+	if r.Ended != r.URLs || r.ByStatus[stFetched] != 3 || len(s.starts) != 4 {
+		t.Fatalf("%d of %d URLs ended (%+v), %d requests; want 3 fetched with robots.txt and 3 page requests", r.Ended, r.URLs, r.ByStatus, len(s.starts))
+	}
+	for i := 1; i < len(s.starts); i++ {
+		if gap := time.Duration(s.starts[i] - s.starts[i-1]); gap < 45*time.Second || gap > 50*time.Second {
+			t.Errorf("request %d came %s after the one before, want 45 s and a little (a response, a due-index tick)", i+1, gap)
+		}
+	}
+	if r.LongDelays < 3 || r.Sessions < 4 || r.MinGapRel < 1 {
+		t.Errorf("%d releases for the long delay in %d sessions, smallest gap %.3f of the delay; want a release before each page", r.LongDelays, r.Sessions, r.MinGapRel)
+	}
+}
