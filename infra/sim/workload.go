@@ -54,8 +54,8 @@ func DefaultWeb() WebModel {
 	return WebModel{
 		NXDomain: 0.01, Refused: 0.005, Blackhole: 0.005, Flaky: 0.01, FlakyP: 0.3, HealthyTop: 1000,
 		RateLimit: 0.01, RateLimitEvery: 2 * time.Second,
-		Robots404: 0.45, RobotsSmall: 0.35, CrawlDelayP: 0.03, CrawlDelayFrom: 10000,
-		CrawlDelays: []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second},
+		Robots404: 0.45, RobotsSmall: 0.35, CrawlDelayP: 0.03,
+		CrawlDelayFrom: 10000, CrawlDelays: []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second},
 		DisallowP: 0.02, NotFoundP: 0.04, ServerErrorP: 0.01,
 		HostMedian: 200 * time.Millisecond, HostSigma: 0.6, RequestSigma: 0.5,
 		BodyMedian: 30 << 10, BodySigma: 1.0, BinaryP: 0.2,
