@@ -61,8 +61,10 @@
 //     Not modelled: Engine.Spread (a host new to a run waits a random
 //     part of its first delay), the yield of a failing host's worker to
 //     due hosts (pace's waitOrYield), the store write before each request
-//     to a host whose delay exceeds 30 s (recordStart: no host of the web
-//     model has one; they are released and counted instead), the stores'
+//     to a host whose delay exceeds 30 s (recordStart: the default web
+//     model has no such host, its delays stay under 30 s; one a test
+//     sets is released after each request, as check.WaitsInPlace says,
+//     without that write), the stores'
 //     millisecond rounding of the last fetch, RandomizeDelay, HostRules
 //     (one Policy for every host) and the redirect hops.
 //   - dynamo.Store: the items each call reads and writes and their sizes
