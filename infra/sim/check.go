@@ -3,10 +3,14 @@ package main
 import (
 	"cmp"
 	"math"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // The check function: scheduled and woken invocations, the run loop of
@@ -444,12 +448,13 @@ type session struct {
 	h  *host
 	v  int
 
-	lastFetch, pauseUntil, failingSince int64
-	errors                              int32
-	robotsErr                           bool
-	robotsAt                            int64
-	haveRobots, newRobots, crawlKnown   bool
-	unresolvable                        bool
+	// st is the host's politeness state, every rule on it the product's
+	// (Sim.pol); took is how long the latest response took.
+	st                                politeness.State
+	took                              time.Duration
+	robotsAt                          int64
+	haveRobots, newRobots, crawlKnown bool
+	unresolvable                      bool
 
 	// head is the queue's head as the worker last read it (two rounds
 	// deep), pending the queue's length then; inflightIDs the round being
@@ -506,10 +511,14 @@ func (s *Sim) startSession(r *run, h *host, v int, at int64) {
 	})
 }
 
+// begin is worker.begin: the stored state, with the last fetch this run
+// remembers when later.
 func (w *session) begin() {
 	h, s := w.h, w.s
-	w.lastFetch = max(h.lastFetch, w.r.remember[h])
-	w.pauseUntil, w.errors, w.failingSince, w.robotsErr = h.pauseUntil, h.errors, h.failingSince, h.robotsErr
+	w.st = h.pol
+	if t := w.r.remember[h]; t > 0 {
+		w.st.Fetched(wall(t))
+	}
 	w.haveRobots = h.robotsAt != 0
 	w.robotsAt = h.robotsAt
 	w.crawlKnown = w.haveRobots
@@ -518,24 +527,14 @@ func (w *session) begin() {
 	w.startRound()
 }
 
-func (w *session) delay() int64 {
-	d := int64(w.s.cfg.P.FetchDelay)
+// delay is worker.delay: politeness.Policy.Delay of the host's state and
+// the Crawl-delay its robots.txt asks for once the session knows it.
+func (w *session) delay() time.Duration {
+	var crawl time.Duration
 	if w.crawlKnown {
-		d = max(d, w.h.crawlDelay)
+		crawl = time.Duration(w.h.crawlDelay)
 	}
-	return d
-}
-
-func (w *session) bound() (int64, bool) {
-	if w.failingSince == 0 {
-		return 0, false
-	}
-	return w.failingSince + int64(w.s.cfg.P.GiveUpAfter), true
-}
-
-func (w *session) expired(now int64) bool {
-	b, failing := w.bound()
-	return failing && (w.pauseUntil > b || now >= b)
+	return w.s.pol.Delay(w.st, crawl)
 }
 
 // startRound takes the next round of up to ten entries from the head the
@@ -600,7 +599,7 @@ func (w *session) startRound() {
 		}
 	}
 	w.ri, w.done, w.out = 0, 0, outDone
-	if w.expired(w.s.now) {
+	if w.s.pol.Expired(w.st, wall(w.s.now)) {
 		w.out = outGiveUp
 	}
 	w.next()
@@ -672,10 +671,15 @@ func (w *session) process(id int32) {
 					w.unresolvable = true
 					w.entryDone(resultItem{id: id, status: stFetchError, bytes: 600})
 				case r.transient():
-					w.fail(true)
+					// Unreachable or refused (5xx, 429): a failure of the
+					// host, never a rate-limit signal (policyFor's w.fail
+					// without the response).
+					w.fail(robotsFailure+r.String(), 0)
 					w.entryOut(outRetry)
 				default:
-					w.answered()
+					// A usable answer; its duration does not move the
+					// adaptive delay (policyFor: answered(LastTook)).
+					s.pol.Answered(&w.st, wall(s.now), w.st.LastTook)
 					w.haveRobots, w.newRobots, w.crawlKnown = true, true, true
 					w.robotsAt = s.now
 					w.page(id)
@@ -704,7 +708,7 @@ func (w *session) page(id int32) {
 			w.unresolvable = true
 			w.entryDone(resultItem{id: id, status: stFetchError, bytes: 600})
 		case r.transient():
-			w.fail(false)
+			w.fail(r.String(), r.code())
 			if w.h.attempts == nil {
 				w.h.attempts = map[int32]uint8{}
 			}
@@ -727,30 +731,24 @@ func (w *session) page(id int32) {
 	})
 }
 
-// fail is worker.fail: the failure run starts or goes on, and the host
-// backs off (FetchDelay x 2^errors, capped by MaxBackoff and by the run's
-// bound).
-func (w *session) fail(robots bool) {
-	p := w.s.cfg.P
-	now := w.s.now
-	if w.failingSince == 0 {
-		w.failingSince = now
+// fail is worker.fail: msg says what happened, code is the HTTP status
+// when the server answered (0: no answer). politeness.Policy's Refused (a
+// 429 or 503 is a rate-limit signal) and Failed: the failure run goes on
+// and the host backs off.
+func (w *session) fail(msg string, code int) {
+	now := wall(w.s.now)
+	if code != 0 {
+		w.s.pol.Refused(&w.st, now, msg, code, 0, false)
+		return
 	}
-	w.robotsErr = robots
-	w.errors++
-	base := max(p.FetchDelay, 100*time.Millisecond)
-	back := base << min(int(w.errors), 30)
-	if back <= 0 || back > p.MaxBackoff {
-		back = p.MaxBackoff
-	}
-	w.pauseUntil = now + int64(back)
-	if b, _ := w.bound(); w.pauseUntil > b {
-		w.pauseUntil = b
-	}
+	w.s.pol.Failed(&w.st, now, msg)
 }
 
+// answered is worker.answered: a usable answer to a page, which took
+// w.took (politeness.Policy.Answered: the failure run ends, the adaptive
+// delay follows the response's duration).
 func (w *session) answered() {
-	w.errors, w.failingSince, w.robotsErr = 0, 0, false
+	w.s.pol.Answered(&w.st, wall(w.s.now), w.took)
 }
 
 // request is worker.pace followed by one request: it waits for the host's
@@ -759,21 +757,30 @@ func (w *session) answered() {
 func (w *session) request(robots bool, cb func(outcome, response)) {
 	s, p, r := w.s, w.s.cfg.P, w.r
 	now := s.now
-	start := max(now, w.lastFetch+w.delay())
-	start = max(start, w.pauseUntil)
-	if b, failing := w.bound(); failing {
-		if w.pauseUntil > b {
+	d := w.delay()
+	start := max(now, fromWall(w.st.Next(d)))
+	if !check.WaitsInPlace(w.st.LastFetch.Add(d), wall(now)) {
+		// A long delay: the host is released, due again at its next
+		// request (progress).
+		s.m.longDelays++
+		cb(outStop, 0)
+		return
+	}
+	if s.pol.Expired(w.st, wall(start)) {
+		// The failure run's bound comes before the next request, or the
+		// server asked for a pause beyond it.
+		b, _ := s.pol.Bound(w.st)
+		if w.st.PauseUntil.After(b) {
 			cb(outGiveUp, 0)
 			return
 		}
-		if start >= b {
-			if b > now && b >= r.until {
-				cb(outStop, 0)
-				return
-			}
-			s.at(b, func() { cb(outGiveUp, 0) })
+		bt := fromWall(b)
+		if bt > now && bt >= r.until {
+			cb(outStop, 0)
 			return
 		}
+		s.at(bt, func() { cb(outGiveUp, 0) })
+		return
 	}
 	if start >= r.until || start+int64(p.FetchTimeout)+int64(commitMargin) > r.deadline {
 		cb(outStop, 0)
@@ -789,12 +796,16 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 	}
 	s.at(start, func() {
 		s.invocationSlot(r, cb, func() {
-			if r.held[w.v]-s.now <= int64(p.FetchTimeout)+w.delay()+int64(commitMargin) {
+			if !check.LeaseFences(time.Duration(r.held[w.v]-s.now), p.FetchTimeout, w.delay()) {
 				cb(outStop, 0)
 				return
 			}
 			h := w.h
 			resp, dur := s.respond(h, robots)
+			w.took = time.Duration(dur)
+			if s.starts != nil {
+				s.starts = append(s.starts, s.now)
+			}
 			if resp != respNXDomain {
 				s.checkPolite(w)
 				h.inflight = true
@@ -805,7 +816,7 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 					h.inflight = false
 					h.lastEnd = s.now
 				}
-				w.lastFetch = s.now
+				w.st.Fetched(wall(s.now))
 				if s.now > r.remember[h] {
 					r.remember[h] = s.now
 				}
@@ -841,8 +852,10 @@ func (s *Sim) invocationSlot(r *run, cb func(outcome, response), start func()) {
 
 // checkPolite asserts the politeness rule at a request's start, from the
 // server's side: no request while another is in flight, and none sooner
-// than FetchDelay (and the Crawl-delay the worker knows) after the last
-// response to this host ended, whichever run or shard made it.
+// than the delay the core decided for it (politeness.Policy.Delay of the
+// worker's state: FetchDelay, the Crawl-delay the worker knows, DelayFactor
+// x the last answer's duration, the delay rate limits taught) after the
+// last response to this host ended, whichever run or shard made it.
 func (s *Sim) checkPolite(w *session) {
 	h := w.h
 	if h.session != w {
@@ -852,14 +865,14 @@ func (s *Sim) checkPolite(w *session) {
 		s.fail("host %s: two requests at once", h.key)
 	}
 	if h.lastEnd > 0 {
-		gap := s.now - h.lastEnd
+		gap := time.Duration(s.now - h.lastEnd)
 		d := w.delay()
 		s.m.gaps++
 		if rel := float64(gap) / float64(d); rel < s.m.minGapRel {
 			s.m.minGapRel = rel
 		}
 		if gap < d {
-			s.fail("host %s: request %s after the previous response, delay %s", h.key, time.Duration(gap), time.Duration(d))
+			s.fail("host %s: request %s after the previous response, delay %s", h.key, gap, d)
 		}
 	}
 }
@@ -873,15 +886,60 @@ const (
 	respTimeout
 	respRefused
 	respNXDomain
+	respRateLimited
 )
 
+// transient tells the answers that are a failure of the host (no usable
+// answer: worker.process's fetch.IsTransient errors and !usable codes).
 func (r response) transient() bool {
-	return r == respServerError || r == respTimeout || r == respRefused
+	return r == respServerError || r == respTimeout || r == respRefused || r == respRateLimited
 }
+
+// code is the HTTP status of an answer that is not usable, 0 when the
+// server gave none (a timeout, a refused connection). A 5xx of the model is
+// a 500: only 429 and 503 are rate-limit signals to the core, and the
+// model's rate limits are the 429s of kindRateLimit.
+func (r response) code() int {
+	switch r {
+	case respServerError:
+		return http.StatusInternalServerError
+	case respRateLimited:
+		return http.StatusTooManyRequests
+	}
+	return 0
+}
+
+// String is what the failure's LastError says.
+func (r response) String() string {
+	switch r {
+	case respServerError:
+		return "server answered 500"
+	case respRateLimited:
+		return "server answered 429"
+	case respTimeout:
+		return "timeout"
+	case respRefused:
+		return "connection refused"
+	case respNXDomain:
+		return "no such host"
+	case respNotFound:
+		return "server answered 404"
+	}
+	return "ok"
+}
+
+// robotsFailure is giveup.go's prefix of LastError for a failure to read
+// robots.txt: a host that gives up on it answers denied.
+const robotsFailure = "robots.txt: "
 
 // respond draws a host's answer and how long it takes.
 func (s *Sim) respond(h *host, robots bool) (response, int64) {
 	web, p := s.cfg.Web, s.cfg.P
+	if len(s.script) > 0 {
+		sc := s.script[0]
+		s.script = s.script[1:]
+		return sc.resp, int64(sc.dur)
+	}
 	switch h.kind {
 	case kindNXDomain:
 		return respNXDomain, 30 * ms
@@ -889,6 +947,19 @@ func (s *Sim) respond(h *host, robots bool) (response, int64) {
 		return respRefused, 30 * ms
 	case kindBlackhole:
 		return respTimeout, int64(p.FetchTimeout)
+	case kindRateLimit:
+		// nginx's limit_req without a burst: a request sooner than
+		// RateLimitEvery after the last one it accepted is refused at once.
+		if h.limitAt > 0 && s.now-h.limitAt < int64(web.RateLimitEvery) {
+			s.m.limited++
+			h.limited++
+			s.m.limitedMax = max(s.m.limitedMax, int(h.limited))
+			if h.limited == 1 {
+				s.m.limitedHosts++
+			}
+			return respRateLimited, 5 * ms
+		}
+		h.limitAt = s.now
 	}
 	d := int64(lognormal(s.rng, float64(h.medianMS), web.RequestSigma) * float64(ms))
 	if d >= int64(p.FetchTimeout) {
@@ -950,7 +1021,7 @@ func (w *session) roundEnd() {
 		c := w.progress(done, false, false)
 		w.inflight, w.inflightLanded, w.inflightFailed = true, false, false
 		w.inflightIDs = done
-		w.r.remember[h] = max(w.r.remember[h], w.lastFetch)
+		w.r.remember[h] = max(w.r.remember[h], fromWall(w.st.LastFetch))
 		w.rd.then(func() {
 			w.commit(c, func(ok bool) {
 				w.inflightLanded = true
@@ -972,10 +1043,11 @@ func (w *session) roundEnd() {
 			w.giveUp()
 			return
 		}
-		w.r.remember[h] = max(w.r.remember[h], w.lastFetch)
+		w.r.remember[h] = max(w.r.remember[h], fromWall(w.st.LastFetch))
 		after := func() {
 			if drained {
-				w.failingSince, w.robotsErr = 0, false
+				// Every URL of the failure run has ended.
+				w.st.Drained()
 			}
 			c := w.progress(done, release, drained && !stop)
 			w.commit(c, func(ok bool) {
@@ -1002,9 +1074,13 @@ func (w *session) roundEnd() {
 
 // progress is worker.progress.
 func (w *session) progress(done map[int32]bool, release, cont bool) commitReq {
-	nd := hostqueue.NextHostCheck(wall(w.s.now), w.h.key, w.s.cfg.P.CheckHostPeriod)
-	next := max(fromWall(nd), w.pauseUntil)
-	c := commitReq{done: done, release: release, cont: cont, nextDue: next, robots: w.newRobots}
+	// worker.nextDue: the staggered check, never before the host may be
+	// requested again.
+	due := hostqueue.NextHostCheck(wall(w.s.now), w.h.key, w.s.cfg.P.CheckHostPeriod)
+	if next := w.st.Next(w.delay()); next.After(due) {
+		due = next
+	}
+	c := commitReq{done: done, release: release, cont: cont, nextDue: fromWall(due), robots: w.newRobots}
 	w.newRobots = false
 	return c
 }
@@ -1023,8 +1099,13 @@ func (w *session) commit(c commitReq, cb func(bool)) {
 	s, h := w.s, w.h
 	var try func(attempt int)
 	try = func(attempt int) {
-		h.lastFetch = max(h.lastFetch, w.lastFetch)
-		h.pauseUntil, h.errors, h.failingSince, h.robotsErr = w.pauseUntil, w.errors, w.failingSince, w.robotsErr
+		// The store keeps the worker's state; a last fetch only moves
+		// forward.
+		last := h.pol.LastFetch
+		h.pol = w.st
+		if last.After(h.pol.LastFetch) {
+			h.pol.LastFetch = last
+		}
 		wait, ok := s.commitHost(h, c, w)
 		if ok || attempt == 4 {
 			s.after(wait, func() { cb(ok) })
@@ -1097,7 +1178,7 @@ func (w *session) endLinger() {
 func (w *session) giveUp() {
 	s, h := w.s, w.h
 	status := stFetchError
-	if w.robotsErr {
+	if strings.HasPrefix(w.st.LastError, robotsFailure) {
 		status = stDenied
 	}
 	// Load(allEntries): the item and every chunk.
@@ -1134,8 +1215,7 @@ func (w *session) giveUp() {
 			last := len(queue) == 0
 			release := last || !w.mayWalkOn()
 			if last {
-				w.answered()
-				w.pauseUntil = 0
+				w.st.GivenUp()
 				h.attempts = nil
 			}
 			c := w.progress(ids, release, false)

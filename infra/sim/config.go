@@ -263,13 +263,8 @@ var (
 	wakeEvery    = wake.DefaultEvery
 )
 
-// leaseTTL is Engine.leaseTTL: at least twice the longest request a worker
-// may start, the delay counted up to the 30 s the lease fences (longer
-// ones are kept by the store, see check's fenceDelay).
-func leaseTTL(p params.Params) time.Duration {
-	need := p.FetchTimeout + min(max(p.FetchDelay, p.MaxCrawlDelay), 30*time.Second) + commitMargin
-	return max(check.DefaultLeaseTTL, 2*need)
-}
+// leaseTTL is Engine.leaseTTL with no override: check.LeaseTTL.
+func leaseTTL(p params.Params) time.Duration { return check.LeaseTTL(p, 0) }
 
 // runDeadline is the check handler's deadline for a run that starts at t:
 // the Lambda deadline less DeadlineMargin/3; Until is the run length or

@@ -14,27 +14,59 @@
 //     the same hash and rule.
 //   - hostqueue.NextHostCheck: the staggered next check (release, linger).
 //   - hostqueue.Evict: PersistLimit at every append.
+//   - politeness.State and politeness.Policy, the politeness core: each
+//     session's and each stored host's politeness state is a
+//     politeness.State, and every rule on it is a call of the Policy built
+//     once from the run's parameters (Sim.pol): the delay (FetchDelay, the
+//     Crawl-delay once robots.txt is read, DelayFactor x the last
+//     answer's duration capped by MaxDelay, the delay rate limits taught),
+//     the next due time, back-off on a failure (Failed), a 429 without
+//     Retry-After raising the host's delay (Refused), the give-up bound
+//     and expiry, a usable answer ending the failure run (Answered), a
+//     drained queue (Drained), a give-up's end (GivenUp). The simulated
+//     time (int64 nanoseconds) becomes a time.Time at those calls through
+//     wall and fromWall (clock.go). checkPolite holds every request to
+//     the delay the core decided for it.
+//   - check.WaitsInPlace (a host whose next request is more than 30 s
+//     off is released, due again then), check.LeaseFences (no request
+//     unless the lease outlives it, the delay after it up to 30 s and the
+//     commit margin) and check.LeaseTTL (84 s with the defaults).
 //   - params.Defaults, check.DefaultLeaseTTL, handler.DeadlineMargin,
 //     wake.DefaultEvery, sqsout's batch limits: every default and constant
 //     the model uses, read from the product.
 //
 // Models of the product's code, written from it step by step (check.go,
 // store.go, ingest.go, sqs.go name the function each step stands for):
-//   - Engine.Run: leases taken and renewed every TTL/4 (TTL 84 s with the
-//     defaults, twice FetchTimeout + MaxCrawlDelay + commit margin), a
+//   - Engine.Run: leases taken and renewed every TTL/4 (check.LeaseTTL), a
 //     scheduled run waiting up to 20 s for a predecessor's leases, a woken
 //     run ending at once when the shard is held, the due query every
 //     second (MaxConcurrentHosts + 1 hosts, the run's own active hosts among
 //     them), the idle exit and its one re-check, and the end at Until with
 //     workers finishing and leases released.
-//   - worker.work: rounds of ten from a head read two rounds deep, pacing
-//     from the end of the last response (and the stored last fetch across
-//     runs), fencing on the lease, robots.txt fetched when not stored or
-//     older than RobotsTTL, back-off FetchDelay x 2^errors to MaxBackoff,
-//     MaxAttempts, the give-up after GiveUpAfter in rounds of 100, publish
-//     then commit (in the background while the next round is fetched),
-//     linger until the next staggered check unless the dispatcher is
-//     starved, release with Continue.
+//   - worker.work: rounds of ten from a head read two rounds deep; pace's
+//     order of decisions (release for a long delay, give up at the
+//     failure run's bound, stop at Until or the deadline, fence on the
+//     lease), each decision the core's or check's function; the stored
+//     last fetch and the one the run remembers; robots.txt fetched when
+//     not stored or older than RobotsTTL (its failures never a rate-limit
+//     signal, its answer's duration not an adaptive delay, as in
+//     policyFor); MaxAttempts; the give-up in rounds of 100, denied when
+//     the last failure was robots.txt's (LastError's "robots.txt: "
+//     prefix, giveup.go's robotsFailure); publish then commit (in the
+//     background while the next round is fetched), with worker.commit's
+//     five attempts; linger until the next staggered check unless the
+//     dispatcher is starved; release with Continue, due again at the
+//     staggered check or the host's next request, whichever is later
+//     (worker.nextDue).
+//     Not modelled: Engine.Spread (a host new to a run waits a random
+//     part of its first delay), the yield of a failing host's worker to
+//     due hosts (pace's waitOrYield), the store write before each request
+//     to a host whose delay exceeds 30 s (recordStart: the default web
+//     model has no such host, its delays stay under 30 s; one a test
+//     sets is released after each request, as check.WaitsInPlace says,
+//     without that write), the stores'
+//     millisecond rounding of the last fetch, RandomizeDelay, HostRules
+//     (one Policy for every host) and the redirect hops.
 //   - dynamo.Store: the items each call reads and writes and their sizes
 //     (host item ~200 bytes plus the inline tail, spilled to 64 KB chunks
 //     past 700 bytes, small robots.txt inline, large ones in an item of
@@ -52,7 +84,10 @@
 // GB-seconds. Latencies are log-normal through a p50 and a p99 (Config).
 //
 // Models of the web (workload.go): a Zipf spread of URLs over hosts,
-// response times, robots.txt, failing hosts. Every fraction is an
-// assumption, stated on the benchmark page.
+// response times, robots.txt, failing hosts, hosts that rate-limit as
+// nginx's limit_req does (429 without Retry-After to a request sooner than
+// 2 s after the last one accepted). A 5xx is a 500 (only 429 and 503 are
+// rate-limit signals to the core). Every fraction is an assumption, stated
+// on the benchmark page.
 
 package main

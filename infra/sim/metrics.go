@@ -25,6 +25,10 @@ type metrics struct {
 	dropped        int
 	givenUp        int
 	released       int64 // hosts released to wait out a pause (ReleaseOnWait)
+	longDelays     int64 // hosts released for a delay longer than check waits in place
+	limited        int64 // requests a rate-limiting host refused (429)
+	limitedHosts   int   // rate-limiting hosts that refused one
+	limitedMax     int   // most requests one of them refused
 	rateWait       int64 // time requests waited for the invocation's rate (InvocationRPS), ns
 }
 

@@ -62,6 +62,12 @@ type Report struct {
 	Violations []string
 	Conserved  bool
 
+	// Limited counts the 429s rate-limiting hosts answered, LimitedHosts
+	// the hosts that answered one, LimitedMax the most one host did;
+	// LongDelays the sessions released for a delay over 30 s.
+	Limited, LongDelays      int64
+	LimitedHosts, LimitedMax int
+
 	// Costs: of the whole run (a dump), or of the steady part of the window
 	// (steady traffic), over CostURLs URLs.
 	CostDynamo, CostSQS, CostLambda, PerMillion float64
@@ -86,6 +92,7 @@ func (s *Sim) report() *Report {
 		Blocked: s.runs.blocked, BlockedGBs: s.runs.blockedGBs,
 		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions, Appends: s.m.appends, RateWait: time.Duration(s.m.rateWait),
 		MinGapRel: s.m.minGapRel, Gaps: s.m.gaps, Violations: s.m.violations, Series: s.m.perSec,
+		Limited: s.m.limited, LimitedHosts: s.m.limitedHosts, LimitedMax: s.m.limitedMax, LongDelays: s.m.longDelays,
 	}
 	for _, u := range r.WByCat {
 		r.WCU += u
@@ -350,6 +357,12 @@ func Details(reps []*Report) string {
 		reqs := num(float64(r.Requests))
 		if r.RateWait > 0 && r.Requests > 0 {
 			reqs += fmt.Sprintf(" (waiting %s each on average for the invocation's rate)", dur(r.RateWait/time.Duration(r.Requests)))
+		}
+		if r.LimitedHosts > 0 {
+			reqs += fmt.Sprintf(" (%d refused with 429 by %d rate-limiting hosts, at most %d a host)", r.Limited, r.LimitedHosts, r.LimitedMax)
+		}
+		if r.LongDelays > 0 {
+			reqs += fmt.Sprintf(" (%d sessions released for a delay over 30 s)", r.LongDelays)
 		}
 		gap := "-"
 		if r.Gaps > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/politeness"
 	"github.com/urldownloader/urldownloader/shared/wiring"
 )
 
@@ -14,6 +15,9 @@ import (
 type Sim struct {
 	cfg Config
 	clock
+	// pol is the product's politeness core with the run's parameters:
+	// every politeness rule the model applies is one of its transitions.
+	pol politeness.Policy
 	rng *rand.Rand
 	cdf []float64
 
@@ -45,6 +49,18 @@ type Sim struct {
 
 	// Deployment generations (a migration runs old and new side by side).
 	gens []generation
+
+	// Tests: script, when set, answers the requests in order instead of
+	// the web model; starts, when not nil, records when each request
+	// started.
+	script []scripted
+	starts []int64
+}
+
+// scripted is one answer a test sets: what and how long it takes.
+type scripted struct {
+	resp response
+	dur  time.Duration
 }
 
 // generation is the deployment configuration one function instance runs
@@ -91,13 +107,12 @@ type host struct {
 	due                           int64
 	ver                           uint32
 
-	// Stored politeness state.
-	lastFetch, pauseUntil, failingSince int64
-	errors                              int32
-	attempts                            map[int32]uint8
-	robotsAt                            int64 // when robots.txt was fetched; 0: none stored
-	robotsErr                           bool  // the failure run is robots.txt's
-	itemBytes                           int32
+	// Stored politeness state: the product's own (politeness.State), as
+	// the stores keep it.
+	pol       politeness.State
+	attempts  map[int32]uint8
+	robotsAt  int64 // when robots.txt was fetched; 0: none stored
+	itemBytes int32
 
 	session   *session
 	lastWrite int64 // when the item last changed (optimistic-concurrency conflicts)
@@ -107,6 +122,10 @@ type host struct {
 	// whether a request is in flight.
 	lastEnd  int64
 	inflight bool
+	// limitAt is when a rate-limiting host (kindRateLimit) last accepted
+	// a request; limited counts the requests it refused.
+	limitAt int64
+	limited int32
 }
 
 type chunk struct{ n, bytes int32 }
@@ -138,7 +157,7 @@ func New(cfg Config) *Sim {
 		cfg.ProcessWorkers = wiring.BudgetFor(cfg.CheckMemoryMB).Workers(keptBody(cfg.P))
 	}
 	cfg.InvocationRPS = invocationRPS(cfg)
-	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), pol: politeness.NewPolicy(cfg.P)}
 	s.gens = []generation{{vshards: cfg.VirtualShards, shards: cfg.ShardCount}}
 	maxV := cfg.VirtualShards
 	if m := cfg.Migrate; m != nil {

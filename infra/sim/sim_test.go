@@ -2,9 +2,12 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/urldownloader/urldownloader/shared/politeness"
 )
 
 // small is a steady scenario small enough for a smoke test: 20,000 hosts,
@@ -23,7 +26,8 @@ func small() Config {
 }
 
 // TestSmoke runs a small deployment end to end and checks the invariants:
-// every URL ends, no two requests to one host closer than its delay, one
+// every URL ends, no two requests to one host closer than the delay the
+// politeness core decided, rate-limiting hosts slowed after one 429, one
 // worker per host at a time, billed units equal the units charged to keys,
 // and the same seed gives the same run.
 func TestSmoke(t *testing.T) {
@@ -40,6 +44,11 @@ func TestSmoke(t *testing.T) {
 	}
 	if r.GivenUp == 0 || r.ByStatus[stFetched] == 0 || r.ByStatus[stDenied] == 0 {
 		t.Errorf("the web model's kinds of hosts did not all show: %+v, %d given up", r.ByStatus, r.GivenUp)
+	}
+	// A rate-limiting host refuses once: the 429 teaches the core a delay
+	// it keeps in the store (issue 22: at most 2 a host).
+	if r.LimitedHosts == 0 || r.LimitedMax > 2 {
+		t.Errorf("rate limits: %d hosts refused %d requests, at most %d a host; want some, at most 2 a host", r.LimitedHosts, r.Limited, r.LimitedMax)
 	}
 	again := New(c).Run()
 	if again.Events != r.Events || again.WCU != r.WCU || again.P99 != r.P99 {
@@ -256,5 +265,109 @@ func TestCapacityModes(t *testing.T) {
 	}
 	if p := find("bursty", "provisioned, min at"); p.ThrottledSeconds != 0 {
 		t.Errorf("bursty day with the minimum at the peak: %d seconds throttled, want none", p.ThrottledSeconds)
+	}
+}
+
+// TestPolitenessIsTheCore scripts one host's answers (a 500, a timeout, a
+// 429 without Retry-After, then answers taking 1.5 s and 0.2 s) and holds
+// the simulation's request times to what the product's politeness core
+// computes from them, transition by transition, and to the figures worked
+// out by hand with the defaults (FetchDelay 1 s, DelayFactor 2): back-off
+// 2, 4 and 8 s after the three failures (the 429 also teaches a delay of
+// 2 s), then 3 s after the slow answer (2 x 1.5 s) and 2 s after the quick
+// one (the learned delay, above 2 x 0.2 s and FetchDelay).
+func TestPolitenessIsTheCore(t *testing.T) {
+	c := Defaults()
+	c.Name = "scripted host"
+	c.FixedLatency = true
+	// A list of four URLs to one host: the run settles once the host's
+	// last commit has landed and its worker is gone.
+	c.Sizes = []int{4}
+	c.P.RespectRobots = false
+	c.CheckRun, c.CheckTimeout = 10*time.Minute, 15*time.Minute
+	c.MaxTime = 30 * time.Minute
+	script := []scripted{
+		{respServerError, 100 * time.Millisecond},
+		{respTimeout, c.P.FetchTimeout},
+		{respRateLimited, 5 * time.Millisecond},
+		{respOK, 1500 * time.Millisecond},
+		{respOK, 200 * time.Millisecond},
+	}
+	s := New(c)
+	s.script = append([]scripted(nil), script...)
+	s.starts = []int64{}
+	r := s.Run()
+	for _, v := range r.Check() {
+		t.Error(v)
+	}
+	if r.Ended != r.URLs || len(s.starts) < len(script)+1 {
+		t.Fatalf("%d of %d URLs ended, %d requests; want all and at least %d", r.Ended, r.URLs, len(s.starts), len(script)+1)
+	}
+	pol := politeness.NewPolicy(c.P)
+	var st politeness.State
+	want := s.starts[0]
+	var gaps []time.Duration
+	for i, sc := range script {
+		if got := s.starts[i]; got != want {
+			t.Errorf("request %d started at %s, the core says %s", i+1, time.Duration(got), time.Duration(want))
+		}
+		end := wall(s.starts[i] + int64(sc.dur))
+		st.Fetched(end)
+		switch code := sc.resp.code(); {
+		case code != 0:
+			pol.Refused(&st, end, sc.resp.String(), code, 0, false)
+		case sc.resp.transient():
+			pol.Failed(&st, end, sc.resp.String())
+		default:
+			pol.Answered(&st, end, sc.dur)
+		}
+		want = fromWall(st.Next(pol.Delay(st, 0)))
+		gaps = append(gaps, st.Next(pol.Delay(st, 0)).Sub(end))
+	}
+	if got := s.starts[len(script)]; got != want {
+		t.Errorf("request %d started at %s, the core says %s", len(script)+1, time.Duration(got), time.Duration(want))
+	}
+	hand := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 3 * time.Second, 2 * time.Second}
+	if !slices.Equal(gaps, hand) {
+		t.Errorf("gaps after each answer %v, want %v", gaps, hand)
+	}
+	if h := s.hosts[0]; h.pol.RateDelay != 2*time.Second || h.pol.Errors != 0 || !h.pol.FailingSince.IsZero() {
+		t.Errorf("stored state %+v, want the learned 2s delay kept and the failure run ended", h.pol)
+	}
+	if r.ByStatus[stFetchError] != 1 || r.ByStatus[stFetched] != 3 {
+		t.Errorf("results %+v, want the first URL failed after MaxAttempts and three fetched", r.ByStatus)
+	}
+}
+
+// TestLongCrawlDelay: a host whose robots.txt asks for 45 s, longer than a
+// worker waits in place (check.WaitsInPlace), is released after each
+// request and found again by the due index when its delay has passed: its
+// requests come 45 s apart or more, in sessions of one request each.
+func TestLongCrawlDelay(t *testing.T) {
+	c := Defaults()
+	c.Name = "long Crawl-delay"
+	c.FixedLatency = true
+	c.Sizes = []int{3}
+	w := &c.Web
+	w.Robots404, w.RobotsSmall = 0, 1
+	w.CrawlDelayP, w.CrawlDelayFrom, w.CrawlDelays = 1, 0, []time.Duration{45 * time.Second}
+	w.DisallowP, w.NotFoundP, w.ServerErrorP = 0, 0, 0
+	c.MaxTime = time.Hour
+	s := New(c)
+	s.starts = []int64{}
+	r := s.Run()
+	for _, v := range r.Check() {
+		t.Error(v)
+	}
+	if r.Ended != r.URLs || r.ByStatus[stFetched] != 3 || len(s.starts) != 4 {
+		t.Fatalf("%d of %d URLs ended (%+v), %d requests; want 3 fetched with robots.txt and 3 page requests", r.Ended, r.URLs, r.ByStatus, len(s.starts))
+	}
+	for i := 1; i < len(s.starts); i++ {
+		if gap := time.Duration(s.starts[i] - s.starts[i-1]); gap < 45*time.Second || gap > 50*time.Second {
+			t.Errorf("request %d came %s after the one before, want 45 s and a little (a response, a due-index tick)", i+1, gap)
+		}
+	}
+	if r.LongDelays < 3 || r.Sessions < 4 || r.MinGapRel < 1 {
+		t.Errorf("%d releases for the long delay in %d sessions, smallest gap %.3f of the delay; want a release before each page", r.LongDelays, r.Sessions, r.MinGapRel)
 	}
 }

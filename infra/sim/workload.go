@@ -19,12 +19,19 @@ type WebModel struct {
 	NXDomain, Refused, Blackhole, Flaky float64
 	FlakyP                              float64
 	HealthyTop                          int
+	// RateLimit is the fraction of those hosts that limit our rate as
+	// nginx's limit_req does: a request sooner than RateLimitEvery after
+	// the last one they accepted is answered 429 without Retry-After.
+	RateLimit      float64
+	RateLimitEvery time.Duration
 	// robots.txt: 404 (allow all), a small file kept in the host item, a
 	// larger one in an item of its own; the rest of 200s ask for a
-	// Crawl-delay with CrawlDelayP (ranks above CrawlDelayFrom only).
+	// Crawl-delay with CrawlDelayP (ranks above CrawlDelayFrom only), one
+	// of CrawlDelays.
 	Robots404, RobotsSmall float64
 	CrawlDelayP            float64
 	CrawlDelayFrom         int
+	CrawlDelays            []time.Duration
 	// Pages: disallowed by robots.txt (hosts with a 200 robots.txt), 404,
 	// and 5xx on a healthy host.
 	DisallowP, NotFoundP, ServerErrorP float64
@@ -46,7 +53,9 @@ type WebModel struct {
 func DefaultWeb() WebModel {
 	return WebModel{
 		NXDomain: 0.01, Refused: 0.005, Blackhole: 0.005, Flaky: 0.01, FlakyP: 0.3, HealthyTop: 1000,
-		Robots404: 0.45, RobotsSmall: 0.35, CrawlDelayP: 0.03, CrawlDelayFrom: 10000,
+		RateLimit: 0.01, RateLimitEvery: 2 * time.Second,
+		Robots404: 0.45, RobotsSmall: 0.35, CrawlDelayP: 0.03,
+		CrawlDelayFrom: 10000, CrawlDelays: []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second},
 		DisallowP: 0.02, NotFoundP: 0.04, ServerErrorP: 0.01,
 		HostMedian: 200 * time.Millisecond, HostSigma: 0.6, RequestSigma: 0.5,
 		BodyMedian: 30 << 10, BodySigma: 1.0, BinaryP: 0.2,
@@ -61,6 +70,7 @@ const (
 	kindRefused
 	kindBlackhole
 	kindFlaky
+	kindRateLimit
 )
 
 // robots.txt kinds.
@@ -176,6 +186,8 @@ func (s *Sim) traits(h *host) {
 			h.kind = kindBlackhole
 		case u < w.NXDomain+w.Refused+w.Blackhole+w.Flaky:
 			h.kind = kindFlaky
+		case u < w.NXDomain+w.Refused+w.Blackhole+w.Flaky+w.RateLimit:
+			h.kind = kindRateLimit
 		}
 	}
 	u = mix(seed, r, 2)
@@ -187,8 +199,8 @@ func (s *Sim) traits(h *host) {
 	default:
 		h.robotsKind = robotsLarge
 	}
-	if h.robotsKind != robots404 && r >= w.CrawlDelayFrom && mix(seed, r, 3) < w.CrawlDelayP {
-		h.crawlDelay = []int64{2 * sec, 5 * sec, 10 * sec}[int(mix(seed, r, 4)*3)]
+	if h.robotsKind != robots404 && r >= w.CrawlDelayFrom && mix(seed, r, 3) < w.CrawlDelayP && len(w.CrawlDelays) > 0 {
+		h.crawlDelay = int64(w.CrawlDelays[int(mix(seed, r, 4)*float64(len(w.CrawlDelays)))])
 	}
 	z := math.Sqrt(-2*math.Log(max(mix(seed, r, 5), 1e-12))) * math.Cos(2*math.Pi*mix(seed, r, 6))
 	h.medianMS = float32(max(20, float64(w.HostMedian.Milliseconds())*math.Exp(w.HostSigma*z)))

@@ -173,19 +173,9 @@ func FetchTimeoutLimit(window time.Duration) time.Duration {
 	return window - commitMargin
 }
 
-// leaseTTL is the lease duration for the parameters in force: at least
-// twice the longest request a worker may start (timeout, the largest delay
-// the lease fences, commit), so that after a renewal every fetch can still
-// pass the fencing check in pace. It does not grow with MaxCrawlDelay:
-// delays beyond fenceDelay are kept by the store instead (see fenced).
-func (e *Engine) leaseTTL(p params.Params) time.Duration {
-	ttl := e.LeaseTTL
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	need := p.FetchTimeout + min(max(p.FetchDelay, p.MaxCrawlDelay, p.HostRules.LongestDelay()), fenceDelay) + commitMargin
-	return max(ttl, 2*need)
-}
+// leaseTTL is the lease duration for the parameters in force (see
+// LeaseTTL), from Engine.LeaseTTL.
+func (e *Engine) leaseTTL(p params.Params) time.Duration { return LeaseTTL(p, e.LeaseTTL) }
 
 // RunRequest describes one invocation.
 type RunRequest struct {

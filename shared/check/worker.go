@@ -720,7 +720,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 	if w.startAt.After(start) {
 		start = w.startAt
 	}
-	if next := w.st.LastFetch.Add(w.delay()); next.Sub(now) > waitInPlace {
+	if !WaitsInPlace(w.st.LastFetch.Add(w.delay()), now) {
 		// A long delay (Crawl-delay): release the host, due again at next.
 		return outStop
 	}
@@ -768,7 +768,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 // successor that takes the shard over after expiry keeps the delay even if
 // this run dies mid-request.
 func (w *worker) fenced() bool {
-	return w.crashed.Load() || w.leaseLeft(w.vshard) <= w.p.FetchTimeout+min(w.delay(), fenceDelay)+commitMargin
+	return w.crashed.Load() || !LeaseFences(w.leaseLeft(w.vshard), w.p.FetchTimeout, w.delay())
 }
 
 // recordStart stores, before a request to a host whose delay the lease
