@@ -46,7 +46,7 @@ func TestAppendBatch(t *testing.T) {
 				return nil
 			}},
 	}
-	const fresh = 1100 // more than one chunk of appends
+	const fresh = 4200 // more than one chunk of appends (4,096)
 	for i := range fresh {
 		key := fmt.Sprintf("h%04d.example", i)
 		reqs = append(reqs, hostqueue.AppendRequest{Key: key, Entries: entries(key, 0, 2), Limit: 10, Due: t0})

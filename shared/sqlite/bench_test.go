@@ -166,8 +166,8 @@ func cpuTime() time.Duration {
 // host, 256 at a time ("single"), and the whole batch handed to
 // AppendBatch ("batch"). It reports the batch's seconds and the workers'
 // operations per second meanwhile. On the 2-core machine of
-// docs/benchmarks.md, in three runs: single 10-16 s, batch 3.2-5.0 s, the
-// workers at 9,000-16,000 operations/s both ways.
+// docs/benchmarks.md: single 9-16 s, batch 1.5-1.6 s, the workers at
+// 7,000-18,000 operations/s (see appendChunk).
 //
 //	go test -run '^$' -bench IngestUnderLoad -benchtime 1x ./shared/sqlite/
 func BenchmarkIngestUnderLoad(b *testing.B) {
