@@ -10,12 +10,17 @@ func TestAdmission(t *testing.T) {
 	// period observes requests all late by late over one Period: the
 	// allowance is adjusted once, at its end.
 	at := time.Unix(1000, 0)
-	period := func(late time.Duration) {
-		for _, d := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
-			a.observe(at.Add(d), late)
+	// period observes n requests spread over one Period, all late by
+	// late: the allowance is adjusted once, at its end, when n requests
+	// started in a second.
+	periodOf := func(late time.Duration, n int) {
+		a.observe(at, late)
+		for i := 1; i < n; i++ {
+			a.observe(at.Add(time.Duration(i)*time.Second/time.Duration(n-1)), late)
 		}
 		at = at.Add(time.Second)
 	}
+	period := func(late time.Duration) { periodOf(late, 10) }
 	// Ten hosts at one request a second fill the allowance; the next waits.
 	for i := range 10 {
 		if !a.take(HostRate(time.Second)) {
@@ -58,6 +63,19 @@ func TestAdmission(t *testing.T) {
 	period(0)
 	if got := a.Allowed(); got != 13.5 {
 		t.Fatalf("allowed %v after a period on time far below the bound, want 13.5 (unchanged)", got)
+	}
+	// Late, and far fewer requests started than the hosts in use ask for:
+	// the allowance drops to the rate achieved.
+	for range 10 {
+		a.take(HostRate(time.Second))
+	}
+	used := 10 + 3.0 // three still in use from above
+	periodOf(100*time.Millisecond, 5)
+	if got := a.Allowed(); got != 5 {
+		t.Fatalf("allowed %v after a late period that started 5 requests with %v in use, want 5", got, used)
+	}
+	for range 10 {
+		a.give(HostRate(time.Second))
 	}
 	// Late with nothing in use: the floor, and a host is still admitted.
 	for range 3 {
