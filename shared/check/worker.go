@@ -89,6 +89,18 @@ type worker struct {
 	unwatch func()
 	// dupes answers copies of a URL from its fetch (dedupe.go).
 	dupes dupes
+	// lanes is set while a round is fetched over several connections, as
+	// a HostRules rule allows (lanes.go); nil on the sequential path, the
+	// one of every host without such a rule. laneEnds are the last
+	// response ends of the latest such round's lanes, valid while the
+	// host's last fetch is still laneMark.
+	lanes    *laneSet
+	laneEnds []time.Time
+	laneMark time.Time
+	// held are results a lane round fetched behind an entry that had to
+	// wait, by entry id: handed over when their entries come up again
+	// (lanes.go: handInOrder).
+	held map[string]result.Result
 }
 
 // outcome of processing one entry.
@@ -240,7 +252,9 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (*fetch.Response,
 		}
 		w.dialed[u.Hostname()] = true
 	}
-	release, err := w.engine.requests.acquire(ctx, w.engine.Budget.Requests)
+	var release func()
+	var err error
+	w.unlocked(func() { release, err = w.engine.requests.acquire(ctx, w.engine.Budget.Requests) })
 	if err != nil {
 		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL, Err: err}
 	}
@@ -250,7 +264,7 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (*fetch.Response,
 		return nil, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL,
 			Err: errors.New("the shard's lease would not outlive the request")}
 	}
-	return w.fetcher.Fetch(ctx, req)
+	return w.request(ctx, req)
 }
 
 // closeConns closes the connections the session kept alive to its host
@@ -291,6 +305,10 @@ func (w *worker) refreshParams(ctx context.Context) {
 func (w *worker) fetchRound(ctx context.Context, r *round, ho *handOff) error {
 	if w.expired(w.engine.Clock.Now()) {
 		r.out = outGiveUp
+	}
+	if r.out == outDone && w.laneRule() > 1 {
+		// Only a host whose rule gives it several connections (lanes.go).
+		return w.fetchLanes(ctx, r, ho)
 	}
 	for _, ent := range r.entries {
 		if r.out != outDone {
@@ -699,10 +717,30 @@ func (w *worker) delay() time.Duration {
 // the request could not finish before the run ends, or the shard's lease is
 // gone, and outGiveUp (at the failure run's bound, or at once when the
 // server asked for a pause beyond it) instead of a probe the bound forbids.
+//
+// A lane (lanes.go) paces from its own last response, and may find, once
+// its wait is over, that another lane paused the host or ended the round
+// meanwhile: it then waits again, or leaves its entry queued (outRetry).
+// On the sequential path (w.lanes nil) pace waits once, as it always did.
 func (w *worker) pace(ctx context.Context) outcome {
+	for {
+		out := w.paceOnce(ctx)
+		if w.lanes == nil || out != outDone {
+			return out
+		}
+		if out, again := w.laneWoke(); !again {
+			return out
+		}
+	}
+}
+
+// paceOnce is one wait of pace: from the host's last response (a lane's
+// own, see paceState) plus its delay, any pause, and the first request's
+// spread.
+func (w *worker) paceOnce(ctx context.Context) outcome {
 	now := w.engine.Clock.Now()
 	start := now
-	if next := w.st.Next(w.delay()); next.After(start) {
+	if next := w.paceState().Next(w.delay()); next.After(start) {
 		start = next
 	}
 	if w.startAt.After(start) {
@@ -720,7 +758,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 			if b.After(now) && !b.Before(w.req.Until) {
 				return outStop
 			}
-			if err := w.engine.Clock.Sleep(ctx, b.Sub(now)); err != nil {
+			if err := w.sleep(ctx, b.Sub(now)); err != nil {
 				return outStop
 			}
 			return outGiveUp
@@ -742,7 +780,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 		if !w.waitOrYield(ctx, start) {
 			return outStop
 		}
-	} else if err := w.engine.Clock.Sleep(ctx, start.Sub(now)); err != nil {
+	} else if err := w.sleep(ctx, start.Sub(now)); err != nil {
 		return outStop
 	}
 	if w.fenced() {
@@ -804,7 +842,7 @@ func (w *worker) waitOrYield(ctx context.Context, t time.Time) bool {
 		if !now.Before(t) {
 			return true
 		}
-		if w.engine.Clock.Sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
+		if w.sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
 			return false
 		}
 	}
