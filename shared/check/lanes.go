@@ -42,14 +42,31 @@ import (
 //     another request; a lane that was waiting finds the pause when it
 //     wakes (pace) and leaves its entry queued. A failing host is then
 //     probed one request at a time, as any host (the give-up bound is the
-//     host's), and gets its lanes back with its first usable answer;
+//     host's), and gets its lanes back with its first usable answer (one
+//     to a request already in flight when the failure came counts);
 //   - robots.txt is read once, before the lanes start (and, for an origin
 //     a lane meets later, by that lane while the others wait: pin);
 //   - two copies of a URL are never in flight together: the second waits
-//     for the first's result and is answered from it (processOnce);
-//   - results are handed over in the order they complete; the round's
-//     commit marks done only those handed over, as on the sequential path
-//     (r.ended, r.handed).
+//     for the first's result and is answered from it (laneEntry,
+//     processOnce);
+//   - results are handed over in the round's order (handInOrder): a
+//     commit removes only a prefix of the queue, so a result that ends
+//     behind an entry still in flight waits for it, and one behind an
+//     entry that must wait (a failure, the run's end) is kept (held) and
+//     handed over when its entry comes up in the next round, without a
+//     request. The round's commit marks done only what was handed over,
+//     as on the sequential path (r.ended, r.handed). Held results die
+//     with the session (its entries are fetched again by the next one)
+//     and a give-up ends their entries like the rest of the queue.
+//
+// A host with such a rule goes through this code also when it gets one
+// lane: a lone lane paces from the host's last response and takes the
+// entries in order, which is the sequential rule, and it hands over what
+// an earlier round held.
+//
+// A round (headBatch entries) ends when its last lane is done, so lanes
+// idle a moment at each round's end: 40 URLs on 4 lanes take about 11
+// lane turns instead of 10.
 //
 // Lanes are used only where the sequential path waits in place: a host
 // whose delay is within waitInPlace (so also fenceDelay: no request needs
