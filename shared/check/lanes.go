@@ -199,8 +199,12 @@ func (w *worker) laneCount(n int) int {
 }
 
 // takeLaneSlots claims up to n worker slots of the process's Budget for
-// extra lanes, as many as are free.
+// extra lanes, as many as are free, and none while due hosts wait for a
+// slot (wanted): a host's first connection comes before another's fifth.
 func (w *worker) takeLaneSlots(n int) int {
+	if w.wanted() {
+		return 0
+	}
 	limit := w.engine.Budget.Workers(w.engine.keptBody(w.p))
 	got := 0
 	for got < n && w.engine.slots.take(limit) {
