@@ -133,11 +133,12 @@ func (w *worker) laneRule() int {
 // so its Crawl-delay is known before lanes are chosen.
 func (w *worker) fetchLanes(ctx context.Context, r *round, ho *handOff) error {
 	n := w.laneCount(len(r.entries))
+	extra := 0
 	if n > 1 {
-		extra := w.takeLaneSlots(n - 1)
-		defer w.giveLaneSlots(extra)
+		extra = w.takeLaneSlots(n - 1)
 		n = 1 + extra
 	}
+	defer func() { w.giveLaneSlots(extra) }()
 	if n > 1 && w.p.RespectRobots {
 		ent := r.entries[0]
 		if _, unresolved := w.unresolved(ent, ent.URL, 0); !unresolved {
@@ -148,7 +149,8 @@ func (w *worker) fetchLanes(ctx context.Context, r *round, ho *handOff) error {
 				return nil
 			}
 			if pol != nil && pol.rules != nil && pol.rules.CrawlDelay(w.p.UserAgent) > 0 {
-				n = 1
+				w.giveLaneSlots(extra)
+				n, extra = 1, 0
 			}
 		}
 	}

@@ -502,3 +502,40 @@ func TestLanesCrash(t *testing.T) {
 		}
 	})
 }
+
+// TestLanesLongDelayOneConnection: a rule's delay beyond what a worker
+// waits in place (40 s) releases the host between requests, as with one
+// connection, whatever its connections say: one request at a time, the
+// whole delay apart.
+func TestLanesLongDelayOneConnection(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		var c conns
+		s := newSite(t, c.wrap(withRobots(404, "", page)))
+		p := withRules(t, testParams(), fmt.Sprintf(`[{"match":%q,"delay":"40s","connections":4}]`, nameOf(s.host)))
+		e := newEnv(t, p)
+		urls := []string{s.url("/p0"), s.url("/p1"), s.url("/p2")}
+		e.seed(urls...)
+		for range 8 {
+			// Longer than a new host's spread start (within its delay).
+			e.run(45 * time.Second)
+			if len(e.pub.all()) == len(urls) {
+				break
+			}
+			time.Sleep(40 * time.Second)
+		}
+		for _, u := range urls {
+			if res := e.pub.one(t, u); res.Status != result.StatusFetched {
+				t.Errorf("%s: %s %q", u, res.Status, res.Error)
+			}
+		}
+		if peak := c.peak.Load(); peak != 1 {
+			t.Errorf("%d requests in flight at most, want 1", peak)
+		}
+		for i, g := range gaps(s.requests()) {
+			if g < 40*time.Second-slack {
+				t.Errorf("gap %d = %v, want >= 40s", i, g)
+			}
+		}
+	})
+}
