@@ -240,11 +240,23 @@ func (w *worker) startLanes(n int) []*lane {
 	if first := w.startAt.Add(-d); !w.startAt.IsZero() && first.After(base) {
 		base = first
 	}
+	// Lanes that waited for the round's end are all free now: they are
+	// kept d/n apart instead of starting together (a lane only ever starts
+	// later for it).
+	idle := w.engine.Clock.Now().Add(-d)
 	lanes := make([]*lane, n)
 	for i := range lanes {
 		l := &lane{last: base.Add(d * time.Duration(i) / time.Duration(n))}
 		if i < len(ends) {
 			l.last = ends[i]
+			if l.last.Before(idle) {
+				l.last = idle
+			}
+			if i > 0 {
+				if next := lanes[i-1].last.Add(d / time.Duration(n)); l.last.Before(next) {
+					l.last = next
+				}
+			}
 		}
 		lanes[i] = l
 	}
