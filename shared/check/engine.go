@@ -1,7 +1,9 @@
 // Package check is the check function's domain: one invocation owns some
 // virtual shards (by lease), finds their due hosts, and works each host
-// politely: one request at a time, the next starting no sooner than the
-// host's delay after the previous response ended, also across invocations.
+// politely: one request at a time (or, for a host whose HostRules rule
+// gives it several connections, one per connection: lanes.go), the next
+// starting no sooner than the host's delay after the previous response
+// ended, also across invocations.
 // Results are published before the processed URLs leave the store, so a crash
 // means a re-fetch, never a loss.
 package check
@@ -639,7 +641,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			starved = true
 			continue
 		}
-		rate := HostRate(p.FetchDelay)
+		rate := hostRate(p, key)
 		admission := r.engine.Admission
 		if admission != nil && !admission.take(rate) {
 			r.mu.Unlock()

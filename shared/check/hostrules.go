@@ -24,3 +24,20 @@ func (w *worker) fetchDelay() time.Duration {
 	}
 	return w.p.FetchDelay
 }
+
+// hostRate is the request rate the admission counts the host key at
+// (Admission, HostRate) under p: FetchDelay's, as for every host, or, for a
+// host whose rule gives it several connections (lanes.go), that many times
+// the rate of the rule's delay: each lane keeps the delay, so N lanes ask
+// for N times one connection's requests.
+func hostRate(p params.Params, key string) float64 {
+	r, ok := p.HostRules.Match(key)
+	if !ok || r.Connections <= 1 {
+		return HostRate(p.FetchDelay)
+	}
+	d := p.FetchDelay
+	if r.HasDelay {
+		d = r.Delay
+	}
+	return float64(r.Connections) * HostRate(d)
+}

@@ -162,7 +162,10 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	if stale != nil {
 		w.crawlDelay = max(w.crawlDelay, min(stale.CrawlDelay(w.p.UserAgent), w.p.MaxCrawlDelay))
 	}
+	// Lanes wait while one of them reads robots.txt (lanes.go: pin).
+	unpin := w.pin()
 	rb, out := w.fetchRobots(ctx, origin)
+	unpin()
 	if out != outDone {
 		return nil, out
 	}

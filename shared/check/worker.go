@@ -89,6 +89,18 @@ type worker struct {
 	unwatch func()
 	// dupes answers copies of a URL from its fetch (dedupe.go).
 	dupes dupes
+	// lanes is set while a round is fetched over several connections, as
+	// a HostRules rule allows (lanes.go); nil on the sequential path, the
+	// one of every host without such a rule. laneEnds are the last
+	// response ends of the latest such round's lanes, valid while the
+	// host's last fetch is still laneMark.
+	lanes    *laneSet
+	laneEnds []time.Time
+	laneMark time.Time
+	// held are results a lane round fetched behind an entry that had to
+	// wait, by entry id: handed over when their entries come up again
+	// (lanes.go: handInOrder).
+	held map[string]result.Result
 }
 
 // outcome of processing one entry.
@@ -247,7 +259,8 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (resp *fetch.Resp
 		}
 		w.dialed[u.Hostname()] = true
 	}
-	release, err := w.engine.requests.acquire(ctx, w.engine.Budget.Requests)
+	var release func()
+	w.unlocked(func() { release, err = w.engine.requests.acquire(ctx, w.engine.Budget.Requests) })
 	sent = w.engine.Clock.Now()
 	if err != nil {
 		return nil, sent, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL, Err: err}
@@ -261,7 +274,7 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (resp *fetch.Resp
 	if a := w.engine.Admission; a != nil {
 		a.observe(sent, sent.Sub(w.planned))
 	}
-	resp, err = w.fetcher.Fetch(ctx, req)
+	resp, err = w.request(ctx, req)
 	return resp, sent, err
 }
 
@@ -303,6 +316,10 @@ func (w *worker) refreshParams(ctx context.Context) {
 func (w *worker) fetchRound(ctx context.Context, r *round, ho *handOff) error {
 	if w.expired(w.engine.Clock.Now()) {
 		r.out = outGiveUp
+	}
+	if r.out == outDone && w.laneRule() > 1 {
+		// Only a host whose rule gives it several connections (lanes.go).
+		return w.fetchLanes(ctx, r, ho)
 	}
 	for _, ent := range r.entries {
 		if r.out != outDone {
@@ -711,10 +728,30 @@ func (w *worker) delay() time.Duration {
 // the request could not finish before the run ends, or the shard's lease is
 // gone, and outGiveUp (at the failure run's bound, or at once when the
 // server asked for a pause beyond it) instead of a probe the bound forbids.
+//
+// A lane (lanes.go) paces from its own last response, and may find, once
+// its wait is over, that another lane paused the host or ended the round
+// meanwhile: it then waits again, or leaves its entry queued (outRetry).
+// On the sequential path (w.lanes nil) pace waits once, as it always did.
 func (w *worker) pace(ctx context.Context) outcome {
+	for {
+		out := w.paceOnce(ctx)
+		if w.lanes == nil || out != outDone {
+			return out
+		}
+		if out, again := w.laneWoke(); !again {
+			return out
+		}
+	}
+}
+
+// paceOnce is one wait of pace: from the host's last response (a lane's
+// own, see paceState) plus its delay, any pause, and the first request's
+// spread.
+func (w *worker) paceOnce(ctx context.Context) outcome {
 	now := w.engine.Clock.Now()
 	start := now
-	if next := w.st.Next(w.delay()); next.After(start) {
+	if next := w.paceState().Next(w.delay()); next.After(start) {
 		start = next
 	}
 	if w.startAt.After(start) {
@@ -732,7 +769,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 			if b.After(now) && !b.Before(w.req.Until) {
 				return outStop
 			}
-			if err := w.engine.Clock.Sleep(ctx, b.Sub(now)); err != nil {
+			if err := w.sleep(ctx, b.Sub(now)); err != nil {
 				return outStop
 			}
 			return outGiveUp
@@ -754,7 +791,7 @@ func (w *worker) pace(ctx context.Context) outcome {
 		if !w.waitOrYield(ctx, start) {
 			return outStop
 		}
-	} else if err := w.engine.Clock.Sleep(ctx, start.Sub(now)); err != nil {
+	} else if err := w.sleep(ctx, start.Sub(now)); err != nil {
 		return outStop
 	}
 	if w.fenced() {
@@ -816,7 +853,7 @@ func (w *worker) waitOrYield(ctx context.Context, t time.Time) bool {
 		if !now.Before(t) {
 			return true
 		}
-		if w.engine.Clock.Sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
+		if w.sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
 			return false
 		}
 	}

@@ -47,6 +47,13 @@ const (
 	// connection. The caller's CloseHost keeps the pool to the hosts
 	// that still have URLs due; it needs as many file descriptors.
 	DefaultMaxIdleConns = 10_000
+	// MaxConnsPerHost is the most connections the fetcher opens to one
+	// host (scheme, name and port), and keeps idle for it: the most
+	// requests a caller may have in flight to one host (a HostRules rule's
+	// connections, at most 16: params.MaxConnections). A host requested one
+	// request at a time uses one of them. More would queue in the
+	// transport, their timeouts running, instead of reaching the host.
+	MaxConnsPerHost = 16
 	// minTLSSessions is the least TLS sessions kept for resumption.
 	minTLSSessions = 1024
 )
@@ -269,12 +276,14 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		// with every pooled connection was 30 MiB at 10,000 hosts.
 		WriteBufferSize: 1 << 10,
 		MaxIdleConns:    maxIdle,
-		// One request at a time per host is the politeness rule: one
-		// connection per host (scheme, name and port) is all a caller that
-		// keeps it ever needs, and the transport itself then never opens a
-		// second one beside it.
-		MaxIdleConnsPerHost: 1,
-		MaxConnsPerHost:     1,
+		// A caller paces its requests per host and, for most hosts, makes
+		// one at a time, which one connection per host (scheme, name and
+		// port) carries: the transport opens another only while one is
+		// busy. A host given several connections by its HostRules rule has
+		// that many requests in flight, each on its own connection, kept
+		// idle between them (see MaxConnsPerHost).
+		MaxIdleConnsPerHost: MaxConnsPerHost,
+		MaxConnsPerHost:     MaxConnsPerHost,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	conns.closeIdle = transport.CloseIdleConnections
