@@ -89,6 +89,7 @@ func (rt *Runtime) Run(ctx context.Context, ro RunOptions) (Report, error) {
 		}()
 	}
 	fed := ro.Input == nil
+	rt.inputEnded.Store(fed && !ro.Serve)
 	// The overflow loop queues held-back URLs as their hosts drain, for
 	// this run's input and for what an earlier run held back.
 	overDone := make(chan error, 1)
@@ -145,6 +146,7 @@ wait:
 				runErr = err
 				break wait
 			}
+			rt.inputEnded.Store(!ro.Serve)
 		case <-rt.out.Failed():
 			runErr = rt.out.Err()
 			break wait

@@ -188,6 +188,9 @@ type Runtime struct {
 	engines []*check.Engine         // by shard, for Progress
 	// requests and inFlight count this process's requests, for Progress.
 	requests, inFlight atomic.Int64
+	// inputEnded: the run's input is read and queued, and no serve mode
+	// takes more (check.Engine.Finished).
+	inputEnded atomic.Bool
 	wakes              []chan struct{}
 	// budget bounds the host workers and connections of every loop.
 	budget check.Budget
@@ -374,6 +377,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	// fetching at 5,000 hosts): a shuffled input then reuses the session
 	// and its connection, as one grouped by host does.
 	engine.Appends = appends
+	// A host is finished once the input is queued whole and none of its
+	// URLs wait in the overflow: its emptied queue gets nothing more.
+	engine.Finished = func(key string) bool { return rt.inputEnded.Load() && !rt.over.held(key) }
 	rt.engines = []*check.Engine{engine}
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
 	for i := range rt.checks {

@@ -232,3 +232,37 @@ func TestRequestSlots(t *testing.T) {
 		}
 	})
 }
+
+// TestFinishedHostClosesItsConnections: a session that empties the queue
+// of a host no URL will come to any more (Engine.Finished: local mode's
+// input is read whole) closes its connections at its end; a host whose
+// queue may still grow keeps its connection for its next session.
+func TestFinishedHostClosesItsConnections(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		e := newEnv(t, testParams())
+		cf := &closingFetcher{inFlight: map[string]int{}, closed: map[string]int{}}
+		e.wrap = func(f check.Fetcher) check.Fetcher { cf.Fetcher = f; return cf }
+		done, open := newSite(t, page), newSite(t, page)
+		e.seed(done.url("/1"), done.url("/2"), open.url("/1"))
+		eng := e.engine()
+		eng.Finished = func(key string) bool { return key == done.host }
+		e.runWith(eng, "owner", 30*time.Second, 0, func() bool {
+			now, _ := eng.Workers()
+			return len(e.pub.all()) >= 3 && now == 0
+		})
+		checkFetched(t, e.pub, done.url("/1"), done.url("/2"), open.url("/1"))
+		cf.mu.Lock()
+		defer cf.mu.Unlock()
+		name := func(s *site) string { n, _, _ := strings.Cut(s.host, ":"); return n }
+		if cf.closed[name(done)] == 0 {
+			t.Errorf("%s (finished, queue emptied): connections not closed after its session (closed %v)", name(done), cf.closed)
+		}
+		if cf.closed[name(open)] != 0 {
+			t.Errorf("%s (may get more URLs, due again soon): connection closed, want it kept", name(open))
+		}
+		if len(cf.early) > 0 {
+			t.Errorf("CloseHost while a request of the host was in flight: %v", cf.early)
+		}
+	})
+}

@@ -82,6 +82,8 @@ type worker struct {
 	// dialed are the host names this session requested: their kept-alive
 	// connections are closed when it ends (HostCloser).
 	dialed map[string]bool
+	// emptied: the session's last commit left the host's queue empty.
+	emptied bool
 	// grew, with Engine.Appends, is closed by the first append to the
 	// host's queue after its last read (the session's load, or the latest
 	// commit, each of which re-arms it first); unwatch stops watching.
@@ -292,8 +294,9 @@ func (w *worker) closeConns() {
 	if !ok {
 		return
 	}
+	finished := w.emptied && w.engine.Finished != nil && w.engine.Finished(w.key)
 	next := w.st.Next(w.delay())
-	if next.Sub(w.engine.Clock.Now()) < keepIdle {
+	if !finished && next.Sub(w.engine.Clock.Now()) < keepIdle {
 		return
 	}
 	for name := range w.dialed {
@@ -422,6 +425,7 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
 	w.notePending(w.key, h.Pending)
 	if c.Release && (!c.Continue || h.Pending == 0) {
+		w.emptied = h.Pending == 0
 		return nil, nil
 	}
 	return h, nil
