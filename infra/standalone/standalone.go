@@ -191,7 +191,7 @@ type Runtime struct {
 	// inputEnded: the run's input is read and queued, and no serve mode
 	// takes more (check.Engine.Finished).
 	inputEnded atomic.Bool
-	wakes              []chan struct{}
+	wakes      []chan struct{}
 	// budget bounds the host workers and connections of every loop.
 	budget check.Budget
 	// lastFetch is when this process last started a request (Unix
