@@ -147,6 +147,11 @@ wait:
 				break wait
 			}
 			rt.inputEnded.Store(!ro.Serve)
+			if !ro.Serve {
+				for _, e := range rt.engines {
+					e.CloseFinished()
+				}
+			}
 		case <-rt.out.Failed():
 			runErr = rt.out.Err()
 			break wait

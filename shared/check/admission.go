@@ -22,8 +22,8 @@ import (
 // delay, Retry-After, spread) a request really starts. A process that keeps
 // up starts them within a few milliseconds; one that does not, later and
 // later. Every Period the mean lateness of the requests started in it
-// decides: above Late the allowed rate drops to the rate requests really
-// started at in the period, and at least a tenth below what is in use (no
+// decides: above Late the allowed rate drops to the highest rate requests
+// really started at lately, and at least a tenth below what is in use (no
 // host is admitted until enough finish); below a quarter of Late, with the
 // bound reached, it grows by half. Dropping only a tenth at a time, a
 // process admitted at 4,000 requests/s that started 2,700 stayed behind for
@@ -47,6 +47,7 @@ type Admission struct {
 	since time.Time
 	late  time.Duration
 	n     int
+	best  float64
 }
 
 // minHostDelay is the delay a host's rate is reckoned at when its own is
@@ -91,12 +92,16 @@ func (a *Admission) observe(now time.Time, late time.Duration) {
 		return
 	}
 	mean := a.late / time.Duration(a.n)
-	// achieved is the rate the process really started requests at.
-	achieved := float64(a.n) / now.Sub(a.since).Seconds()
+	// best is the highest rate the process started requests at lately,
+	// each period's figure weighing a fifth less the next: what it can
+	// serve. The last period's alone would be what the admitted hosts
+	// asked for, low while a wave of them ends together, and a cut to it
+	// left the process idle for seconds.
+	a.best = max(float64(a.n)/now.Sub(a.since).Seconds(), 0.8*a.best)
 	a.rate = a.allowed()
 	switch {
 	case mean > a.Late:
-		a.rate = max(a.Min, min(0.9*a.used, achieved))
+		a.rate = max(a.Min, min(0.9*a.used, a.best))
 	case mean < a.Late/4 && a.peak >= 0.8*a.rate:
 		a.rate *= 1.5
 	}

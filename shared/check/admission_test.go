@@ -1,6 +1,7 @@
 package check
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -65,14 +66,20 @@ func TestAdmission(t *testing.T) {
 		t.Fatalf("allowed %v after a period on time far below the bound, want 13.5 (unchanged)", got)
 	}
 	// Late, and far fewer requests started than the hosts in use ask for:
-	// the allowance drops to the rate achieved.
+	// the allowance drops to the best rate achieved lately, 10 a second a
+	// period ago (a fifth less each period since), not to the 5 of this
+	// period alone; it follows the decay while the process stays behind.
 	for range 10 {
 		a.take(HostRate(time.Second))
 	}
 	used := 10 + 3.0 // three still in use from above
 	periodOf(100*time.Millisecond, 5)
-	if got := a.Allowed(); got != 5 {
-		t.Fatalf("allowed %v after a late period that started 5 requests with %v in use, want 5", got, used)
+	if got := a.Allowed(); got != 8 {
+		t.Fatalf("allowed %v after a late period that started 5 requests with %v in use, want 8 (the 10 of the period before, less a fifth)", got, used)
+	}
+	periodOf(100*time.Millisecond, 5)
+	if got := a.Allowed(); math.Abs(got-6.4) > 1e-9 {
+		t.Fatalf("allowed %v after a second such period, want 6.4", got)
 	}
 	for range 10 {
 		a.give(HostRate(time.Second))

@@ -16,6 +16,10 @@ type Appends struct {
 	// waiting holds, per key, the channel its watchers wait on; closed and
 	// removed at the next append.
 	waiting map[string]*watchers
+	// drained are the connections of emptied hosts kept for a later
+	// batch (Engine.CloseFinished); an append to the host takes them
+	// back for its next session.
+	drained drainedConns
 }
 
 type watchers struct {
@@ -25,6 +29,7 @@ type watchers struct {
 
 // Appended tells the watchers of key that its queue grew.
 func (a *Appends) Appended(key string) {
+	a.drained.forget(key)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if w, ok := a.waiting[key]; ok {
@@ -67,7 +72,26 @@ func (a *Appends) Watched() int {
 
 // Telling wraps the store ingest appends through, so that every append
 // tells a: the store of an Ingester running in the engine's process.
-func (a *Appends) Telling(s hostqueue.Store) hostqueue.Store { return telling{Store: s, appends: a} }
+// A store that takes a batch's appends at once (hostqueue.BatchAppender)
+// keeps doing so through the wrapper.
+func (a *Appends) Telling(s hostqueue.Store) hostqueue.Store {
+	if _, ok := s.(hostqueue.BatchAppender); ok {
+		return tellingBatch{telling{Store: s, appends: a}}
+	}
+	return telling{Store: s, appends: a}
+}
+
+type tellingBatch struct{ telling }
+
+func (t tellingBatch) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest) []hostqueue.AppendOutcome {
+	out := t.Store.(hostqueue.BatchAppender).AppendBatch(ctx, reqs)
+	for i, o := range out {
+		if o.Err == nil {
+			t.appends.Appended(reqs[i].Key)
+		}
+	}
+	return out
+}
 
 type telling struct {
 	hostqueue.Store

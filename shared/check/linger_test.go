@@ -410,3 +410,31 @@ func lingerTakesUpLateURLs(t *testing.T, told bool) {
 		}
 	})
 }
+
+// TestFinishedHostDoesNotLinger: a host no URL will come to any more
+// (Engine.Finished) is released as soon as its queue is emptied, without
+// waiting for late URLs, in one commit.
+func TestFinishedHostDoesNotLinger(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.CheckHostPeriod = time.Minute // a linger would hold the worker a minute
+		e := newEnv(t, p)
+		s := newSite(t, page)
+		e.seed(s.url("/1"))
+		eng := e.engine()
+		eng.Finished = func(string) bool { return true }
+		start := time.Now()
+		e.runWith(eng, "owner", 5*time.Minute, 0, func() bool {
+			now, _ := eng.Workers()
+			return len(e.pub.all()) >= 1 && now == 0
+		})
+		checkFetched(t, e.pub, s.url("/1"))
+		if took := time.Since(start); took >= p.CheckHostPeriod {
+			t.Errorf("the worker ended %s after the start, want it released before a linger of %s", took, p.CheckHostPeriod)
+		}
+		if h := e.load(s.host); h != nil && h.Pending != 0 {
+			t.Errorf("host state %+v, want its queue empty", h)
+		}
+	})
+}

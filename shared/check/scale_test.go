@@ -266,3 +266,54 @@ func TestFinishedHostClosesItsConnections(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseFinished: a host emptied while more URLs could still come
+// keeps its connection, also after a later URL gave it a second session;
+// once Engine.Finished says none will come, CloseFinished closes each
+// host's connections once.
+func TestCloseFinished(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		e := newEnv(t, testParams())
+		cf := &closingFetcher{inFlight: map[string]int{}, closed: map[string]int{}}
+		e.wrap = func(f check.Fetcher) check.Fetcher { cf.Fetcher = f; return cf }
+		early, late := newSite(t, page), newSite(t, page)
+		e.seed(early.url("/1"), late.url("/1"))
+		eng := e.engine()
+		eng.Appends = &check.Appends{}
+		var ended atomic.Bool
+		eng.Finished = func(string) bool { return ended.Load() }
+		e.runWith(eng, "owner", 30*time.Second, 0, func() bool {
+			now, _ := eng.Workers()
+			return len(e.pub.all()) >= 2 && now == 0
+		})
+		// late gets a URL of a later batch: its next session takes its
+		// connection back.
+		e.seed(late.url("/2"))
+		e.runWith(eng, "owner", 30*time.Second, 0, func() bool {
+			now, _ := eng.Workers()
+			return len(e.pub.all()) >= 3 && now == 0
+		})
+		name := func(s *site) string { n, _, _ := strings.Cut(s.host, ":"); return n }
+		cf.mu.Lock()
+		if cf.closed[name(early)] != 0 || cf.closed[name(late)] != 0 {
+			t.Errorf("closed %v before the input ended, want both kept", cf.closed)
+		}
+		cf.mu.Unlock()
+
+		ended.Store(true)
+		eng.CloseFinished()
+		cf.mu.Lock()
+		defer cf.mu.Unlock()
+		if cf.closed[name(early)] != 1 {
+			t.Errorf("%s: closed %d times once the input ended, want once", name(early), cf.closed[name(early)])
+		}
+		if cf.closed[name(late)] != 1 {
+			t.Errorf("%s: closed %d times once the input ended, want once (its last session emptied it too)", name(late), cf.closed[name(late)])
+		}
+		eng.CloseFinished()
+		if cf.closed[name(early)] != 1 {
+			t.Errorf("%s: closed again by a second CloseFinished", name(early))
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/backoff"
@@ -211,6 +212,9 @@ func (w *worker) work(ctx context.Context) error {
 
 // begin takes the host's stored state as the session's.
 func (w *worker) begin(h *hostqueue.Host) {
+	if a := w.engine.Appends; a != nil {
+		a.drained.forget(w.key)
+	}
 	w.notePending(w.key, h.Pending)
 	w.fetcher = w.engine.Fetcher(w.p)
 	w.st = h.State
@@ -294,14 +298,24 @@ func (w *worker) closeConns() {
 	if !ok {
 		return
 	}
-	finished := w.emptied && w.engine.Finished != nil && w.engine.Finished(w.key)
+	finished := w.emptied && w.finished()
 	next := w.st.Next(w.delay())
 	if !finished && next.Sub(w.engine.Clock.Now()) < keepIdle {
+		if a := w.engine.Appends; w.emptied && w.engine.Finished != nil && a != nil {
+			// Kept for a later batch of the input, closed if none comes.
+			a.drained.keep(w.key, c, slices.Collect(maps.Keys(w.dialed)))
+		}
 		return
 	}
 	for name := range w.dialed {
 		c.CloseHost(name)
 	}
+}
+
+// finished tells that no URL will be queued for the host any more
+// (Engine.Finished).
+func (w *worker) finished() bool {
+	return w.engine.Finished != nil && w.engine.Finished(w.key)
 }
 
 // refreshParams reads the parameters again (from the cache) each round, so
@@ -389,7 +403,11 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 		return nil, ErrCrashed
 	}
 	w.remember(w.key, w.st.LastFetch)
-	if end == endDrained && len(done) > 0 {
+	// A host no URL will come to any more (Engine.Finished) has nothing
+	// to linger for: it is released at once, its done URLs in the same
+	// commit, and its worker slot, admission and connection go to a host
+	// that waits.
+	if end == endDrained && len(done) > 0 && !w.finished() {
 		if w.engine.Appends != nil {
 			// Where a session costs nothing (local mode), the done URLs are
 			// committed before the linger, not after it: a crash while the
