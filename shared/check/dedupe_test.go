@@ -1,6 +1,9 @@
 package check_test
 
 import (
+	"fmt"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +58,49 @@ func TestDuplicatesFetchedOnce(t *testing.T) {
 		}
 		if h := e.load(s.host); h != nil && h.Pending != 0 {
 			t.Errorf("%d urls still queued", h.Pending)
+		}
+	})
+}
+
+// TestDuplicatesAfterAParameterChange: a copy of a URL that comes after the
+// parameters changed mid-session (MaxBodyBytes here) is fetched again under
+// the new ones, not answered from the fetch made under the old.
+func TestDuplicatesAfterAParameterChange(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		e := newEnv(t, p)
+		var once sync.Once
+		s := newSite(t, withRobots(404, "", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/same" {
+				once.Do(func() {
+					q := e.params()
+					q.MaxBodyBytes = 4
+					e.setParams(q)
+				})
+			}
+			page(w, r)
+		}))
+		u := s.url("/same")
+		urls := []string{u}
+		for i := range 10 { // a round of others: the copy is in the next round
+			urls = append(urls, s.url(fmt.Sprintf("/p%d", i)))
+		}
+		urls = append(urls, u)
+		e.seed(urls...)
+		e.runUntil(len(urls), 5*time.Minute)
+
+		if n := s.count("/same"); n != 2 {
+			t.Errorf("/same requested %d times, want 2: once before MaxBodyBytes changed, once after", n)
+		}
+		var cut int
+		for _, r := range e.pub.byURL()[u] {
+			if r.Truncated && len(r.Data) == 4 {
+				cut++
+			}
+		}
+		if cut != 1 {
+			t.Errorf("%d results of %s cut at the new MaxBodyBytes, want the copy's: %s", cut, u, describe(e.pub.byURL()[u]))
 		}
 	})
 }

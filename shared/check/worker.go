@@ -323,6 +323,12 @@ func (w *worker) finished() bool {
 func (w *worker) refreshParams(ctx context.Context) {
 	if p := w.engine.Params(ctx); p != w.p {
 		w.p, w.fetcher = p, w.engine.Fetcher(p)
+		// A fetch made under other parameters (MaxBodyBytes, UserAgent,
+		// robots) is not the one a copy would get now: copies from here
+		// on are fetched again (a URL posted again after a change of
+		// MaxBodyBytes came back whole from the lingering session's
+		// first fetch).
+		w.dupes.fetched, w.dupes.kept = nil, 0
 	}
 }
 
