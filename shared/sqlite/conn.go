@@ -102,22 +102,11 @@ func (s *Store) do(ctx context.Context, write bool, fn func(tx *txn) error) erro
 		return err
 	}
 	o := &op{ctx: ctx, fn: fn, write: write, done: make(chan error, 1)}
-	s.qmu.Lock()
-	if s.closed {
-		s.qmu.Unlock()
-		return errors.New("sqlite store is closed")
+	if err := s.enqueue(o); err != nil {
+		return err
 	}
-	s.queue = append(s.queue, o)
-	s.waiting++
-	select {
-	case s.kick <- struct{}{}:
-	default: // serve is told already
-	}
-	s.qmu.Unlock()
 	err := <-o.done
-	s.qmu.Lock()
-	s.waiting--
-	s.qmu.Unlock()
+	s.dequeued(1)
 	return err
 }
 
@@ -127,38 +116,48 @@ func (s *Store) do(ctx context.Context, write bool, fn func(tx *txn) error) erro
 // by one behind other work would wait a turn each.
 func (s *Store) doAll(ctx context.Context, fns []func(tx *txn) error) []error {
 	errs := make([]error, len(fns))
-	if err := ctx.Err(); err != nil {
+	err := ctx.Err()
+	ops := make([]*op, len(fns))
+	for i, fn := range fns {
+		ops[i] = &op{ctx: ctx, fn: fn, write: true, done: make(chan error, 1)}
+	}
+	if err == nil {
+		err = s.enqueue(ops...)
+	}
+	if err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
 		return errs
 	}
-	ops := make([]*op, len(fns))
-	for i, fn := range fns {
-		ops[i] = &op{ctx: ctx, fn: fn, write: true, done: make(chan error, 1)}
+	for i, o := range ops {
+		errs[i] = <-o.done
 	}
+	s.dequeued(len(ops))
+	return errs
+}
+
+// enqueue hands ops to serve, or refuses them all when the store is closed.
+func (s *Store) enqueue(ops ...*op) error {
 	s.qmu.Lock()
+	defer s.qmu.Unlock()
 	if s.closed {
-		s.qmu.Unlock()
-		for i := range errs {
-			errs[i] = errors.New("sqlite store is closed")
-		}
-		return errs
+		return errors.New("sqlite store is closed")
 	}
 	s.queue = append(s.queue, ops...)
 	s.waiting += len(ops)
 	select {
 	case s.kick <- struct{}{}:
-	default:
+	default: // serve is told already
 	}
-	s.qmu.Unlock()
-	for i, o := range ops {
-		errs[i] = <-o.done
-	}
+	return nil
+}
+
+// dequeued records that n operations' callers have their outcomes.
+func (s *Store) dequeued(n int) {
 	s.qmu.Lock()
-	s.waiting -= len(ops)
+	s.waiting -= n
 	s.qmu.Unlock()
-	return errs
 }
 
 // serve runs queued operations until Close; s.mu is held while a batch
