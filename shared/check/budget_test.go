@@ -295,3 +295,71 @@ func TestRequestSlotWait(t *testing.T) {
 		}
 	})
 }
+
+// slowReleaseStore is a store whose first release commit waits until the
+// sites have served want pages, or a minute.
+type slowReleaseStore struct {
+	hostqueue.Store
+	pages   *atomic.Int32
+	want    int32
+	waited  atomic.Bool
+	timeout atomic.Bool
+}
+
+func (s *slowReleaseStore) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
+	// Not a sync.Once: a goroutine blocked on its mutex would stop the
+	// bubble's clock (synctest), and with it this wait.
+	if c.Release && s.waited.CompareAndSwap(false, true) {
+		deadline := time.Now().Add(5 * time.Second)
+		for s.pages.Load() < s.want {
+			if time.Now().After(deadline) {
+				s.timeout.Store(true)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return s.Store.Commit(ctx, key, c)
+}
+
+// TestAdmissionFreedBeforeTheLastCommit: a host that will make no request
+// any more (its queue drained, Engine.Finished) gives its admitted rate
+// back before its last commit, not after it: with an allowance of one host
+// and the first host's release commit held up, the second host is admitted
+// and fetched meanwhile. At 10,000 hosts a wave of sessions ending
+// together held the admission through thousands of queued commits.
+func TestAdmissionFreedBeforeTheLastCommit(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		e := newEnv(t, p)
+		var pages atomic.Int32
+		count := func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			pages.Add(1)
+			page(w, r)
+		}
+		a, b := newSite(t, count), newSite(t, count)
+		e.seed(a.url("/1"), b.url("/1"))
+		store := &slowReleaseStore{Store: e.store, pages: &pages, want: 2}
+		eng := e.engine()
+		eng.Store = store
+		eng.Finished = func(string) bool { return true }
+		one := check.HostRate(p.FetchDelay)
+		eng.Admission = &check.Admission{Start: one, Min: one, Late: time.Hour, Period: time.Hour}
+		e.runWith(eng, "owner", 5*time.Minute, 0, func() bool {
+			now, _ := eng.Workers()
+			return len(e.pub.all()) >= 2 && now == 0
+		})
+		checkFetched(t, e.pub, a.url("/1"), b.url("/1"))
+		if !store.waited.Load() {
+			t.Fatal("no release commit was made")
+		}
+		if store.timeout.Load() {
+			t.Error("the second host was not fetched while the first one's last commit waited: its admission was held through the commit")
+		}
+	})
+}

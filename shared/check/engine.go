@@ -671,16 +671,20 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			var gave sync.Once
+			give := func() {
+				if admission != nil {
+					gave.Do(func() { admission.give(rate) })
+				}
+			}
 			defer func() {
 				r.mu.Lock()
 				delete(r.active, key)
 				r.mu.Unlock()
 				r.engine.slots.give()
-				if admission != nil {
-					admission.give(rate)
-				}
+				give()
 			}()
-			w := &worker{run: r, key: key, vshard: v, p: p}
+			w := &worker{run: r, key: key, vshard: v, p: p, doneRequesting: give}
 			if err := w.work(ctx); err != nil && !errors.Is(err, ErrCrashed) {
 				r.errs.Add(1)
 				r.engine.Log.ErrorContext(ctx, "work host", "host", key, "error", err)

@@ -104,6 +104,10 @@ type worker struct {
 	// wait, by entry id: handed over when their entries come up again
 	// (lanes.go: handInOrder).
 	held map[string]result.Result
+	// doneRequesting, when set, gives the host's admitted rate back
+	// (Admission) once the session will make no request any more; it
+	// runs at most once, the session's end calling it too.
+	doneRequesting func()
 }
 
 // outcome of processing one entry.
@@ -314,6 +318,14 @@ func (w *worker) closeConns() {
 
 // finished tells that no URL will be queued for the host any more
 // (Engine.Finished).
+// stopRequesting gives the session's admitted rate back: it makes no
+// request any more.
+func (w *worker) stopRequesting() {
+	if w.doneRequesting != nil {
+		w.doneRequesting()
+	}
+}
+
 func (w *worker) finished() bool {
 	return w.engine.Finished != nil && w.engine.Finished(w.key)
 }
@@ -394,6 +406,14 @@ func (r *round) end(h *hostqueue.Host) roundEnd {
 // returns the host's state after the commit, or nil when the session is
 // over.
 func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*hostqueue.Host, error) {
+	if end == endGiveUp || end == endRelease || (end == endDrained && w.finished()) {
+		// No request follows, only the wait for the results to be out and
+		// the commit: at 10,000 hosts a wave of sessions ending together
+		// held the admission through thousands of queued commits, and the
+		// process made 400-700 requests a second for two seconds while the
+		// next hosts waited to be admitted.
+		w.stopRequesting()
+	}
 	done, refused := r.handed.wait()
 	if refused {
 		// Unsent results must stay queued: they will be fetched again.
