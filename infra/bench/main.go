@@ -175,6 +175,7 @@ func main() {
 	memory20m := flag.Bool("memory-20m", false, "add a 20-million-line row to the memory rows (many minutes)")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
+	checkMemory := flag.String("check-memory", "", "comma-separated MemorySize values (MB) for the check function's requests-a-second row on the SQLite store, in place of the template's (default 512,1024; 0: the template's alone)")
 	costShapes := flag.String("cost-shapes", "", "the cost scenarios to run: burst,trickle,wide,zipf (default all)")
 	zipfHosts := flag.Int("zipf-hosts", 0, "hosts of the Zipf cost list, the busiest with a tenth as many URLs (default 2000; 10000 is the simulation's list)")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
@@ -232,6 +233,20 @@ func main() {
 		cfg.SkipBodies = !parts["bodies"]
 		cfg.SkipWarc = !parts["warc"]
 		cfg.SkipMillion = !parts["million"]
+	}
+	if *checkMemory != "" {
+		cfg.Resources.CheckMemory = nil
+		for _, f := range strings.Split(*checkMemory, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			// Lambda's range: 128 MB to 10,240 MB.
+			if err != nil || n != 0 && (n < 128 || n > 10240) {
+				fmt.Fprintf(os.Stderr, "bench: -check-memory %q: want MemorySize values in MB, 128 to 10240 (0: the template's)\n", *checkMemory)
+				os.Exit(2)
+			}
+			if n > 0 {
+				cfg.Resources.CheckMemory = append(cfg.Resources.CheckMemory, n)
+			}
+		}
 	}
 	if *costShapes != "" {
 		cfg.CostShapes = map[string]bool{}
