@@ -29,7 +29,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("smoke run: %v\nlog:\n%s", err, log.String())
 	}
-	if len(res.Politeness) != 2 || len(res.Cost) != 3 || res.Lambda == nil || res.Scale == nil || res.Resume == nil {
+	if len(res.Politeness) != 2 || len(res.Cost) != 4 || res.Lambda == nil || res.Scale == nil || res.Resume == nil {
 		t.Fatalf("smoke run is missing parts: %d politeness, %d cost, lambda %v, scale %v, resume %v",
 			len(res.Politeness), len(res.Cost), res.Lambda != nil, res.Scale != nil, res.Resume != nil)
 	}
@@ -104,16 +104,24 @@ func TestSmoke(t *testing.T) {
 	if m := res.Million; m == nil || !m.Finished || m.Outcome.ByStatus["fetched"] != m.URLs || m.DNSNames != m.Hosts || m.Site.BelowGap != 0 || m.Site.Overlaps != 0 || m.Process.MaxRSS == 0 {
 		t.Errorf("million job (smoke size): %+v, want every URL fetched, each name looked up, no gap below d", m)
 	}
+	// The Zipf list's row first (the page's first cost line), every row
+	// priced on demand and provisioned (cheaper for the same units).
+	if res.Cost[0].Name != "Zipf" || res.Cost[0].URLs != zipfSmokeURLs {
+		t.Errorf("first cost row %s of %d URLs, want Zipf of %d", res.Cost[0].Name, res.Cost[0].URLs, zipfSmokeURLs)
+	}
 	for _, c := range res.Cost {
 		if tot := c.Usage.Total(); tot.WriteUnits == 0 || tot.Requests == 0 {
 			t.Errorf("%s: no DynamoDB usage metered: %+v", c.Name, tot)
+		}
+		if od, pr := c.PerMillion(), c.PerMillionProvisioned(); pr <= 0 || pr >= od {
+			t.Errorf("%s: $%.2f a million on demand, $%.2f provisioned; want provisioned cheaper and above zero", c.Name, od, pr)
 		}
 	}
 	doc, err := os.ReadFile(cfg.Out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{beginMarker, endMarker, "steady / (H/d)", "local mode", "new connections / host", "SYN retransmissions", "CPU s / 1,000 URLs", "4 (HTTPS)", "Issue 21's targets", "wall / bound", "re-fetches", "write units / URL", "bootstrap"} {
+	for _, want := range []string{beginMarker, endMarker, "steady / (H/d)", "local mode", "new connections / host", "SYN retransmissions", "CPU s / 1,000 URLs", "4 (HTTPS)", "Issue 21's targets", "wall / bound", "re-fetches", "write units / URL", "provisioned at 70% use", "bootstrap"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -133,6 +141,10 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("rewrite lost the hand-written text around the generated section")
 	}
 }
+
+// zipfSmokeURLs is the smoke Zipf list's size: 10 hosts, host r with
+// max(1, round(4/r)) URLs: 4, 2, 1, 1, 1, 1, 1, 1, 1, 1.
+const zipfSmokeURLs = 14
 
 // BenchmarkIngest is the ingest CPU per URL figure: go test -bench Ingest ./infra/bench.
 func BenchmarkIngest(b *testing.B) { benchmarkIngest(b) }

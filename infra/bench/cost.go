@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/urldownloader/urldownloader/internal/billing"
+	"github.com/urldownloader/urldownloader/internal/demosite"
+	"github.com/urldownloader/urldownloader/internal/zipf"
 	"github.com/urldownloader/urldownloader/shared/urlmsg"
 )
 
@@ -209,11 +211,8 @@ func (e *benchEnv) burst(ctx context.Context) (*CostResult, error) {
 	return b.result("burst", fmt.Sprintf("%d URLs to 1 host, PersistLimit 1000, 50 URLs per message", n), n, 1, e.cfg.CostDelay, rep.DoneAt.Sub(start), rep), nil
 }
 
-// wide: hosts x perHost URLs, shuffled, one URL per message, in batches as
-// large as the template's event source mapping delivers them. The producer
-// keeps one to two batches' worth of messages on the queue, sending the
-// next batch's worth when at most one is left (rather than all at once:
-// moto's queue slows down with its length, see internal/moto's patches).
+// wide: hosts x perHost URLs, shuffled, one URL per message, fed to the
+// input queue as feedShuffled does.
 func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 	h, u := e.cfg.WideHosts, e.cfg.WidePerHost
 	site, err := e.site(h, "")
@@ -229,7 +228,74 @@ func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 	}
 	defer b.Close()
 	urls := site.URLs(u)
-	rng := rand.New(rand.NewPCG(7, 11))
+	start := time.Now()
+	rep, batch, err := b.feedShuffled(ctx, urls, 7)
+	if err != nil {
+		return nil, fmt.Errorf("wide run: %w", err)
+	}
+	shape := fmt.Sprintf("%d hosts x %d URLs shuffled, 1 URL per message, ESM batches of %d", h, u, batch)
+	return b.result("wide", shape, len(urls), h, e.cfg.CostDelay, rep.DoneAt.Sub(start), rep), nil
+}
+
+// zipfList: host sizes from a Zipf law (internal/zipf, the simulation's
+// Zipf shape): ZipfHosts hosts, host r (from 1) max(1, round(ZipfTop/r))
+// URLs, shuffled, one URL per message, fed as wide is. Many hosts with one
+// URL, a few with hundreds: what a real list looks like, and the page's
+// first cost line. Its wall is bound by the busiest host (ZipfTop URLs,
+// CostDelay apart).
+func (e *benchEnv) zipfList(ctx context.Context) (*CostResult, error) {
+	h, top := e.cfg.ZipfHosts, e.cfg.ZipfTop
+	sizes := zipf.Sizes(h, float64(top), 1)
+	per, err := hostsPerListener(h)
+	if err != nil {
+		return nil, err
+	}
+	site, err := e.siteWith(demosite.Options{Hosts: h, HostsPerListener: per})
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	ctx, cancel := context.WithTimeout(ctx, max(5*time.Minute, e.runTimeout(sizes[0], e.cfg.CostDelay)))
+	defer cancel()
+	b, err := e.start(ctx, "Zipf", e.cfg.CostDelay, nil, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	var urls []string
+	for r, host := range site.Hosts() {
+		for i := range sizes[r] {
+			urls = append(urls, site.URL(host, i))
+		}
+	}
+	start := time.Now()
+	rep, batch, err := b.feedShuffled(ctx, urls, 13)
+	if err != nil {
+		return nil, fmt.Errorf("zipf run: %w", err)
+	}
+	ones := 0
+	for _, n := range sizes {
+		if n == 1 {
+			ones++
+		}
+	}
+	scale := "the simulation's list"
+	if h != zipf.Hosts || top != zipf.Top {
+		scale = fmt.Sprintf("the simulation's %d hosts and %d at the top scaled by %.2g", zipf.Hosts, zipf.Top, float64(h)/zipf.Hosts)
+	}
+	shape := fmt.Sprintf("Zipf: %d hosts, host r has max(1, round(%d/r)) URLs (%s; %d hosts with one URL), shuffled, 1 URL per message, ESM batches of %d", h, top, scale, ones, batch)
+	return b.result("Zipf", shape, len(urls), h, e.cfg.CostDelay, rep.DoneAt.Sub(start), rep), nil
+}
+
+// feedShuffled shuffles urls (with seed) and sends them one URL per
+// message, in batches as large as the template's event source mapping
+// delivers them, and drives the run to its last result. The producer keeps
+// one to two batches' worth of messages on the queue, sending the next
+// batch's worth when at most one is left (rather than all at once: moto's
+// queue slows down with its length, see internal/moto's patches). It
+// returns the batch size with the report.
+func (b *bench) feedShuffled(ctx context.Context, urls []string, seed uint64) (driveReport, int, error) {
+	rng := rand.New(rand.NewPCG(seed, 11))
 	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
 	batch := max(1, b.p.Stack.IngestEventSource.BatchSize)
 	next := 0
@@ -242,13 +308,8 @@ func (e *benchEnv) wide(ctx context.Context) (*CostResult, error) {
 		sent, err := b.send(ctx, wave)
 		return sent, next >= len(urls), err
 	}
-	start := time.Now()
 	rep, err := b.drive(ctx, nil, feed)
-	if err != nil {
-		return nil, fmt.Errorf("wide run: %w", err)
-	}
-	shape := fmt.Sprintf("%d hosts x %d URLs shuffled, 1 URL per message, ESM batches of %d", h, u, batch)
-	return b.result("wide", shape, len(urls), h, e.cfg.CostDelay, rep.DoneAt.Sub(start), rep), nil
+	return rep, batch, err
 }
 
 func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Duration, rep driveReport) *CostResult {
@@ -260,8 +321,17 @@ func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Dur
 	}
 }
 
+// costShapeNames are the cost scenarios, as -cost-shapes names them.
+var costShapeNames = []string{"burst", "trickle", "wide", "zipf"}
+
+// costShape reports whether the run includes the cost scenario name.
+func (e *benchEnv) costShape(name string) bool {
+	return !e.cfg.SkipCost && (e.cfg.CostShapes == nil || e.cfg.CostShapes[name])
+}
+
 // costAndLambda runs the billing scenarios, with the long, light burst in
-// the background while the others (and the Lambda figures) run.
+// the background while the others (and the Lambda figures) run. The Zipf
+// list comes first in the results: it is what a real list costs.
 func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 	if err := e.moto.Reset(ctx); err != nil {
 		return err
@@ -272,7 +342,7 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 	var wg sync.WaitGroup
 	var burst *CostResult
 	var burstErr error
-	if !e.cfg.SkipCost {
+	if e.costShape("burst") {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -282,16 +352,26 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 				e.log.Info("cost: burst done", "wall", burst.Wall.Round(time.Millisecond))
 			}
 		}()
-		e.log.Info("cost: trickle")
-		r, err := e.trickle(ctx)
+	}
+	var rest []*CostResult
+	run := func(name string, f func(context.Context) (*CostResult, error)) error {
+		if !e.costShape(name) {
+			return nil
+		}
+		e.log.Info("cost: " + name)
+		r, err := f(ctx)
 		if err != nil {
 			wg.Wait()
-			return fmt.Errorf("cost trickle: %w", err)
+			return fmt.Errorf("cost %s: %w", name, err)
 		}
-		e.log.Info("cost: trickle done", "wall", r.Wall.Round(time.Millisecond))
-		res.Cost = append(res.Cost, r)
+		e.log.Info("cost: "+name+" done", "wall", r.Wall.Round(time.Millisecond), "urls", r.URLs)
+		rest = append(rest, r)
+		return nil
 	}
-	// The Lambda figures before wide, which loads moto most.
+	if err := run("trickle", e.trickle); err != nil {
+		return err
+	}
+	// The Lambda figures before wide and Zipf, which load moto most.
 	if !e.cfg.SkipLambda {
 		lr, err := e.lambda(ctx)
 		if err != nil {
@@ -300,15 +380,11 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 		}
 		res.Lambda = lr
 	}
-	if !e.cfg.SkipCost {
-		e.log.Info("cost: wide")
-		r, err := e.wide(ctx)
-		if err != nil {
-			wg.Wait()
-			return fmt.Errorf("cost wide: %w", err)
-		}
-		e.log.Info("cost: wide done", "wall", r.Wall.Round(time.Millisecond))
-		res.Cost = append(res.Cost, r)
+	if err := run("wide", e.wide); err != nil {
+		return err
+	}
+	if err := run("zipf", e.zipfList); err != nil {
+		return err
 	}
 	// The local mode jobs need no moto: they take the rest of the burst's
 	// time, which is bound by its one host's delay.
@@ -321,35 +397,62 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 		return fmt.Errorf("cost burst: %w", burstErr)
 	}
 	if burst != nil {
-		res.Cost = append([]*CostResult{burst}, res.Cost...)
+		rest = append([]*CostResult{burst}, rest...)
 	}
+	res.Cost = append(res.Cost, zipfFirst(rest)...)
 	return nil
 }
 
+// zipfFirst puts the Zipf list's row first (the page's first cost line),
+// the others in their order.
+func zipfFirst(cs []*CostResult) []*CostResult {
+	var out, others []*CostResult
+	for _, c := range cs {
+		if c.Name == "Zipf" {
+			out = append(out, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	return append(out, others...)
+}
+
 // PerMillion is what the measured DynamoDB units and the downloader's own
-// SQS requests cost per million URLs at list prices.
-func (c *CostResult) PerMillion() float64 {
+// SQS requests cost per million URLs at list prices, the table on demand.
+func (c *CostResult) PerMillion() float64 { return c.perMillion(priceWRU, priceRRU) }
+
+// PerMillionProvisioned is PerMillion with the table (and its index) on
+// provisioned capacity used at billing.ProvisionedUse: a sustained load
+// of this shape, its capacity auto-scaled to it.
+func (c *CostResult) PerMillionProvisioned() float64 {
+	return c.perMillion(billing.ProvisionedWriteUnit(billing.ProvisionedUse), billing.ProvisionedReadUnit(billing.ProvisionedUse))
+}
+
+// perMillion prices the units per URL at perWrite and perRead dollars a
+// unit, and the downloader's SQS requests at list price, per million URLs.
+func (c *CostResult) perMillion(perWrite, perRead float64) float64 {
 	all := func(string) bool { return true }
 	t, ix := c.WriteUnits(all)
 	n := float64(c.URLs)
-	return ((t+ix)/n*priceWRU + c.ReadUnits(all)/n*priceRRU + float64(c.SQSRequests(ourSQS))/n*priceSQS) * 1e6
+	return ((t+ix)/n*perWrite + c.ReadUnits(all)/n*perRead + float64(c.SQSRequests(ourSQS))/n*priceSQS) * 1e6
 }
 
-// smokeCost runs the three scenarios at once and then the Lambda figures:
+// smokeCost runs the four scenarios at once and then the Lambda figures:
 // at smoke sizes nothing here is a timing.
 func (e *benchEnv) smokeCost(ctx context.Context, res *Results) error {
-	runs := []func(context.Context) (*CostResult, error){e.burst, e.trickle, e.wide}
+	runs := []func(context.Context) (*CostResult, error){e.burst, e.trickle, e.wide, e.zipfList}
 	out := make([]*CostResult, len(runs))
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
-	if !e.cfg.SkipCost {
-		for i, f := range runs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[i], errs[i] = f(ctx)
-			}()
+	for i, f := range runs {
+		if !e.costShape(costShapeNames[i]) {
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = f(ctx)
+		}()
 	}
 	var lerr error
 	if !e.cfg.SkipLambda {
@@ -359,14 +462,16 @@ func (e *benchEnv) smokeCost(ctx context.Context, res *Results) error {
 	if err := e.localJobs(ctx, res); err != nil {
 		return err
 	}
+	var got []*CostResult
 	for i, err := range errs {
 		if err != nil {
-			return fmt.Errorf("cost scenario %d: %w", i, err)
+			return fmt.Errorf("cost %s: %w", costShapeNames[i], err)
 		}
 		if out[i] != nil {
-			res.Cost = append(res.Cost, out[i])
+			got = append(got, out[i])
 		}
 	}
+	res.Cost = append(res.Cost, zipfFirst(got)...)
 	if lerr != nil {
 		return fmt.Errorf("lambda figures: %w", lerr)
 	}

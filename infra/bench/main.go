@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/moto"
+	"github.com/urldownloader/urldownloader/internal/zipf"
 )
 
 // Config sizes one benchmark run.
@@ -66,11 +67,17 @@ type Config struct {
 	MillionDelay, MillionTimeout time.Duration
 	SkipMillion                  bool
 
-	// The cost scenarios.
+	// The cost scenarios. ZipfHosts and ZipfTop size the Zipf list
+	// (internal/zipf; the simulation's is 10,000 and 1,000). CostShapes,
+	// when set, names the scenarios to run (burst, trickle, wide, zipf);
+	// empty: all.
 	TrickleHosts      int
 	BurstURLs         int
 	WideHosts         int
 	WidePerHost       int
+	ZipfHosts         int
+	ZipfTop           int
+	CostShapes        map[string]bool
 	CostDelay         time.Duration
 	SkipCost, SkipPol bool
 
@@ -119,6 +126,11 @@ func FullConfig() Config {
 		MemoryLines: []int{2_000_000}, BigSitePerHost: 3000, BigSiteSmallHosts: 100, BigSiteDelay: 10 * time.Millisecond,
 		MillionHosts: 100_000, MillionPerHost: 10, MillionDelay: time.Second, MillionTimeout: 10 * time.Minute,
 		TrickleHosts: 500, BurstURLs: 1000, WideHosts: 2000, WidePerHost: 5, CostDelay: 250 * time.Millisecond,
+		// The Zipf list at a fifth of the simulation's (2,000 hosts, 200
+		// URLs at the top, 2,970 URLs): moto, one Python process, took
+		// 4.5 minutes for it on a loaded machine, and the whole list has
+		// five times the hosts. -zipf-hosts 10000 runs it whole.
+		ZipfHosts: zipf.Hosts / 5, ZipfTop: zipf.Top / 5,
 		LambdaBuild: true, BenchTime: 2 * time.Second,
 		Timeout: 4 * time.Minute,
 		Out:     "docs/benchmarks.md", PNG: "docs/benchmarks-h200.png",
@@ -139,6 +151,7 @@ func SmokeConfig() Config {
 		MemoryLines: []int{30000}, BigSitePerHost: 1200, BigSiteSmallHosts: 3, BigSiteDelay: time.Millisecond,
 		MillionHosts: 20, MillionPerHost: 10, MillionDelay: 100 * time.Millisecond, MillionTimeout: time.Minute,
 		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
+		ZipfHosts: 10, ZipfTop: 4,
 		BenchTime: 50 * time.Millisecond,
 		Params:    map[string]string{"CheckHostPeriod": "1100ms"},
 		Timeout:   time.Minute,
@@ -162,6 +175,9 @@ func main() {
 	memory20m := flag.Bool("memory-20m", false, "add a 20-million-line row to the memory rows (many minutes)")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
+	checkMemory := flag.String("check-memory", "", "comma-separated MemorySize values (MB) for the check function's requests-a-second row on the SQLite store, in place of the template's (default 512,1024; 0: the template's alone)")
+	costShapes := flag.String("cost-shapes", "", "the cost scenarios to run: burst,trickle,wide,zipf (default all)")
+	zipfHosts := flag.Int("zipf-hosts", 0, "hosts of the Zipf cost list, the busiest with a tenth as many URLs (default 2000; 10000 is the simulation's list)")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
 	flag.Parse()
 
@@ -217,6 +233,34 @@ func main() {
 		cfg.SkipBodies = !parts["bodies"]
 		cfg.SkipWarc = !parts["warc"]
 		cfg.SkipMillion = !parts["million"]
+	}
+	if *checkMemory != "" {
+		cfg.Resources.CheckMemory = nil
+		for _, f := range strings.Split(*checkMemory, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			// Lambda's range: 128 MB to 10,240 MB.
+			if err != nil || n != 0 && (n < 128 || n > 10240) {
+				fmt.Fprintf(os.Stderr, "bench: -check-memory %q: want MemorySize values in MB, 128 to 10240 (0: the template's)\n", *checkMemory)
+				os.Exit(2)
+			}
+			if n > 0 {
+				cfg.Resources.CheckMemory = append(cfg.Resources.CheckMemory, n)
+			}
+		}
+	}
+	if *costShapes != "" {
+		cfg.CostShapes = map[string]bool{}
+		for _, p := range strings.Split(*costShapes, ",") {
+			p = strings.ToLower(strings.TrimSpace(p))
+			if !slices.Contains(costShapeNames, p) {
+				fmt.Fprintf(os.Stderr, "bench: -cost-shapes %q: want some of %s\n", *costShapes, strings.Join(costShapeNames, ","))
+				os.Exit(2)
+			}
+			cfg.CostShapes[p] = true
+		}
+	}
+	if *zipfHosts > 0 {
+		cfg.ZipfHosts, cfg.ZipfTop = *zipfHosts, max(1, *zipfHosts*zipf.Top/zipf.Hosts)
 	}
 	if *memory20m {
 		cfg.MemoryLines = append(cfg.MemoryLines, 20_000_000)

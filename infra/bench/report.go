@@ -45,13 +45,13 @@ type Results struct {
 
 // Prices used to turn units into money: AWS us-east-1 list prices,
 // on-demand DynamoDB (after the November 2024 cut), SQS standard queues,
-// Lambda on arm64.
+// Lambda on arm64 (internal/billing holds them).
 const (
-	priceWRU       = 0.625 / 1e6  // $ per write request unit
-	priceRRU       = 0.125 / 1e6  // $ per read request unit
-	priceSQS       = 0.40 / 1e6   // $ per request (64 KB chunk)
-	priceLambdaGBs = 0.0000133334 // $ per GB-second, arm64
-	priceLambdaReq = 0.20 / 1e6   // $ per invocation
+	priceWRU       = billing.PriceWriteUnit        // $ per write request unit
+	priceRRU       = billing.PriceReadUnit         // $ per read request unit
+	priceSQS       = billing.PriceSQSRequest       // $ per request (64 KB chunk)
+	priceLambdaGBs = billing.PriceLambdaGBSecond   // $ per GB-second, arm64
+	priceLambdaReq = billing.PriceLambdaInvocation // $ per invocation
 )
 
 // The one-item-per-URL model of the brief: put, index put, delete, index
@@ -79,9 +79,9 @@ func (r *Results) Table() string {
 	b.WriteString(r.politenessSection())
 	if len(r.Cost) > 0 {
 		w("### 2. DynamoDB billed units and SQS requests per URL\n\n")
-		w("Computed by internal/billing from every request the store and the pipeline made (item sizes before and after, 1 KB write units, 4 KB read units, eventually consistent reads at half, KEYS_ONLY GSI puts and deletes, failed conditions billed). \"Background\" is what costs by the hour, not by the URL: shard-lease renewals and the due-index polls. Fetch delay %s for all three.\n\n", r.Cost[0].Delay)
-		w("| scenario | shape | URLs | wall | **write units / URL** | table / GSI | per-URL items / background | read units / URL | one-item-per-URL model | **SQS requests / URL** | idle ESM polls | producer + consumer requests / URL | $ per million URLs |\n")
-		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		w("Computed by internal/billing from every request the store and the pipeline made (item sizes before and after, 1 KB write units, 4 KB read units, eventually consistent reads at half, KEYS_ONLY GSI puts and deletes, failed conditions billed). \"Background\" is what costs by the hour, not by the URL: shard-lease renewals and the due-index polls. Fetch delay %s for all. The Zipf list (internal/zipf, the simulation's Zipf shape) is first: host sizes as real lists have them, most hosts with one URL.\n\n", r.Cost[0].Delay)
+		w("| scenario | shape | URLs | wall | **write units / URL** | table / GSI | per-URL items / background | read units / URL | one-item-per-URL model | **SQS requests / URL** | idle ESM polls | producer + consumer requests / URL | **$ per million URLs**, on demand | $ per million URLs, provisioned at %.0f%% use |\n", 100*billing.ProvisionedUse)
+		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {
 			all := func(string) bool { return true }
 			t, ix := c.WriteUnits(all)
@@ -92,13 +92,13 @@ func (r *Results) Table() string {
 			ours := c.SQSRequests(ourSQS)
 			idle := c.SQSRequests(idleSQS)
 			others := c.SQSRequests(func(l billing.SQSLine) bool { return !ourSQS(l) && !idleSQS(l) })
-			w("| %s | %s | %d | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f | %.2f | %d | **%.3f** | %d | %.3f | $%.2f |\n",
-				c.Name, c.Shape, c.URLs, secs(c.Wall), (t+ix)/n, t/n, ix/n, (wt+wi)/n, (bt+bi)/n, rd/n, oneItemPerURLWrites, float64(ours)/n, idle, float64(others)/n, c.PerMillion())
+			w("| %s | %s | %d | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f | %.2f | %d | **%.3f** | %d | %.3f | **$%.2f** | $%.2f |\n",
+				c.Name, c.Shape, c.URLs, secs(c.Wall), (t+ix)/n, t/n, ix/n, (wt+wi)/n, (bt+bi)/n, rd/n, oneItemPerURLWrites, float64(ours)/n, idle, float64(others)/n, c.PerMillion(), c.PerMillionProvisioned())
 		}
-		w("\nStore calls behind the units (per host): appends (one per host per ingest batch), check sessions (loads), commits and releases (a session ends with a release, which takes the host out of the due index or moves its due time):\n\n| scenario | hosts | appends / host | sessions / host | commits / host | releases / host | due-index queries | check invocations (scheduled + woken) | ingest batches |\n|---|---|---|---|---|---|---|---|---|\n")
+		w("\nStore calls behind the units (per host): appends (one per host per ingest batch), check sessions (loads), commits and releases (a session ends with a release, which takes the host out of the due index or moves its due time); duplicate results are URLs published again after a session failed to commit (moto timing out under load), whose units the rows include:\n\n| scenario | hosts | appends / host | sessions / host | commits / host | releases / host | due-index queries | check invocations (scheduled + woken) | ingest batches | duplicate results |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {
 			h := float64(c.Hosts)
-			w("| %s | %d | %.2f | %.2f | %.2f | %.2f | %d | %d + %d | %d |\n", c.Name, c.Hosts, float64(c.Store.Appends)/h, float64(c.Store.Loads)/h, float64(c.Store.Commits)/h, float64(c.Store.Releases)/h, c.Store.DueQueries, c.CheckInvokes, c.WakeInvokes, c.IngestCalls)
+			w("| %s | %d | %.2f | %.2f | %.2f | %.2f | %d | %d + %d | %d | %d |\n", c.Name, c.Hosts, float64(c.Store.Appends)/h, float64(c.Store.Loads)/h, float64(c.Store.Commits)/h, float64(c.Store.Releases)/h, c.Store.DueQueries, c.CheckInvokes, c.WakeInvokes, c.IngestCalls, c.Duplicates)
 		}
 		w("\nBreakdown (units per URL by item kind; requests are totals):\n\n")
 		w("| scenario | op | kind | requests | failed conditions | write units / URL | GSI write units / URL | read units / URL | mean item bytes |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -131,8 +131,9 @@ func (r *Results) Table() string {
 				w("| %s | %s | %s (%s) | %d | %d | %d |\n", c.Name, l.Queue, l.Op, who, l.Requests, l.Billed, l.Messages)
 			}
 		}
-		w("\nDollars per million URLs: the measured write and read units at DynamoDB on-demand $%.3f and $%.3f per million, and the downloader's own SQS requests at $%.2f per million (us-east-1 list prices); without Lambda time (section 3) and the producer's own sends. The meter read %s items on the side to learn old item sizes (once per item; after that it remembers what it saw written).\n\n",
-			priceWRU*1e6, priceRRU*1e6, priceSQS*1e6, sideReads(r.Cost))
+		w("\nDollars per million URLs: the measured write and read units at DynamoDB on-demand $%.3f and $%.3f per million, or on provisioned capacity at $%.5f a write-unit-hour and $%.5f a read-unit-hour used at %.0f%% (the template's auto-scaling target; $%.3f and $%.3f per million units), and the downloader's own SQS requests at $%.2f per million (us-east-1 list prices, internal/billing); without Lambda time (section 3) and the producer's own sends. The meter read %s items on the side to learn old item sizes (once per item; after that it remembers what it saw written).\n\n",
+			priceWRU*1e6, priceRRU*1e6, billing.PriceWriteUnitHour, billing.PriceReadUnitHour, 100*billing.ProvisionedUse,
+			billing.ProvisionedWriteUnit(billing.ProvisionedUse)*1e6, billing.ProvisionedReadUnit(billing.ProvisionedUse)*1e6, priceSQS*1e6, sideReads(r.Cost))
 	}
 	if l := r.Lambda; l != nil {
 		w("### 3. Lambda figures\n\n")

@@ -65,6 +65,11 @@ type ResourcesConfig struct {
 	NoBudget bool
 	// Rate are the requests-per-second rows (resources_rate.go).
 	Rate []RateConfig
+	// CheckMemory lists the MemorySize values (MB) the SQLite rate row
+	// runs at, in place of the template's (which stays as it is): the
+	// check function's memory chosen by measurement (issue 24). Empty:
+	// the template's alone.
+	CheckMemory []int
 }
 
 // FullResources is what `make bench` runs: the issue's sizes. The check
@@ -77,7 +82,8 @@ func FullResources() ResourcesConfig {
 		PageBytes: 200_000, FirstByte: time.Second, LastByte: 2 * time.Second,
 		CheckRun:    30 * time.Second,
 		IngestHosts: 50_000, IngestRecords: 1000,
-		Rate: FullRate(),
+		Rate:        FullRate(),
+		CheckMemory: []int{512, 1024},
 	}
 }
 
@@ -94,7 +100,8 @@ func SmokeResources() ResourcesConfig {
 		// Little time, so a moto slower than the smallest batch still
 		// shows the hand-back instead of the timeout.
 		IngestHosts: 600, IngestRecords: 20, IngestTimeout: 8 * time.Second,
-		Rate: SmokeRate(),
+		Rate:        SmokeRate(),
+		CheckMemory: []int{512, 1024},
 	}
 }
 
@@ -175,8 +182,9 @@ func (r *ResourcesResult) Table() string {
 		mib(in.GOMEMLIMIT), mib(in.PeakRSS), pct(in.PeakRSS, r.IngestMemoryMiB), mib(in.PeakHeap), in.BaseFDs, in.PeakFDs,
 		in.Elapsed.Round(100*time.Millisecond), (r.IngestTimeout - in.Elapsed).Round(100*time.Millisecond), in.Records-in.FailedRecords, in.URLsInOKRecords, in.FailedRecords)
 	for _, rr := range r.Rate {
-		b.WriteString(rr.row(r.CheckMemoryMiB, r.CheckTimeout, r.Shards))
+		b.WriteString(rr.row(r.CheckTimeout, r.Shards))
 	}
+	b.WriteString(memoryTable(r.Rate))
 	if m := r.Misses(); len(m) > 0 {
 		fmt.Fprintf(&b, "\nMissed: %s.\n", strings.Join(m, "; "))
 	} else {
@@ -249,7 +257,7 @@ func (e *benchEnv) resources(ctx context.Context, rc ResourcesConfig) (*Resource
 		return res, fmt.Errorf("queue the scenario's urls: %d failed", len(ir.Failed))
 	}
 
-	env, shards := checkChildEnv(st, rc.CheckRun, rc.NoBudget)
+	env, shards := checkChildEnv(st, rc.CheckRun, 0, rc.NoBudget)
 	e.log.Info("resources: check invocation", "shards", shards, "run", rc.CheckRun)
 	res.Check, err = e.resChild(ctx, "check", env, resChildInput{Timeout: checkFn.Timeout, Shards: shards, SinkURL: b.sink.url.String(), Resolve: table})
 	if err != nil {
@@ -271,7 +279,7 @@ func (e *benchEnv) resources(ctx context.Context, rc ResourcesConfig) (*Resource
 	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(ingestFn.MemorySize)
 	e.log.Info("resources: ingest invocation", "bytes", len(raw), "records", rc.IngestRecords, "hosts", rc.IngestHosts, "timeout", res.IngestTimeout)
 	res.Ingest, err = e.resChild(ctx, "ingest", env, resChildInput{Timeout: res.IngestTimeout, Event: raw})
-	for _, c := range rc.Rate {
+	for _, c := range rateRows(rc) {
 		if err != nil {
 			break
 		}
@@ -284,15 +292,46 @@ func (e *benchEnv) resources(ctx context.Context, rc ResourcesConfig) (*Resource
 	return res, err
 }
 
+// rateRows are rc's rate rows with the SQLite one at each of
+// rc.CheckMemory's sizes (once, at the template's, if none). A row's
+// hosts are sized for rateBaseMB; a larger MemorySize has more workers
+// (up to 443 at 1,024 MB against 198 at 512), so it gets proportionally
+// more hosts, to stay short of workers rather than of due hosts for the
+// whole run (otherwise it measures the work, not the rate).
+func rateRows(rc ResourcesConfig) []RateConfig {
+	var out []RateConfig
+	for _, c := range rc.Rate {
+		if !c.SQLite || len(rc.CheckMemory) == 0 {
+			out = append(out, c)
+			continue
+		}
+		hosts := c.Hosts
+		for _, mb := range rc.CheckMemory {
+			c.MemoryMB = mb
+			c.Hosts = max(hosts, (hosts*mb+rateBaseMB-1)/rateBaseMB)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// rateBaseMB is the MemorySize the rate rows' host counts are sized for
+// (the template's).
+const rateBaseMB = 512
+
 // checkChildEnv is the check function's environment for a wake-up
 // invocation of every shard of st, with run as CHECK_RUN_SECONDS and the
-// function's MemorySize (unless noBudget), and the shards it works.
-func checkChildEnv(st *stack.Stack, run time.Duration, noBudget bool) (map[string]string, []int) {
+// function's MemorySize (memMB in its place if above 0; none if
+// noBudget), and the shards it works.
+func checkChildEnv(st *stack.Stack, run time.Duration, memMB int, noBudget bool) (map[string]string, []int) {
 	checkFn := st.Functions[stack.CheckFunction]
 	env := maps.Clone(checkFn.Env)
 	env["ALLOW_PRIVATE_NETWORKS"] = "true"
 	env["CHECK_RUN_SECONDS"] = strconv.FormatFloat(run.Seconds(), 'f', -1, 64)
-	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(checkFn.MemorySize)
+	if memMB <= 0 {
+		memMB = checkFn.MemorySize
+	}
+	env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = strconv.Itoa(memMB)
 	if noBudget {
 		delete(env, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
 	}

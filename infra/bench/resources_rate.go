@@ -38,6 +38,9 @@ type RateConfig struct {
 	// milliseconds. The engine, its budget, the fetcher and the publisher
 	// are the function's either way.
 	SQLite bool
+	// MemoryMB is the check function's MemorySize for the row (its worker
+	// budget and GOMEMLIMIT follow); 0: the template's.
+	MemoryMB int
 }
 
 // FullRate is `make bench`'s: 5,000 hosts of 3 URLs at d = 1 s over the
@@ -124,9 +127,72 @@ func (r *RateResult) Misses() []string {
 	return out
 }
 
+// lambdaMBPerVCPU is the MemorySize at which Lambda gives a function one
+// vCPU; below it, CPU is in proportion to memory (AWS, "Configuring
+// Lambda function memory"). This machine does not impose it: the rows show
+// the CPU the invocation used against that share.
+const lambdaMBPerVCPU = 1769
+
+// OutOfWork reports whether the invocation made every request its hosts
+// had (robots.txt and every URL): it ran short of due hosts before its
+// end, so its rate is a lower bound.
+func (r *RateResult) OutOfWork() bool {
+	return r.Site.Requests >= r.Config.Hosts*(r.Config.PerHost+1)
+}
+
+// Cores is the CPU the invocation used, in cores (CPU time over its time).
+func (r *RateResult) Cores() float64 {
+	if r.Check.Elapsed <= 0 {
+		return 0
+	}
+	return r.Check.CPU.Seconds() / r.Check.Elapsed.Seconds()
+}
+
+// GBSecondsPerKURL is what Lambda bills for the invocation (MemorySize in
+// GB times its duration) per 1,000 URLs fetched: the check function's cost
+// per URL when it is never short of due hosts.
+func (r *RateResult) GBSecondsPerKURL() float64 {
+	n := r.ByStatus["fetched"]
+	if n == 0 {
+		return 0
+	}
+	return float64(r.Check.MemoryMiB) / 1024 * r.Check.Elapsed.Seconds() / float64(n) * 1000
+}
+
+// memoryTable is the check function's memory by measurement: the SQLite
+// rate rows, one per MemorySize, side by side (the simulation's
+// measuredRates, infra/sim/config.go, are their figures). Empty below two.
+func memoryTable(rows []*RateResult) string {
+	var sq []*RateResult
+	for _, r := range rows {
+		if r.Config.SQLite {
+			sq = append(sq, r)
+		}
+	}
+	if len(sq) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe check function's memory, by measurement: the SQLite row above at each MemorySize (`-check-memory`; the template is not edited). Lambda bills MemorySize x duration; a busy invocation's GB-seconds per URL is the check function's cost per URL. Lambda gives CPU in proportion to memory (1 vCPU at 1,769 MB), which this machine does not impose: compare the cores used with Lambda's share. The simulation's per-invocation rates (`measuredRates`, infra/sim/config.go) are this table's requests/s.\n\n")
+	b.WriteString("| check MemorySize | worker budget | **requests/s per invocation** | peak RSS (of MemorySize) | CPU: cores used / Lambda's share | URLs fetched in | **billed GB-s per 1,000 URLs** | Lambda $ per million URLs |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range sq {
+		c := r.Check
+		gbs := r.GBSecondsPerKURL()
+		bound := ""
+		if r.OutOfWork() {
+			bound = " (ran out of due hosts: at least)"
+		}
+		fmt.Fprintf(&b, "| %d MB | %d | **%.0f**%s | %s (%.0f%%) | %.2f / %.2f | %d in %s | **%.2f** | $%.2f |\n",
+			c.MemoryMiB, c.Workers, r.RPS(), bound, mib(c.PeakRSS), pct(c.PeakRSS, c.MemoryMiB), r.Cores(), float64(c.MemoryMiB)/lambdaMBPerVCPU,
+			r.ByStatus["fetched"], c.Elapsed.Round(100*time.Millisecond), gbs, gbs/1000*priceLambdaGBs*1e6)
+	}
+	return b.String()
+}
+
 // row is the row in the resources table.
-func (r *RateResult) row(memMiB int, timeout time.Duration, shards int) string {
+func (r *RateResult) row(timeout time.Duration, shards int) string {
 	c, rc := r.Check, r.Config
+	memMiB := c.MemoryMiB
 	return fmt.Sprintf("| check (%d MiB, %s), requests a second, %s | %d hosts of %d URLs, d = %s, all due at once on a loopback farm (one listener, virtual hosts); one wake-up invocation of all %d shards, %s run | %s | %d / %d | %s (%.0f%%) | %s | %d / %d | %d | **%.0f requests/s per invocation** (%d requests to %d hosts in %s; %d fetched); %.2f new connections per host; **%d timeouts or errors**; min gap %s; CPU %s (%.1f ms a request); %d DynamoDB calls, p50 %s, p99 %s |\n",
 		memMiB, timeout, rc.store(), rc.Hosts, rc.PerHost, rc.Delay, shards, rc.Run,
 		mib(c.GOMEMLIMIT), c.Workers, c.PeakWorkers, mib(c.PeakRSS), pct(c.PeakRSS, memMiB), mib(c.PeakHeap), c.BaseFDs, c.PeakFDs, c.PeakConns,
@@ -178,9 +244,9 @@ func (e *benchEnv) rate(ctx context.Context, rc RateConfig) (*RateResult, error)
 			return nil, fmt.Errorf("queue the rate row's urls: %d failed", len(ir.Failed))
 		}
 	}
-	env, shards := checkChildEnv(st, rc.Run, false)
+	env, shards := checkChildEnv(st, rc.Run, rc.MemoryMB, false)
 	in.Shards = shards
-	e.log.Info("resources rate: check invocation", "store", rc.store(), "shards", shards, "run", rc.Run)
+	e.log.Info("resources rate: check invocation", "store", rc.store(), "memoryMB", env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"], "shards", shards, "run", rc.Run)
 	res.Check, err = e.resChild(ctx, "check", env, in)
 	if err != nil {
 		return res, err
@@ -191,7 +257,7 @@ func (e *benchEnv) rate(ctx context.Context, rc RateConfig) (*RateResult, error)
 		res.ByStatus[k] = v
 	}
 	b.sink.mu.Unlock()
-	e.log.Info("resources rate done", "store", rc.store(), "rps", fmt.Sprintf("%.0f", res.RPS()), "requests", res.Site.Requests, "hosts", res.Site.Hosts,
+	e.log.Info("resources rate done", "store", rc.store(), "memoryMB", res.Check.MemoryMiB, "workers", res.Check.Workers, "rps", fmt.Sprintf("%.0f", res.RPS()), "requests", res.Site.Requests, "hosts", res.Site.Hosts,
 		"connsPerHost", fmt.Sprintf("%.2f", res.ConnsPerHost()), "peakWorkers", res.Check.PeakWorkers, "peakFDs", res.Check.PeakFDs,
 		"rssMB", res.Check.PeakRSS>>20, "errors", res.Timeouts(), "cpu", res.Check.CPU.Round(100*time.Millisecond),
 		"dynamoCalls", res.Check.DynamoDB.Requests, "dynamoP50", res.Check.DynamoDB.P50, "dynamoP99", res.Check.DynamoDB.P99, "status", strings.TrimSpace(fmt.Sprint(res.ByStatus)))

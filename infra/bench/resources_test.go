@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,28 @@ func TestResourcesSmoke(t *testing.T) {
 	if c.BaseFDs <= 0 || c.PeakFDs < c.BaseFDs+c.PeakWorkers {
 		t.Errorf("descriptors: %d wired, %d peak with %d workers: the sampler missed the connections", c.BaseFDs, c.PeakFDs, c.PeakWorkers)
 	}
-	if len(res.Rate) != len(rc.Rate) {
-		t.Errorf("%d requests-per-second rows, want %d", len(res.Rate), len(rc.Rate))
+	if len(res.Rate) != len(rc.Rate)+len(rc.CheckMemory)-1 {
+		t.Errorf("%d requests-per-second rows, want %d", len(res.Rate), len(rc.Rate)+len(rc.CheckMemory)-1)
+	}
+	// The SQLite row ran at each -check-memory size, not the template's:
+	// the child had that MemorySize, its budget and GOMEMLIMIT follow it,
+	// and the memory table prices each.
+	var sizes []int
+	for _, r := range res.Rate {
+		if r.Config.SQLite {
+			sizes = append(sizes, r.Check.MemoryMiB)
+			if r.GBSecondsPerKURL() <= 0 || r.Cores() <= 0 {
+				t.Errorf("rate row at %d MB: %.3f GB-s per 1,000 URLs, %.2f cores", r.Check.MemoryMiB, r.GBSecondsPerKURL(), r.Cores())
+			}
+		}
+	}
+	if !slices.Equal(sizes, rc.CheckMemory) {
+		t.Errorf("SQLite rate rows at %v MB, want %v", sizes, rc.CheckMemory)
+	} else if a, b := res.Rate[0].Check, res.Rate[1].Check; b.Workers <= a.Workers || b.GOMEMLIMIT <= a.GOMEMLIMIT || b.Budget.Memory <= a.Budget.Memory {
+		t.Errorf("at %d MB %d workers, GOMEMLIMIT %d; at %d MB %d, %d: want more at the larger size", a.MemoryMiB, a.Workers, a.GOMEMLIMIT, b.MemoryMiB, b.Workers, b.GOMEMLIMIT)
+	}
+	if tab := res.Table(); !strings.Contains(tab, "| 1024 MB |") || !strings.Contains(tab, "billed GB-s per 1,000 URLs") {
+		t.Errorf("resources table lacks the memory table:\n%s", tab)
 	}
 	for _, r := range res.Rate {
 		// Every host was asked (the run outlasts the small farm's work),

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/urldownloader/urldownloader/internal/billing"
 )
 
 // The table's capacity mode over a day: on demand (billed per request)
@@ -31,8 +33,8 @@ import (
 // target is none.
 
 const (
-	pricePWCUHour = 0.00065 // provisioned write capacity unit-hour, us-east-1
-	pricePRCUHour = 0.00013 // provisioned read capacity unit-hour
+	pricePWCUHour = billing.PriceWriteUnitHour // provisioned write capacity unit-hour, us-east-1
+	pricePRCUHour = billing.PriceReadUnitHour  // provisioned read capacity unit-hour
 
 	scaleOutMinutes = 2
 	scaleInMinutes  = 15

@@ -7,15 +7,18 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/urldownloader/urldownloader/internal/billing"
 )
 
-// AWS us-east-1 list prices, as docs/benchmarks.md uses them.
+// AWS us-east-1 list prices, as docs/benchmarks.md uses them (internal/billing
+// holds them).
 const (
-	priceWRU       = 0.625 / 1e6
-	priceRRU       = 0.125 / 1e6
-	priceSQS       = 0.40 / 1e6
-	priceGBs       = 0.0000133334
-	priceInvoke    = 0.20 / 1e6
+	priceWRU       = billing.PriceWriteUnit
+	priceRRU       = billing.PriceReadUnit
+	priceSQS       = billing.PriceSQSRequest
+	priceGBs       = billing.PriceLambdaGBSecond
+	priceInvoke    = billing.PriceLambdaInvocation
 	gsiItemBytes   = 40
 	steadyFraction = 3 // sustained rate: from Window/steadyFraction to Window
 )

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"math"
 	"time"
+
+	"github.com/urldownloader/urldownloader/internal/zipf"
 )
 
 // The cost shapes: the benchmark's burst, wide and trickle (docs/
@@ -41,23 +42,18 @@ type Shape struct {
 	cfg        func(*Config)
 }
 
-// zipfHosts and zipfTop: the Zipf list has 10,000 hosts, host r (from 1)
-// max(1, round(zipfTop / r)) URLs: the busiest at PersistLimit (1,000),
-// 8,000 hosts with one URL, 16,446 URLs in all, shuffled.
+// zipfHosts and zipfTop: the Zipf list (internal/zipf, the benchmark's
+// Zipf row's too) has 10,000 hosts, host r (from 1) max(1, round(zipfTop /
+// r)) URLs: the busiest at PersistLimit (1,000), 9,334 hosts with one URL,
+// 16,449 URLs in all, shuffled.
 const (
-	zipfHosts = 10_000
-	zipfTop   = 1000
+	zipfHosts = zipf.Hosts
+	zipfTop   = zipf.Top
 )
 
 // zipfSizes returns the Zipf list's host sizes: n hosts, host r (from 1)
 // max(1, round(top / r^s)) URLs.
-func zipfSizes(n int, top, s float64) []int {
-	out := make([]int, n)
-	for r := range out {
-		out[r] = max(1, int(math.Round(top/math.Pow(float64(r+1), s))))
-	}
-	return out
-}
+func zipfSizes(n int, top, s float64) []int { return zipf.Sizes(n, top, s) }
 
 func repeat(n, each int) []int {
 	out := make([]int, n)
@@ -89,7 +85,7 @@ func Shapes() []Shape {
 			c.Sizes, c.Spacing = repeat(500, 1), 20*time.Millisecond
 			c.IngestBatchSize = 1
 		}},
-		{"Zipf", "10,000 hosts, host r has max(1, round(1000/r)) URLs (16,446 URLs), shuffled, 1 URL per message", func(c *Config) {
+		{"Zipf", "10,000 hosts, host r has max(1, round(1000/r)) URLs (16,449 URLs), shuffled, 1 URL per message", func(c *Config) {
 			c.Sizes = zipfSizes(zipfHosts, zipfTop, 1)
 		}},
 	}

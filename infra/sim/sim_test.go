@@ -133,8 +133,7 @@ func TestTemplate(t *testing.T) {
 
 // TestInvocationRPS: an invocation held to a few requests a second makes
 // its requests later, never sooner (politeness holds), and still ends
-// every URL; the default is the benchmark's measured figure, scaled by
-// memory.
+// every URL.
 func TestInvocationRPS(t *testing.T) {
 	c := small()
 	c.Name = "slow invocations"
@@ -149,14 +148,47 @@ func TestInvocationRPS(t *testing.T) {
 	if r.Ended != r.URLs || r.MinGapRel < 1 {
 		t.Errorf("%d of %d URLs ended, smallest gap %.3f of the delay", r.Ended, r.URLs, r.MinGapRel)
 	}
-	d := Defaults()
-	d.CheckMemoryMB = measuredRPSMemoryMB
-	if got := invocationRPS(d); got != measuredRPS {
-		t.Errorf("default rate %.1f at %d MB, want the measured %d", got, d.CheckMemoryMB, measuredRPS)
+}
+
+// TestMeasuredRates: the default per-invocation rate is the benchmark's
+// figure at a measured MemorySize, on the line between two measured
+// sizes, the largest's above them (no gain that was not measured) and at
+// most the smallest's below them.
+func TestMeasuredRates(t *testing.T) {
+	rs := measuredRates
+	if len(rs) < 2 {
+		t.Fatalf("%d measured sizes, want at least two", len(rs))
 	}
-	d.CheckMemoryMB = 2 * measuredRPSMemoryMB
-	if got := invocationRPS(d); got <= measuredRPS {
-		t.Errorf("default rate %.1f at %d MB, want more than at %d MB", got, d.CheckMemoryMB, measuredRPSMemoryMB)
+	for i := 1; i < len(rs); i++ {
+		if rs[i].MemoryMB <= rs[i-1].MemoryMB || rs[i].RPS <= 0 {
+			t.Fatalf("measuredRates not sorted by size with positive rates: %+v", rs)
+		}
+	}
+	d := Defaults()
+	at := func(mb int) float64 {
+		d.CheckMemoryMB = mb
+		return invocationRPS(d)
+	}
+	for _, r := range rs {
+		if got := at(r.MemoryMB); got != r.RPS {
+			t.Errorf("default rate %.1f at %d MB, want the measured %.0f", got, r.MemoryMB, r.RPS)
+		}
+	}
+	a, b := rs[0], rs[1]
+	mid := (a.MemoryMB + b.MemoryMB) / 2
+	if got, want := at(mid), (a.RPS+b.RPS)/2; math.Abs(got-want) > 1e-9 {
+		t.Errorf("default rate %.2f at %d MB, want %.2f, halfway between %d and %d MB", got, mid, want, a.MemoryMB, b.MemoryMB)
+	}
+	last := rs[len(rs)-1]
+	if got := at(2 * last.MemoryMB); got != last.RPS {
+		t.Errorf("default rate %.1f at %d MB, want the largest measured size's %.0f", got, 2*last.MemoryMB, last.RPS)
+	}
+	if got := at(a.MemoryMB / 2); got <= 0 || got > a.RPS {
+		t.Errorf("default rate %.1f at %d MB, want above 0 and at most the %.0f measured at %d MB", got, a.MemoryMB/2, a.RPS, a.MemoryMB)
+	}
+	d.InvocationRPS = 20
+	if got := invocationRPS(d); got != 20 {
+		t.Errorf("a set InvocationRPS gave %.1f, want 20", got)
 	}
 }
 
