@@ -6,17 +6,24 @@
 package htmlcorpus
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 )
 
-// Roots are the folders searched, in order.
+// Roots are the folders searched, in order: the Go distribution's doc
+// folder (from `go env GOROOT`, as the tests and benchmarks that use the
+// corpus run under the go command) and /usr/share/doc.
 func Roots() []string {
-	return []string{filepath.Join(runtime.GOROOT(), "doc"), "/usr/share/doc"}
+	roots := []string{"/usr/share/doc"}
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
+		roots = append([]string{filepath.Join(string(bytes.TrimSpace(out)), "doc")}, roots...)
+	}
+	return roots
 }
 
 // Files returns the contents of every .html or .htm file under Roots of
