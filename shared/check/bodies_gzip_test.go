@@ -21,7 +21,7 @@ func TestBodiesGzip(t *testing.T) {
 	t.Parallel()
 	const inline = 16 << 10
 	binary := bytes.Repeat([]byte{0xff, 0x00, 0x80}, 4<<10+1) // 16 KiB and 4 bytes as base64
-	noise := make([]byte, 13<<10)                              // 17.3 KiB as base64
+	noise := make([]byte, 13<<10)                             // 17.3 KiB as base64
 	_, _ = rand.Read(noise)
 	pages := map[string][]byte{"/bin": binary, "/noise": noise}
 	for _, tt := range []struct {
