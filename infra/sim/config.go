@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"time"
 
 	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
@@ -254,7 +255,52 @@ func invocationRPS(cfg Config) float64 {
 	if cfg.InvocationRPS >= 0 {
 		return cfg.InvocationRPS
 	}
-	return measuredRPS(cfg.CheckMemoryMB, keptBody(cfg.P))
+	rps := measuredRPS(cfg.CheckMemoryMB, keptBody(cfg.P))
+	if cfg.P.ResultBodyEncoding == params.BodyGzip {
+		// The measured row spent 1.2 ms of CPU a request, Lambda's whole
+		// share at 512 MB: compressing is CPU on top of it, which slows
+		// every request of the invocation in proportion (the row's bodies
+		// were a few bytes, so its CPU held none of it).
+		share := float64(cfg.CheckMemoryMB) / 1769 // vCPUs at that memory
+		extra := gzipNsPerByte * 1e-9 * packedBytes(cfg) / share
+		rps = 1 / (1/rps + extra)
+	}
+	return rps
+}
+
+// Result bodies compressed (ResultBodyEncoding=gzip), measured by
+// shared/result's BenchmarkPack on real HTML found offline
+// (internal/htmlcorpus: the Go distribution's doc/*.html and the HTML
+// documentation under /usr/share/doc; here 234 files of at most
+// InlineBodyBytes, 9.8 MB, median 21 KB: the nodejs API pages, libxslt's,
+// valgrind's, nettle's, Go's memory model...):
+//
+//	go test -run '^$' -bench Pack -benchtime 5x -count 3 ./shared/result/
+//
+// gzipTextRatio is what the data field keeps of plain's size, gzip at
+// BestSpeed then base64 over the bodies' bytes as text: 0.2997 (gzip
+// alone, 4.2 times smaller); TestGzipTextRatio re-measures it wherever
+// the corpus is installed. gzipNsPerByte is the CPU packing adds to
+// plain per byte of body: 18-19 against 6-7 ns of process CPU a byte
+// (cpu-ns/B, three runs on a shared 2-core AMD EPYC under a load of 10;
+// Lambda's Graviton cores are taken as fast).
+const (
+	gzipTextRatio = 0.30
+	gzipNsPerByte = 12
+)
+
+// packedBytes is the mean body a check request packs: a fetched page's
+// body when it stays in memory (at most InlineBodyBytes), over the
+// log-normal body sizes, E[X; X <= L] = mean x Phi((ln L - mu - s^2)/s).
+// Every request is counted as a fetched page (robots.txt, errors and
+// redirects pack none), so the figure errs on the costly side; binary
+// bodies are compressed too (result.Pack tries gzip on every body).
+func packedBytes(cfg Config) float64 {
+	w := cfg.Web
+	mu, sg := math.Log(w.BodyMedian), w.BodySigma
+	limit := float64(keptBody(cfg.P) - 1)
+	mean := math.Exp(mu + sg*sg/2)
+	return mean * 0.5 * math.Erfc(-((math.Log(limit)-mu-sg*sg)/sg)/math.Sqrt2)
 }
 
 // measuredRPS is an invocation's rate at mb from measuredRates: a

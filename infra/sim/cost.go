@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/urldownloader/urldownloader/shared/params"
 )
 
 // CostTable renders what the shapes cost on the simulation's meter: units
@@ -86,8 +89,26 @@ func costMain(only string, seed uint64, parallel int) error {
 			}
 		}
 	}
-	all, bad := runAll(append(append(cfgs, steady...), memory...), parallel)
-	reps, steadyReps, memReps := all[:len(cfgs)], all[len(cfgs):len(cfgs)+len(steady)], all[len(cfgs)+len(steady):]
+	// The headline's before: the 512 MB deployment with results' bodies
+	// plain (the recommended configuration packs them with gzip).
+	// And a lever on the producer's side, for what is left: ten URLs a
+	// message (an array) on the input queue.
+	var before, packed []Config
+	for _, c := range memory {
+		if c.CheckMemoryMB == headlineMemoryMB {
+			p := c
+			p.URLsPerMessage = 10
+			p.Name += ", 10 URLs a message"
+			packed = append(packed, p)
+			c.P.ResultBodyEncoding = params.BodyPlain
+			c.Name += ", plain bodies"
+			before = append(before, c)
+		}
+	}
+	all, bad := runAll(append(append(append(append(cfgs, steady...), memory...), before...), packed...), parallel)
+	reps, steadyReps := all[:len(cfgs)], all[len(cfgs):len(cfgs)+len(steady)]
+	rest := all[len(cfgs)+len(steady):]
+	memReps, beforeReps, packedReps := rest[:len(memory)], rest[len(memory):len(memory)+len(before)], rest[len(memory)+len(before):]
 	fmt.Println("Shapes (the benchmark's site and delay, the template's deployment):")
 	fmt.Println()
 	for _, sh := range Shapes() {
@@ -115,8 +136,63 @@ func costMain(only string, seed uint64, parallel int) error {
 		fmt.Println()
 		fmt.Println(Table(memReps))
 	}
+	var head []*Report
+	for _, r := range memReps {
+		if r.Cfg.CheckMemoryMB == headlineMemoryMB {
+			head = append(head, r)
+		}
+	}
+	if len(beforeReps) > 0 && len(head) > 0 {
+		fmt.Println("The headline at 100M/day: the recommended deployment (due lists and buckets, the template's provisioned auto scaling, check functions of 512 MB), all-in, before and after packing results' bodies with gzip:")
+		fmt.Println()
+		rows := slices.Concat(beforeReps, head, packedReps) // a new slice: the parts share all's array
+		fmt.Println(HeadlineTable(rows))
+	}
 	if bad > 0 {
 		return fmt.Errorf("%d cost runs broke an invariant", bad)
 	}
 	return nil
+}
+
+// headlineMemoryMB is the check function's memory of the headline: the
+// cheapest size that keeps up (the memory table above).
+const headlineMemoryMB = 512
+
+// HeadlineTable is the all-in cost of steady 100M/day runs, per million
+// URLs: DynamoDB in the template's provisioned mode (auto scaling at its
+// target, priced over a steady day), SQS (input receive and delete, the
+// wake queue, the output queue's SendMessageBatch per 64 KB), the body
+// bucket's requests for bodies too large inline (PUT-class $0.005 and
+// GET-class $0.0004 per 1,000), and Lambda (GB-seconds and invocations).
+func HeadlineTable(reps []*Report) string {
+	var b strings.Builder
+	b.WriteString("| deployment | result bodies | URLs a message | sustained URLs/s (requests/s an invocation) | latency p50 / p99 | SQS requests / URL: all (output, input, wake) | bodies stored / URL | DynamoDB (provisioned) | SQS | S3 requests | Lambda | **$ per million URLs, all-in** |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range reps {
+		dynamo := 0.0
+		for _, m := range priceModes(r, Scalings(r.Cfg)[:1]) {
+			if m.Curve == DayCurves()[0].Name && m.Mode != "on demand" {
+				dynamo = m.PerMillion
+			}
+		}
+		sqs, s3, lambda := perM(r, r.CostSQS), perM(r, r.CostS3), perM(r, r.CostLambda)
+		// The split is the whole run's (the total, the steady part's).
+		var out, in, wake float64
+		for name, n := range r.SQS {
+			switch {
+			case strings.HasPrefix(name, "output"):
+				out += n
+			case strings.HasPrefix(name, "input"):
+				in += n
+			default:
+				wake += n
+			}
+		}
+		u := float64(max(1, r.URLs))
+		fmt.Fprintf(&b, "| %s, check %d MB | %s | %d | %.0f (%.0f) | %s / %s | %.3f (%.3f, %.3f, %.3f) | %.4f | $%.2f | $%.2f | $%.3f | $%.2f | **$%.2f** |\n",
+			layoutName(r.Cfg), r.Cfg.CheckMemoryMB, r.Cfg.P.ResultBodyEncoding, max(1, r.Cfg.URLsPerMessage), r.Sustained, invocationRPS(r.Cfg),
+			dur(r.P50), dur(r.P99), r.SteadySQS, out/u, in/u, wake/u, r.Stored/max(1, r.CostURLs),
+			dynamo, sqs, s3, lambda, dynamo+sqs+s3+lambda)
+	}
+	return b.String()
 }

@@ -20,6 +20,7 @@ type metrics struct {
 	redeliver      int   // records handed back to the input queue
 	ingestTimeouts int
 	sqs            map[string]float64
+	s3put, s3get   float64 // the body bucket's requests (PUT-class, GET-class)
 	perSec         []second
 	endT           int64
 	dropped        int
@@ -43,9 +44,10 @@ type second struct {
 	ingest    int16
 	sent      int32 // URLs the producer sent in it
 	// What it cost: write and read units, SQS requests, Lambda GB-seconds
-	// and invocations.
+	// and invocations, the body bucket's PUT-class and GET-class requests.
 	wcu, rcu, sqs, gbs float32
 	invocations        int32
+	s3put, s3get       float32
 }
 
 func (m *metrics) init() {
@@ -66,6 +68,15 @@ func (m *metrics) series(t int64) *second {
 func (m *metrics) sqsReq(t int64, name string, n float64) {
 	m.sqs[name] += n
 	m.series(t).sqs += float32(n)
+}
+
+// s3Req counts the body bucket's billed requests at t.
+func (m *metrics) s3Req(t int64, put, get float64) {
+	m.s3put += put
+	m.s3get += get
+	x := m.series(t)
+	x.s3put += float32(put)
+	x.s3get += float32(get)
 }
 
 // span spreads gb x seconds of an invocation over the seconds it ran.

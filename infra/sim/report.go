@@ -76,6 +76,10 @@ type Report struct {
 	CostDynamo, CostSQS, CostLambda, PerMillion float64
 	CostURLs                                    float64
 	SteadyW, SteadyR, SteadySQS                 float64 // per URL, steady part
+	// CostS3 is the body bucket's requests for bodies too large inline
+	// (not in PerMillion, whose tables say DynamoDB + SQS + Lambda);
+	// Stored how many bodies went there, over the same URLs.
+	CostS3, Stored float64
 
 	Series   []second
 	WallTime time.Duration
@@ -174,20 +178,23 @@ func (s *Sim) report() *Report {
 	r.CostSQS = r.SQSTotal * priceSQS
 	r.CostLambda = (r.GBs[0]+r.GBs[1])*priceGBs + float64(r.Invocations[0]+r.Invocations[1])*priceInvoke
 	r.CostURLs = float64(r.URLs)
+	r.CostS3, r.Stored = s.m.s3put*priceS3Put+s.m.s3get*priceS3Get, s.m.s3get
 	if c.steady() {
 		// A deployment under steady traffic: what the steady part of the
 		// window cost, per URL sent in it (the drain after the window, an
 		// hour of give-ups, is not what a steady day pays per URL).
 		from, to := int(c.Window)/int(sec)/steadyFraction, int(c.Window)/int(sec)
-		var w, rd, q, g, inv, sent float64
+		var w, rd, q, g, inv, sent, put, get float64
 		for i := from; i < to && i < len(s.m.perSec); i++ {
 			x := s.m.perSec[i]
 			w, rd, q, g = w+float64(x.wcu), rd+float64(x.rcu), q+float64(x.sqs), g+float64(x.gbs)
+			put, get = put+float64(x.s3put), get+float64(x.s3get)
 			inv += float64(x.invocations)
 			sent += float64(x.sent)
 		}
 		r.CostDynamo, r.CostSQS, r.CostLambda = w*priceWRU+rd*priceRRU, q*priceSQS, g*priceGBs+inv*priceInvoke
 		r.CostURLs = sent
+		r.CostS3, r.Stored = put*priceS3Put+get*priceS3Get, get
 		r.SteadyW, r.SteadyR, r.SteadySQS = w/max(1, sent), rd/max(1, sent), q/max(1, sent)
 	}
 	if r.CostURLs > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 
+	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/sqsout"
 )
 
@@ -104,14 +105,52 @@ func (p *publisher) flush() {
 }
 
 // resultBytes is the encoded size of a result: JSON fields, and for a
-// fetched page its body as text, or base64 for binary bodies, cut to fit
-// the message (result.Encode).
+// fetched page its body as check.keepBody packs it (result.Pack): text as
+// it is, binary as base64, or with ResultBodyEncoding=gzip a text body at
+// gzipTextRatio of that (binary bodies, images and archives, are taken not
+// to shrink and keep base64). A body longer than InlineBodyBytes is
+// streamed to the body bucket, as is one whose packing is over it: the
+// result then carries a reference, and the bucket's requests are counted
+// (stored).
 func (s *Sim) resultBytes(body int, binary bool) int32 {
-	n := 450
-	if binary {
-		n += body * 4 / 3
-	} else {
-		n += body
+	const envelope = 450
+	p := s.cfg.P
+	packed := float64(body)
+	switch {
+	case binary:
+		packed = float64(body) * 4 / 3
+	case p.ResultBodyEncoding == params.BodyGzip:
+		packed = float64(body) * gzipTextRatio
 	}
-	return int32(min(n, sqsout.DefaultMaxMessageBytes-1024))
+	if int64(body) > p.InlineBodyBytes || int64(packed) > p.InlineBodyBytes {
+		s.stored(body)
+		return envelope + storedRef
+	}
+	return int32(min(envelope+int(packed), sqsout.DefaultMaxMessageBytes-1024))
+}
+
+// The body bucket's requests at us-east-1 list prices: PUT-class (PUT,
+// multipart create, part, complete, COPY) and GET-class (HEAD, GET).
+const (
+	priceS3Put = 0.005 / 1000
+	priceS3Get = 0.0004 / 1000
+)
+
+// storedRef is what a body reference adds to a result: bucket, key
+// (sha256/ and 64 hex digits), bytes, sha256 again, content type.
+const storedRef = 250
+
+// stored counts the body bucket's requests for one body of n bytes, as
+// shared/s3body sends them for a body not stored before (the simulation's
+// bodies are all distinct): up to a part (5 MiB), HEAD and PUT; above,
+// CreateMultipartUpload, a PUT per part, CompleteMultipartUpload, HEAD,
+// COPY (and a DELETE of the temporary, which is free).
+func (s *Sim) stored(n int) {
+	const part = 5 << 20
+	if n <= part {
+		s.m.s3Req(s.now, 1, 1)
+		return
+	}
+	parts := (n + part - 1) / part
+	s.m.s3Req(s.now, float64(parts+3), 1)
 }

@@ -49,15 +49,21 @@ func (w *worker) pageRequest(target string) fetch.Request {
 
 // keepBody puts a 2xx response's body into res: the store's reference when
 // the fetcher streamed it there, or the data inline. A body read into
-// memory that is too large inline once encoded (base64 takes 4/3 of a
-// binary body) is put into the store from memory. An error means the body
-// could not be kept: the URL must stay queued (like fetch.KindLocal).
+// memory that is too large inline once packed as ResultBodyEncoding says
+// (result.Pack: base64 takes 4/3 of a binary body, gzip about a third of
+// a page) is put into the store from memory. The fetcher streams a body
+// longer than the inline limit to the store before it is packed, so a
+// worker still holds at most that much of a body: gzip makes results
+// smaller, it does not keep a body above InlineBodyBytes inline. An error
+// means the body could not be kept: the URL must stay queued (like
+// fetch.KindLocal).
 func (w *worker) keepBody(ctx context.Context, res *result.Result, resp *fetch.Response) error {
 	if resp.Stored != nil {
 		res.SetStored(*resp.Stored)
 		return nil
 	}
-	if w.engine.Bodies != nil && result.InlineSize(resp.Body) > w.engine.inlineLimit(w.p) {
+	in := result.Pack(resp.Body, w.p.ResultBodyEncoding)
+	if w.engine.Bodies != nil && in.Size > w.engine.inlineLimit(w.p) {
 		// Bounded like a streamed body's upload, which is part of its
 		// request: a store that hangs cannot hold the worker longer.
 		ctx, cancel := context.WithTimeout(ctx, w.p.FetchTimeout)
@@ -69,6 +75,6 @@ func (w *worker) keepBody(ctx context.Context, res *result.Result, resp *fetch.R
 		res.SetStored(ref)
 		return nil
 	}
-	res.SetBody(resp.Body)
+	res.SetInline(resp.Body, in)
 	return nil
 }

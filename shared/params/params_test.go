@@ -21,6 +21,7 @@ func TestDefaults(t *testing.T) {
 		NameFetchTimeout:             "10s",
 		NameMaxBodyBytes:             "10485760",
 		NameInlineBodyBytes:          "245760",
+		NameResultBodyEncoding:       "plain",
 		NameMaxConcurrentHosts:       "256",
 		NameUserAgent:                "urldownloader/1.0 (+https://github.com/urldownloader/urldownloader)",
 		NameRespectRobots:            "true",
@@ -80,6 +81,7 @@ func TestFormatParseRoundTrip(t *testing.T) {
 				FetchTimeout:             5 * time.Minute,
 				MaxBodyBytes:             50 << 20,
 				InlineBodyBytes:          64 << 10,
+				ResultBodyEncoding:       BodyGzip,
 				MaxConcurrentHosts:       1,
 				UserAgent:                "bot/2 (+mailto:ops@example.com)",
 				RespectRobots:            false,
@@ -150,6 +152,9 @@ func TestParseValid(t *testing.T) {
 		{"randomize on", NameRandomizeDelay, "true", func(p *Params) { p.RandomizeDelay = true }},
 		{"queue domain", NameQueueMode, "domain", func(p *Params) { p.QueueMode = QueueByDomain }},
 		{"queue upper case", NameQueueMode, "HOST", func(p *Params) { p.QueueMode = QueueByHost }},
+		{"body gzip", NameResultBodyEncoding, "gzip", func(p *Params) { p.ResultBodyEncoding = BodyGzip }},
+		{"body upper case", NameResultBodyEncoding, " GZIP\n", func(p *Params) { p.ResultBodyEncoding = BodyGzip }},
+		{"body plain", NameResultBodyEncoding, "plain", func(p *Params) { p.ResultBodyEncoding = BodyPlain }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,6 +214,9 @@ func TestParseInvalid(t *testing.T) {
 		{"redirects garbage", NameFollowCrossHostRedirects, "on", "not a bool"},
 		{"randomize garbage", NameRandomizeDelay, "maybe", "not a bool"},
 		{"queue ip", NameQueueMode, "ip", `must be "host" or "domain"`},
+		{"body encoding unknown", NameResultBodyEncoding, "br", `must be "plain" or "gzip"`},
+		{"body encoding wire name", NameResultBodyEncoding, "gzip+base64", `must be "plain" or "gzip"`},
+		{"body encoding empty", NameResultBodyEncoding, "", `must be "plain" or "gzip"`},
 		{"unknown name", "FetchDelays", "1s", "unknown parameter"},
 		{"wrong case name", "fetchdelay", "1s", "unknown parameter (did you mean FetchDelay?)"},
 	}

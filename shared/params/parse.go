@@ -92,6 +92,7 @@ func (e *InvalidError) Error() string {
 //   - numbers: decimal integers;
 //   - bools: strconv.ParseBool (true/false, 1/0, t/f);
 //   - QueueMode: "host" or "domain", in any case;
+//   - ResultBodyEncoding: "plain" or "gzip", in any case;
 //   - HostRules: a JSON list of rules (ParseHostRules), "none" for none.
 //
 // Rules between fields (MaxBackoff >= FetchDelay) are checked on the result;
@@ -247,6 +248,15 @@ var fields = []field{
 	newField(NameInlineBodyBytes, func(p *Params) *int64 { return &p.InlineBodyBytes }, parseInt64,
 		func(v int64) string { return strconv.FormatInt(v, 10) },
 		between(MinInlineBodyBytes, MaxInlineBodyBytes)),
+	newField(NameResultBodyEncoding, func(p *Params) *BodyEncoding { return &p.ResultBodyEncoding },
+		func(s string) (BodyEncoding, error) { return BodyEncoding(strings.ToLower(s)), nil },
+		func(e BodyEncoding) string { return string(e) },
+		func(e BodyEncoding) error {
+			if e != BodyPlain && e != BodyGzip {
+				return fmt.Errorf("must be %q or %q", BodyPlain, BodyGzip)
+			}
+			return nil
+		}),
 	intField(NameMaxConcurrentHosts, func(p *Params) *int { return &p.MaxConcurrentHosts }, between(1, MaxMaxConcurrentHosts)),
 	newField(NameUserAgent, func(p *Params) *string { return &p.UserAgent },
 		func(s string) (string, error) { return s, nil },

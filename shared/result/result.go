@@ -34,8 +34,20 @@ const (
 	StatusNotModified Status = "not_modified"
 )
 
-// EncodingBase64 marks Data as base64 (the body was not valid UTF-8 text).
-const EncodingBase64 = "base64"
+// The values of Encoding; none (the field omitted) means Data is the body as
+// UTF-8 text. Result.InlineBody undoes each.
+const (
+	// EncodingBase64 marks Data as base64 (the body was not valid UTF-8
+	// text).
+	EncodingBase64 = "base64"
+	// EncodingGzipBase64 marks Data as the body gzip-compressed (RFC 1952),
+	// then base64: with ResultBodyEncoding=gzip, for a body that comes out
+	// shorter so. The name lists the codings in the order they were
+	// applied, as a consumer undoes them last to first; it is not "gzip"
+	// so that a consumer written for base64 alone cannot mistake it for a
+	// body it knows how to read.
+	EncodingGzipBase64 = "gzip+base64"
+)
 
 // Result is one output message. Field names are the JSON contract.
 type Result struct {

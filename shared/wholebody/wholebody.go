@@ -1,5 +1,5 @@
 // Package wholebody reads a result's body whole, wherever it is: inline in
-// the message (data, text or base64), in S3 (body.bucket and body.key) or
+// the message (data: text, base64 or gzip+base64), in S3 (body.bucket and body.key) or
 // in local mode's folder (body.path), or in the WARC record its warc
 // reference names (WARC output keeps large bodies there alone), and verifies it against the
 // result's bytes and sha256. It is the package a consumer of the output
@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -88,12 +87,9 @@ func (rd Reader) Open(ctx context.Context, res result.Result) (io.ReadCloser, er
 		}
 		return verify(rc, ref.Bytes, ref.SHA256), nil
 	}
-	data := []byte(res.Data)
-	if res.Encoding == result.EncodingBase64 {
-		var err error
-		if data, err = base64.StdEncoding.DecodeString(res.Data); err != nil {
-			return nil, fmt.Errorf("result %s: base64 data: %w", res.ID, err)
-		}
+	data, err := res.InlineBody()
+	if err != nil {
+		return nil, err
 	}
 	if int64(len(data)) < res.Bytes {
 		return nil, fmt.Errorf("result %s: %d of %d bytes inline: %w", res.ID, len(data), res.Bytes, ErrCut)

@@ -3,16 +3,18 @@ package wholebody_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"testing"
 
 	"github.com/urldownloader/urldownloader/shared/dirbody"
+	"github.com/urldownloader/urldownloader/shared/params"
 	"github.com/urldownloader/urldownloader/shared/result"
 	"github.com/urldownloader/urldownloader/shared/wholebody"
 )
 
-// TestReadAll reads inline bodies (text and base64) and stored ones (a
+// TestReadAll reads inline bodies (text, base64 and gzip+base64) and stored ones (a
 // local folder here; S3 in shared/s3body's and infra/local's tests), and
 // refuses a body that is not the one fetched or was cut to fit a message.
 func TestReadAll(t *testing.T) {
@@ -26,6 +28,28 @@ func TestReadAll(t *testing.T) {
 		if err != nil || !bytes.Equal(got, body) {
 			t.Errorf("inline %q: read %q, %v", body, got, err)
 		}
+	}
+
+	// ResultBodyEncoding=gzip: the same bodies, and a page that shrinks.
+	page := bytes.Repeat([]byte("<p>a page that compresses well</p>\n"), 2000)
+	for _, body := range [][]byte{page, []byte("<p>hello</p>"), {0xff, 0x00, 0xfe}} {
+		res := result.Result{ID: "z", Status: result.StatusFetched}
+		res.SetInline(body, result.Pack(body, params.BodyGzip))
+		got, err := r.ReadAll(ctx, res)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Errorf("inline gzip %.20q (%s): read %d bytes, %v; want %d", body, res.Encoding, len(got), err, len(body))
+		}
+	}
+	zres := result.Result{ID: "zcut", Status: result.StatusFetched}
+	zres.SetInline(page, result.Pack(page, params.BodyGzip))
+	zres.Data, zres.Truncated = zres.Data[:len(zres.Data)/8*4], true
+	if _, err := r.ReadAll(ctx, zres); !errors.Is(err, wholebody.ErrCut) {
+		t.Errorf("a gzip body cut to fit: %v, want ErrCut", err)
+	}
+	zres.SetInline(page, result.Pack(page, params.BodyGzip))
+	zres.Data = base64.StdEncoding.EncodeToString([]byte("not the page"))
+	if _, err := r.ReadAll(ctx, zres); err == nil {
+		t.Error("gzip+base64 data that is not gzip: read, want an error")
 	}
 
 	res := result.Result{ID: "cut", Status: result.StatusFetched}
