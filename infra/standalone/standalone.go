@@ -365,7 +365,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	parts.Budget, rt.budget = budget, budget
 	parts.Fetcher = func(params.Params) check.Fetcher { return fetcher }
 	appends := &check.Appends{}
-	parts.Store = appends.Telling(rt.store)
+	parts.Store = wakeOnAppend(appends.Telling(rt.store), waker{rt})
 	engine := parts.Engine()
 	// A commit frees room in its host's queue: URLs held back are
 	// queued again (holdback.go).
@@ -494,6 +494,46 @@ func (w waker) Wake(_ context.Context, vshards []int) error {
 		}
 	}
 	return nil
+}
+
+// wakeOnAppend wakes the shards of a batch's hosts as their appends land,
+// appendWakeChunk of them at a time, instead of once the whole batch is in
+// (ingest's wake-up): the first hosts of a 60,000-line list were worked
+// only after the idle poll, a second after the start, while the rest of
+// the list was still being queued.
+func wakeOnAppend(s hostqueue.Store, w waker) hostqueue.Store {
+	if b, ok := s.(hostqueue.BatchAppender); ok {
+		return wakingBatch{Store: s, batch: b, w: w}
+	}
+	return s
+}
+
+// appendWakeChunk is how many of a batch's appends wakingBatch hands the
+// store before it wakes their shards: SQLite's turn of appends
+// (sqlite.Store.AppendBatch).
+const appendWakeChunk = 4096
+
+type wakingBatch struct {
+	hostqueue.Store
+	batch hostqueue.BatchAppender
+	w     waker
+}
+
+func (s wakingBatch) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest) []hostqueue.AppendOutcome {
+	out := make([]hostqueue.AppendOutcome, 0, len(reqs))
+	for lo := 0; lo < len(reqs); lo += appendWakeChunk {
+		chunk := reqs[lo:min(lo+appendWakeChunk, len(reqs))]
+		res := s.batch.AppendBatch(ctx, chunk)
+		var vs []int
+		for i, o := range res {
+			if o.Err == nil && o.Result.Activated {
+				vs = append(vs, hostqueue.VirtualShard(chunk[i].Key))
+			}
+		}
+		_ = s.w.Wake(ctx, vs)
+		out = append(out, res...)
+	}
+	return out
 }
 
 // eachQueued hands f the URLs queued in the store, by id, a host's at a
