@@ -83,7 +83,13 @@ func New(path string, now func() time.Time) (*Store, error) {
 	// process (the case a local run must resume from), though the last
 	// ones may be lost to a power cut, which at-least-once delivery
 	// already tolerates by refetching.
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	//
+	// cache_size: SQLite's default page cache is 2 MB a connection, so a
+	// state of a few MB was read back from the file page by page (43,788
+	// preads for a 60,000-URL job over 10,000 hosts on a 5.9 MB file); 64
+	// MiB holds such a job's whole state, and a page is only kept once
+	// read.
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
 	s, err := open(dsn, now)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
