@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -207,18 +206,6 @@ func Encode(r Result, maxBytes int) ([]byte, error) {
 	}
 	r.Data = fitData(data, r.Encoding, budget)
 	return marshal(r)
-}
-
-// marshal is json.Marshal without HTML escaping.
-func marshal(r Result) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
-	}
-	// Encode ends the value with a newline, which is no part of the message.
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // fitData returns the longest prefix of data whose JSON string form takes at
