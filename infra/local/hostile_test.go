@@ -239,6 +239,12 @@ func TestHostileSite(t *testing.T) {
 		}
 		if ends != chains || redirects < 5*chains || redirects > 6*chains {
 			t.Errorf("redirect loop: %d chains ended with %d fetch_error and %d redirect results, want %d fetch_error and 5-6 redirects each", chains, ends, redirects, chains)
+			for _, k := range []demosite.Kind{demosite.LoopA, demosite.LoopB} {
+				for _, i := range byHost[hostile.Host(k).Host] {
+					r := run.results[i]
+					t.Logf("  %s %s %s attempts=%d location=%q error=%q", r.ID, r.URL, r.Status, r.Attempts, r.Location, r.Error)
+				}
+			}
 		}
 	})
 
