@@ -19,13 +19,34 @@ import (
 // is kept under ~1 KB and rewritten cheaply, while bulk URLs sit in chunks that
 // are written once and deleted once (never rewritten as the queue drains: the
 // host item records how far into the first chunk the queue has advanced).
-// A host is in the sparse GSI due-index (vs, due) only while it has work.
+//
+// The due index, what a shard's check reads to find its hosts with work,
+// is of two kinds (a host with work is always named by one of them):
+//
+//	due list pk "d#<vshard>", sk "l#<due ms>#<batch>"  hosts an ingest
+//	                                 batch gave work that had no entry
+//	GSI due-index (vs, due)          every other host with work: the
+//	                                 batch's lone hosts of a shard, and
+//	                                 every move (a host released with work
+//	                                 due later: a back-off, a run's end)
+//
+// Why due lists: an entry in the GSI costs a host two index writes (the put
+// when it gets work, the delete when it leaves), which was half the write
+// units of many small hosts. A due list names a whole batch's new hosts of
+// one shard in one item, written once before their appends and deleted
+// once when every host it names is settled (drained, or moved into the
+// GSI); a listed host keeps its due time and its list's id in its own item
+// (dd, ix: outside the GSI's key, so the sparse index never sees it), and
+// leaves the list without a write of its own. See duelist.go for how a
+// list stays safe under crashes, races and lost answers.
 const (
 	hostPrefix  = "h#"
 	shardPrefix = "s#"
 	hostSK      = "h"
 	chunkPrefix = "c#"
 	leaseSK     = "l"
+	duePrefix   = "d#"
+	listPrefix  = "l#"
 
 	// DueIndex is the GSI on (vs, due), KEYS_ONLY.
 	DueIndex = "due-index"
@@ -51,8 +72,14 @@ type hostItem struct {
 	VirtualShard int    `dynamodbav:"vs"`
 	// Due is when the host is next checked (ms); absent (zero) keeps the
 	// host out of the sparse due-index.
-	Due     int64 `dynamodbav:"due,omitempty"`
-	Version int64 `dynamodbav:"v"`
+	Due int64 `dynamodbav:"due,omitempty"`
+	// Listed is the sort key of the due list that names the host instead
+	// of the GSI (set by the append that gave it work from that list's
+	// batch), ListedDue its due time then (ms), kept outside the GSI's
+	// key. Both are cleared when the host leaves or moves into the GSI.
+	Listed    string `dynamodbav:"ix,omitempty"`
+	ListedDue int64  `dynamodbav:"dd,omitempty"`
+	Version   int64  `dynamodbav:"v"`
 	// Nonces holds the nonces of the item's latest writes, newest first
 	// (at most nonceHistory): Nonces[k] made version Version-k. A writer
 	// whose answer was lost learns from it whether its write landed (see
@@ -199,16 +226,34 @@ func (h *hostItem) successor() *hostItem {
 	return &next
 }
 
-// activate puts a host with work into the due index at due, unless it is
-// there already, and keeps its state from expiring. It returns whether it
-// put the host there.
-func (h *hostItem) activate(due time.Time) bool {
+// hasEntry tells whether an index entry names the host: its GSI key or a
+// due list.
+func (h *hostItem) hasEntry() bool { return h.Due != 0 || h.Listed != "" }
+
+// dueAt is when the host is due (ms), by whichever entry names it; zero
+// when none does.
+func (h *hostItem) dueAt() int64 {
+	if h.Due != 0 {
+		return h.Due
+	}
+	return h.ListedDue
+}
+
+// activate puts a host with work into the due index at due, unless an
+// entry names it already, and keeps its state from expiring: into the due
+// list list when one names it (its batch's), else into the GSI. It returns
+// whether it gave the host an entry.
+func (h *hostItem) activate(due time.Time, list string) bool {
 	if h.pending() == 0 {
 		return false
 	}
 	h.TTL = 0
-	if h.Due != 0 {
+	if h.hasEntry() {
 		return false
+	}
+	if list != "" {
+		h.Listed, h.ListedDue = list, due.UnixMilli()
+		return true
 	}
 	h.Due = due.UnixMilli()
 	return true
@@ -245,20 +290,25 @@ func (h *hostItem) recordProgress(c hostqueue.Commit, done map[string]bool) {
 }
 
 // release ends the holder's work on the host (Commit.Release): with work
-// left it is due again at NextDue (or, with Continue, stays due as it is);
-// drained, it leaves the due index and its state expires IdleTTL from now.
+// left it is due again at NextDue in the GSI (or, with Continue, stays due
+// as it is, in its list or the GSI); drained, it leaves the due index and
+// its state expires IdleTTL from now. Leaving a due list writes nothing
+// but the host item: the list is deleted once every host it names has
+// left it (duelist.go).
 func (h *hostItem) release(c hostqueue.Commit, now func() time.Time) {
 	if h.pending() > 0 {
-		// Continue leaves Due alone: the host is still due (it was when
-		// the holder took it), and an unchanged index key costs no index
-		// write.
-		if !c.Continue || h.Due == 0 {
+		// Continue leaves the entry alone: the host is still due (it was
+		// when the holder took it), and an unchanged index key costs no
+		// index write.
+		if !c.Continue || !h.hasEntry() {
 			h.Due = c.NextDue.UnixMilli()
+			h.Listed, h.ListedDue = "", 0
 		}
 		h.TTL = 0
 		return
 	}
 	h.Due = 0
+	h.Listed, h.ListedDue = "", 0
 	h.Attempts = nil
 	h.TTL = now().Add(c.IdleTTL).Unix()
 }

@@ -110,7 +110,7 @@ func TestActivate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.item
-			if got := h.activate(due); got != tc.activated || h.Due != tc.wantDue || h.TTL != tc.wantTTL {
+			if got := h.activate(due, ""); got != tc.activated || h.Due != tc.wantDue || h.TTL != tc.wantTTL {
 				t.Errorf("activate = %v, due %d ttl %d; want %v, %d, %d", got, h.Due, h.TTL, tc.activated, tc.wantDue, tc.wantTTL)
 			}
 		})
