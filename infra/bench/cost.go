@@ -53,6 +53,9 @@ func kindOf(_ string, key map[string]types.AttributeValue) string {
 		return "chunk"
 	case strings.HasPrefix(sk.Value, "r#"):
 		return "robots"
+	case strings.HasPrefix(pk.Value, "d#"):
+		// The due index's own items (shared/dynamo/duelist.go).
+		return "due list"
 	}
 	return "?"
 }
