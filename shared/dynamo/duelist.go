@@ -1,8 +1,8 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,46 +18,51 @@ import (
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
 
-// Due lists (see layout.go for why). An ingest batch reads every host it
-// appends to (the read each append's first attempt makes anyway), then
-// writes, for each virtual shard with at least listMin hosts that get work
-// and have no index entry, one list item naming them with the version it
-// read each at, and only then appends. The append joins the host to the
-// list (Listed, ListedDue) only on that version: its write is conditioned
-// on the version it read, so a host named by a list is either joined by a
-// write at exactly listed version + 1, or never.
+// The due index (see layout.go for why): due lists and buckets, items of
+// the table under "d#<vshard>". Both name hosts with the version of each
+// host item the writer read; a host joins an index item (Listed) only by a
+// write conditioned on exactly that version, so a host named by an index
+// item is joined by a write at that version + 1, or never.
 //
-// That makes a list's end decidable from the hosts alone. The check,
-// holding the shard's lease, reads the shard's lists with a consistent
-// query (DueHosts) and each host named, from what the store saw of it last
-// or with a read:
+// An ingest batch reads every host it appends to (the read each append's
+// first attempt makes anyway), then writes, for each virtual shard with at
+// least listMin hosts that get work and have no entry, one list naming
+// them, and only then appends. Every other host that needs an entry (a
+// batch's lone hosts of a shard, a single Append's, a commit's move) is
+// added to a bucket (bucket.go) by the write's own attempt, between its
+// read and its write; an attempt that loses its version decides again on
+// what the next reads, and adds again if the host still needs an entry
+// (drained meanwhile, say): the old add is a stale entry, settled below.
 //
-//   - at a version past the listed one and not joined to the list
-//     (Listed differs): settled, for good. Its listing write landed and a
-//     later write took it out (drained, or moved into the GSI), or it never
-//     will land (its version has passed). Nothing joins it to the list
-//     again: only an append on the listed version does.
-//   - joined (Listed is the list): due, at the list's due time.
-//   - still at the listed version (or no item): its append has not landed
-//     yet (a batch in progress), or never will (a crash between the list
-//     and the append). Not due, and the list stays. Once the list is older
-//     than any ingest lives (listFenceAge), the check fences the host: a
-//     conditional write that moves it past the listed version, after which
-//     no append of that batch can join it.
+// That makes an entry's end decidable from the hosts alone. The check,
+// holding the shard's lease, reads the shard's index items due by now with
+// a consistent query (DueHosts) and each host named, from what the store
+// saw of it last or with a read:
 //
-// A list is deleted once every host it names is settled, conditional on the
-// nonce it was read with. Its put carries no condition: the same key and
-// the same content, so a put sent again after a lost answer (or landing
-// late, even after the delete) changes nothing a reader relies on (a list
-// back from the dead names settled hosts only, and is deleted again).
+//   - at a version past the one named and not joined to the item
+//     (Listed differs): settled, for good. Its joining write landed and a
+//     later write took it out (drained, or moved elsewhere), or it never
+//     will land (its version has passed). Nothing joins it to the item
+//     again: only a write on the named version does.
+//   - joined (Listed is the item): due, at its due time.
+//   - still at the named version (or no item): its write has not landed
+//     yet (a batch in progress), or never will (a crash between the entry
+//     and the write). Not due, and the item stays. Once the item is older
+//     than any write lives (listFenceAge), the check fences the host: a
+//     conditional write that moves it past the named version, after which
+//     no write of that attempt can join it.
 //
-// A host whose append loses its version to another write is decided again
-// on what the next attempt reads: with no entry any more (drained
-// meanwhile), it goes into the GSI, as an Append's host does.
+// An index item is deleted once every host it names is settled (a bucket
+// only once closed, bucket.go), conditional on what was read. A list's put
+// carries no condition: the same key and the same content, so a put sent
+// again after a lost answer (or landing late, even after the delete)
+// changes nothing a reader relies on (a list back from the dead names
+// settled hosts only, and is deleted again).
 
 const (
 	// listMin is the fewest hosts of a shard a list is written for: a list
-	// costs two writes (its put and its delete), a GSI entry two a host.
+	// costs two writes (its put and its delete), bucket adds one a host
+	// and their share of the bucket's close and delete.
 	listMin = 3
 	// maxListBytes bounds a list item, well under DynamoDB's 400 KB: a
 	// shard's hosts beyond it go into further lists.
@@ -69,23 +74,44 @@ const (
 	// batchConcurrency bounds a batch's parallel reads and writes, as
 	// hostqueue.Ingester.Concurrency does for single appends.
 	batchConcurrency = 32
+	// batchWave is how many hosts of a batch are read, listed and
+	// appended together: a wave takes a few round trips (16 at most), so
+	// the deadline a batch stops at is kept as closely as by single
+	// appends, and a shard still gets a list for the dozen or so of its
+	// hosts a wave holds.
+	batchWave = 8 * batchConcurrency
 	// maxSeen bounds the hosts the store remembers (cleared when full: a
 	// forgotten host costs a read).
 	maxSeen = 1 << 16
 )
 
-// listItem is a due list: the hosts of one ingest batch and shard that it
-// gave work and that had no entry.
-type listItem struct {
+// indexItem is a due list or a due bucket.
+type indexItem struct {
 	PK string `dynamodbav:"pk"`
 	SK string `dynamodbav:"sk"`
 	// Hosts are the queue keys named, Versions the version of each host
-	// item when the batch read it (0: none yet).
+	// item when its writer read it (0: none yet), Dues (a bucket's) when
+	// each is due (ms); a list's hosts are due at its sort key's time.
 	Hosts    []string `dynamodbav:"h"`
 	Versions []int64  `dynamodbav:"hv"`
-	// WrittenAt is when the batch wrote it (ms): fencing waits for age.
-	WrittenAt int64  `dynamodbav:"t"`
-	Nonce     string `dynamodbav:"n"`
+	Dues     []int64  `dynamodbav:"hd,omitempty"`
+	// WrittenAt is when a list was written (ms): fencing waits for age.
+	WrittenAt int64  `dynamodbav:"t,omitempty"`
+	Nonce     string `dynamodbav:"n,omitempty"`
+	// Count is how many adds a bucket took, Closed whether it takes no
+	// more (bucket.go).
+	Count  int  `dynamodbav:"c,omitempty"`
+	Closed bool `dynamodbav:"x,omitempty"`
+}
+
+func (it *indexItem) bucket() bool { return strings.Contains(it.SK, bucketMark) }
+
+// dueOf is when the j-th host of it is due (ms).
+func (it *indexItem) dueOf(j int) int64 {
+	if j < len(it.Dues) {
+		return it.Dues[j]
+	}
+	return itemTime(it.SK)
 }
 
 // listing is the due list that names a host of a batch: its sort key and
@@ -149,16 +175,15 @@ func (s *Store) epoch(vshard int) int {
 
 func duePK(v int) string { return duePrefix + strconv.Itoa(v) }
 
-// listSK is a list's sort key: its due time first, so a shard's lists sort
-// by it and a query stops at now.
+// listSK is a list's sort key: its due time first, so a shard's index
+// items sort by time and a query stops at now.
 func listSK(due int64, batch string) string {
-	return fmt.Sprintf("%s%013d#%s", listPrefix, due, batch)
+	return fmt.Sprintf("%013d%s%s", due, listMark, batch)
 }
 
-// listDue is the due time (ms) a list's sort key holds.
-func listDue(sk string) int64 {
-	rest, _ := strings.CutPrefix(sk, listPrefix)
-	ms, _, _ := strings.Cut(rest, "#")
+// itemTime is the time (ms) an index item's sort key starts with.
+func itemTime(sk string) int64 {
+	ms, _, _ := strings.Cut(sk, "#")
 	n, _ := strconv.ParseInt(ms, 10, 64)
 	return n
 }
@@ -178,10 +203,10 @@ func (s *Store) saw(it *hostItem) {
 }
 
 // sight is what the store last saw of key's host item, and whether it
-// still stands for what the item holds (trusted): a host joined to a list
-// leaves it only by a commit of its shard's lease holder, so a sight of it
-// joined stands while the store has held the lease since (its own commits
-// update it). A settled sight stands for good.
+// still stands for what the item holds (trusted): a host joined to an
+// index item leaves it only by a commit of its shard's lease holder, so a
+// sight of it joined stands while the store has held the lease since (its
+// own commits update it). A settled sight stands for good.
 func (s *Store) sight(key string) (h hostSeen, ok, trusted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -194,17 +219,36 @@ func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest)
 	return s.AppendBatchUntil(ctx, reqs, time.Time{})
 }
 
-// AppendBatchUntil implements hostqueue.UntilBatchAppender: the batch's
-// reads, its due lists, then its appends, no host's started after until
-// (by the store's clock; zero: no bound).
+// AppendBatchUntil implements hostqueue.UntilBatchAppender. The batch goes
+// in waves of batchWave hosts: a wave's reads, its due lists, then its
+// appends. No wave starts after until (by the store's clock; zero: no
+// bound): its hosts fail with ErrNoTime, and a wave under way, as few
+// round trips as the single appends in flight were, finishes.
 func (s *Store) AppendBatchUntil(ctx context.Context, reqs []hostqueue.AppendRequest, until time.Time) []hostqueue.AppendOutcome {
 	out := make([]hostqueue.AppendOutcome, len(reqs))
-	late := func() bool { return !until.IsZero() && !s.now().Before(until) }
+	for from := 0; from < len(reqs); from += batchWave {
+		wave := reqs[from:min(len(reqs), from+batchWave)]
+		stop := ctx.Err()
+		if stop == nil && !until.IsZero() && !s.now().Before(until) {
+			stop = hostqueue.ErrNoTime
+		}
+		if stop != nil {
+			for i := from; i < len(reqs); i++ {
+				out[i].Err = stop
+			}
+			break
+		}
+		s.appendWave(ctx, wave, out[from:from+len(wave)])
+	}
+	return out
+}
+
+// appendWave appends reqs, its outcomes into out: every host read first
+// (the read its first attempt would make), the due lists written, then the
+// appends.
+func (s *Store) appendWave(ctx context.Context, reqs []hostqueue.AppendRequest, out []hostqueue.AppendOutcome) {
 	pres := make([]*preread, len(reqs))
 	parallel(len(reqs), func(i int) {
-		if late() || ctx.Err() != nil {
-			return
-		}
 		// A failed read leaves the append to read for itself.
 		if it, err := s.getHost(ctx, hostPK(reqs[i].Key)); err == nil {
 			pres[i] = &preread{item: it}
@@ -212,22 +256,13 @@ func (s *Store) AppendBatchUntil(ctx context.Context, reqs []hostqueue.AppendReq
 	})
 	lists := s.putLists(ctx, reqs, pres)
 	parallel(len(reqs), func(i int) {
-		if err := ctx.Err(); err != nil {
-			out[i].Err = err
-			return
-		}
-		if late() {
-			out[i].Err = hostqueue.ErrNoTime
-			return
-		}
 		out[i].Result, out[i].Err = s.appendHost(ctx, reqs[i], pres[i], lists[i])
 	})
-	return out
 }
 
 // putLists writes the due lists of a batch read as pres and returns each
 // request's listing (zero: none names it). A list that fails to be written
-// names no host: theirs go into the GSI. Written side by side, before any
+// names no host: theirs go into buckets. Written side by side, before any
 // append.
 func (s *Store) putLists(ctx context.Context, reqs []hostqueue.AppendRequest, pres []*preread) []listing {
 	type group struct {
@@ -245,17 +280,17 @@ func (s *Store) putLists(ctx context.Context, reqs []hostqueue.AppendRequest, pr
 	}
 	out := make([]listing, len(reqs))
 	batch := randomID(8)
-	var lists []*listItem
+	var lists []*indexItem
 	var members [][]int
 	for g, idx := range groups {
 		if len(idx) < listMin {
 			continue
 		}
-		var cur *listItem
+		var cur *indexItem
 		size := 0
 		for _, i := range idx {
 			if cur == nil || size+len(reqs[i].Key)+16 > maxListBytes {
-				cur = &listItem{PK: duePK(g.vs), SK: listSK(g.due, batch+strconv.Itoa(len(lists))), WrittenAt: s.now().UnixMilli(), Nonce: newNonce()}
+				cur = &indexItem{PK: duePK(g.vs), SK: listSK(g.due, batch+strconv.Itoa(len(lists))), WrittenAt: s.now().UnixMilli(), Nonce: newNonce()}
 				lists = append(lists, cur)
 				members = append(members, nil)
 				size = 0
@@ -284,7 +319,7 @@ func (s *Store) putLists(ctx context.Context, reqs []hostqueue.AppendRequest, pr
 // putList writes a list. Unconditional: sent again, it writes the same.
 // An error may hide a put that landed; its hosts then never join it, and
 // the check settles it by their versions.
-func (s *Store) putList(ctx context.Context, l *listItem) error {
+func (s *Store) putList(ctx context.Context, l *indexItem) error {
 	item, err := attributevalue.MarshalMap(l)
 	if err != nil {
 		return fmt.Errorf("encode due list %s: %w", l.SK, err)
@@ -301,99 +336,155 @@ type dueKey struct {
 	due int64
 }
 
-// listedDue returns up to limit hosts of vshard's due lists due at or
-// before now, earliest first, deleting the lists whose hosts have all
-// settled and fencing the hosts of old lists that never joined them.
-func (s *Store) listedDue(ctx context.Context, vshard int, now time.Time, limit int) ([]dueKey, error) {
-	lists, err := s.queryLists(ctx, vshard, now)
+// DueHosts implements hostqueue.Queues: the hosts of vshard's due lists
+// and buckets due at or before now, earliest first. On the way it closes
+// the buckets whose slot is over, deletes the index items whose hosts have
+// all settled and fences the hosts of old items that never joined them
+// (see the top of this file). The store's own clock decides those (now
+// may be a time ahead, asked whether anything falls due before it).
+func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var due []dueKey
+	taken := map[string]bool{}
+	err := s.queryIndex(ctx, vshard, now, func(page []indexItem) bool {
+		// The page's closes and the reads of its hosts unknown, side by
+		// side: a shard taken over finds every host unknown.
+		parallel(len(page), func(k int) {
+			if s.closable(&page[k]) {
+				s.closeBucket(ctx, &page[k])
+			}
+		})
+		s.readHosts(ctx, s.unknown(page))
+		for k := range page {
+			if len(due) >= limit {
+				return false
+			}
+			s.settle(ctx, &page[k], now, taken, &due)
+		}
+		return len(due) < limit
+	})
 	if err != nil {
 		return nil, err
 	}
-	var due []dueKey
-	seen := map[string]bool{}
-	for _, l := range lists {
-		if len(due) >= limit {
-			break
-		}
-		var unknown []int
-		for j, key := range l.Hosts {
-			h, ok, trusted := s.sight(key)
-			settled := ok && h.version > l.Versions[j] && h.listed != l.SK
-			// Only a joined host's sight can stand under the lease: an
-			// unjoined one may be joined any moment by its batch's append.
-			if !settled && !(trusted && h.listed == l.SK) {
-				unknown = append(unknown, j)
-			}
-		}
-		s.readHosts(ctx, l, unknown)
-		old := s.now().Sub(time.UnixMilli(l.WrittenAt)) > listFenceAge
-		settled := true
-		for j, key := range l.Hosts {
-			h, ok, _ := s.sight(key)
-			switch {
-			case ok && h.listed == l.SK:
-				settled = false
-				if !seen[key] {
-					seen[key] = true
-					due = append(due, dueKey{key, listDue(l.SK)})
-				}
-			case ok && h.version > l.Versions[j]:
-			default:
-				settled = false
-				if old {
-					s.fence(ctx, key, l.SK, l.Versions[j])
-				}
-			}
-		}
-		if settled {
-			s.deleteList(ctx, l)
-		}
+	slices.SortStableFunc(due, func(a, b dueKey) int { return cmp.Compare(a.due, b.due) })
+	keys := make([]string, 0, min(limit, len(due)))
+	for _, d := range due[:min(limit, len(due))] {
+		keys = append(keys, d.key)
 	}
-	return due, nil
+	return keys, nil
 }
 
-// queryLists reads vshard's lists due at or before now, earliest first.
-func (s *Store) queryLists(ctx context.Context, vshard int, now time.Time) ([]listItem, error) {
-	var lists []listItem
+// unknown returns the hosts of page whose sight does not tell how they
+// stand: neither settled nor (trusted) joined.
+func (s *Store) unknown(page []indexItem) []string {
+	var keys []string
+	seen := map[string]bool{}
+	for k := range page {
+		it := &page[k]
+		for j, key := range it.Hosts {
+			h, ok, trusted := s.sight(key)
+			settled := ok && h.version > it.Versions[j] && h.listed != it.SK
+			// Only a joined host's sight can stand under the lease: an
+			// unjoined one may be joined any moment by its writer.
+			if !settled && !(trusted && h.listed == it.SK) && !seen[key] {
+				seen[key] = true
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
+}
+
+// settle takes the hosts of it, as the store now sees them: a joined one
+// due by now into due (once, by taken), a settled one left, an unjoined
+// one of an old item fenced; and deletes it once every host has settled (a
+// bucket once closed).
+func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken map[string]bool, due *[]dueKey) {
+	old := s.now().Sub(time.UnixMilli(s.since(it))) > listFenceAge
+	settled := true
+	for j, key := range it.Hosts {
+		h, ok, _ := s.sight(key)
+		switch {
+		case ok && h.listed == it.SK:
+			settled = false
+			if d := it.dueOf(j); !taken[key] && d <= now.UnixMilli() {
+				taken[key] = true
+				*due = append(*due, dueKey{key, d})
+			}
+		case ok && h.version > it.Versions[j]:
+		default:
+			settled = false
+			if old {
+				s.fence(ctx, key, it.SK, it.Versions[j])
+			}
+		}
+	}
+	if settled && (!it.bucket() || it.Closed) {
+		s.deleteIndexItem(ctx, it)
+	}
+}
+
+// since is when an index item was last written to, as far as fencing
+// goes (ms): a list's put, or the end of a bucket's slot (its adds come
+// before).
+func (s *Store) since(it *indexItem) int64 {
+	if it.bucket() {
+		return itemTime(it.SK) + bucketSpan.Milliseconds()
+	}
+	return it.WrittenAt
+}
+
+// queryIndex reads vshard's index items whose time is at or before now,
+// earliest first, and hands them to f a page at a time until it says no
+// more: a shard with more due hosts than it is asked for reads (and pays
+// for) only the items it needs.
+func (s *Store) queryIndex(ctx context.Context, vshard int, now time.Time, f func([]indexItem) bool) error {
 	var start map[string]types.AttributeValue
 	for {
 		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
 			TableName:              &s.table,
 			ConsistentRead:         aws.Bool(true),
-			KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+			KeyConditionExpression: aws.String("pk = :pk AND sk <= :hi"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":pk": &types.AttributeValueMemberS{Value: duePK(vshard)},
-				":lo": &types.AttributeValueMemberS{Value: listPrefix},
-				// '~' sorts after the '#' and the id's characters.
-				":hi": &types.AttributeValueMemberS{Value: listSK(now.UnixMilli(), "~")},
+				// '~' sorts after the '#' and what follows it.
+				":hi": &types.AttributeValueMemberS{Value: fmt.Sprintf("%013d#~", now.UnixMilli())},
 			},
 			ExclusiveStartKey: start,
+			Limit:             aws.Int32(indexPage),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("query due lists of shard %d: %w", vshard, err)
+			return fmt.Errorf("query the due index of shard %d: %w", vshard, err)
 		}
-		for _, it := range out.Items {
-			var l listItem
-			if err := attributevalue.UnmarshalMap(it, &l); err != nil || len(l.Versions) != len(l.Hosts) {
-				return nil, fmt.Errorf("decode due list of shard %d: %v", vshard, err)
+		page := make([]indexItem, len(out.Items))
+		for k, raw := range out.Items {
+			it := &page[k]
+			if err := attributevalue.UnmarshalMap(raw, it); err != nil || len(it.Versions) != len(it.Hosts) || len(it.Dues) != 0 && len(it.Dues) != len(it.Hosts) {
+				return fmt.Errorf("decode due-index item of shard %d: %v", vshard, err)
 			}
-			lists = append(lists, l)
 		}
 		start = out.LastEvaluatedKey
-		if len(start) == 0 {
-			return lists, nil
+		if !f(page) || len(start) == 0 {
+			return nil
 		}
 	}
 }
 
-// readHosts reads the hosts of l at js, side by side, for what the store
+// indexPage is how many index items one query page reads: a few hundred
+// to a few thousand hosts.
+const indexPage = 64
+
+// readHosts reads the host items of keys, side by side, for what the store
 // sees of them. Eventually consistent is enough: a stale item shows an
-// older version, which can only make a settled host look unsettled (it is
-// read again), never the other way round. A failed read leaves the host
-// unknown, and its list in place.
-func (s *Store) readHosts(ctx context.Context, l listItem, js []int) {
-	parallel(len(js), func(k int) {
-		key := l.Hosts[js[k]]
+// older version, which can make a settled host look unsettled (it is read
+// again) or a drained one joined (its Load finds no work), never an
+// unsettled one settled. A failed read leaves the host unknown, and its
+// index item in place.
+func (s *Store) readHosts(ctx context.Context, keys []string) {
+	parallel(len(keys), func(k int) {
+		key := keys[k]
 		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: itemKey(hostPK(key), hostSK)})
 		if err != nil || len(out.Item) == 0 {
 			return
@@ -432,86 +523,22 @@ func (s *Store) fence(ctx context.Context, key, sk string, listed int64) {
 // lives.
 const fenceTTL = 24 * time.Hour
 
-// deleteList deletes a list whose hosts have all settled, if it is still
-// the one read. Best effort: a list left is read and deleted again.
-func (s *Store) deleteList(ctx context.Context, l listItem) {
-	_, _ = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 &s.table,
-		Key:                       itemKey(l.PK, l.SK),
-		ConditionExpression:       aws.String("n = :n"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: l.Nonce}},
-	})
-}
-
-// DueHosts implements hostqueue.Queues: the hosts of the shard's due lists
-// and of the GSI due at or before now, earliest first.
-func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
-	if limit <= 0 {
-		return nil, nil
+// deleteIndexItem deletes an index item whose hosts have all settled, if
+// it is still the one read: a list by its nonce, a bucket closed and with
+// the adds read. Best effort: an item left is read and deleted again.
+func (s *Store) deleteIndexItem(ctx context.Context, it *indexItem) {
+	in := &dynamodb.DeleteItemInput{TableName: &s.table, Key: itemKey(it.PK, it.SK)}
+	if it.bucket() {
+		in.ConditionExpression = aws.String("x = :x AND c = :c")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":x": &types.AttributeValueMemberBOOL{Value: true},
+			":c": &types.AttributeValueMemberN{Value: strconv.Itoa(it.Count)},
+		}
+	} else {
+		in.ConditionExpression = aws.String("n = :n")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: it.Nonce}}
 	}
-	var listed, indexed []dueKey
-	var lerr, ierr error
-	var wg sync.WaitGroup
-	wg.Go(func() { listed, lerr = s.listedDue(ctx, vshard, now, limit) })
-	wg.Go(func() { indexed, ierr = s.indexedDue(ctx, vshard, now, limit) })
-	wg.Wait()
-	if err := errors.Join(lerr, ierr); err != nil {
-		return nil, err
-	}
-	all := append(listed, indexed...)
-	slices.SortStableFunc(all, func(a, b dueKey) int { return int(a.due - b.due) })
-	var keys []string
-	taken := map[string]bool{}
-	for _, d := range all {
-		if len(keys) >= limit {
-			break
-		}
-		if !taken[d.key] {
-			taken[d.key] = true
-			keys = append(keys, d.key)
-		}
-	}
-	return keys, nil
-}
-
-// indexedDue returns up to limit hosts of vshard in the GSI due at or
-// before now, earliest first.
-func (s *Store) indexedDue(ctx context.Context, vshard int, now time.Time, limit int) ([]dueKey, error) {
-	var keys []dueKey
-	var start map[string]types.AttributeValue
-	for {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:              &s.table,
-			IndexName:              aws.String(DueIndex),
-			KeyConditionExpression: aws.String("vs = :v AND due <= :now"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":v":   &types.AttributeValueMemberN{Value: fmt.Sprint(vshard)},
-				":now": &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
-			},
-			ExclusiveStartKey: start,
-			Limit:             aws.Int32(int32(min(limit-len(keys), 1000))),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("query due hosts of shard %d: %w", vshard, err)
-		}
-		for _, it := range out.Items {
-			pk, _ := it["pk"].(*types.AttributeValueMemberS)
-			if pk == nil {
-				continue
-			}
-			var due int64
-			if d, ok := it["due"].(*types.AttributeValueMemberN); ok {
-				due, _ = strconv.ParseInt(d.Value, 10, 64)
-			}
-			if key, ok := keyOfPK(pk.Value); ok {
-				keys = append(keys, dueKey{key, due})
-			}
-		}
-		start = out.LastEvaluatedKey
-		if len(start) == 0 || len(keys) >= limit {
-			return keys, nil
-		}
-	}
+	_, _ = s.client.DeleteItem(ctx, in)
 }
 
 // parallel runs f(0..n-1), batchConcurrency at a time.

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 )
 
 // Tests of the due lists (duelist.go): an ingest batch names its new hosts
-// of a shard in one list item instead of a GSI entry each. They cover the
+// of a shard in one list item instead of a bucket entry each. They cover the
 // windows the list opens: a crash between the list and the appends, an
 // append racing a drain, a list's settling racing an append in flight,
 // and lost answers on the list and on a listed host's append.
@@ -114,6 +115,37 @@ func (e *listEnv) drain(key string) {
 // lists returns the sort keys of vs's due lists and the hosts each names.
 func (e *listEnv) lists(vs int) map[string][]string {
 	e.t.Helper()
+	out := map[string][]string{}
+	for sk, hosts := range e.index(vs) {
+		if strings.Contains(sk, "#l#") {
+			out[sk] = hosts
+		}
+	}
+	return out
+}
+
+// inBucket tells whether key is joined to a due bucket.
+func (e *listEnv) inBucket(key string) bool {
+	e.t.Helper()
+	return strings.Contains(e.rawHost(key).Listed, "#b#")
+}
+
+// wantIndexGone asserts that once every host has drained and the buckets'
+// slots are over, the check leaves no due-index item of vs behind.
+func (e *listEnv) wantIndexGone(vs int) {
+	e.t.Helper()
+	e.clock.advance(11 * time.Second)
+	e.due(vs) // closes the buckets
+	e.due(vs) // deletes what is settled
+	if got := e.index(vs); len(got) != 0 {
+		e.t.Errorf("due-index items of shard %d once drained = %v, want none", vs, got)
+	}
+}
+
+// index returns the sort keys of vs's due-index items and the hosts each
+// names.
+func (e *listEnv) index(vs int) map[string][]string {
+	e.t.Helper()
 	out, err := e.db.Query(e.t.Context(), &dynamodb.QueryInput{
 		TableName:              &e.table,
 		KeyConditionExpression: aws.String("pk = :pk"),
@@ -147,7 +179,7 @@ func (e *listEnv) wantPending(key string, n int) {
 }
 
 // TestDueListLayout: a batch's new hosts of a shard share one list item
-// and stay out of the GSI; a lone host of its shard goes into the GSI; the
+// and stay out of the buckets; a lone host of its shard goes into a bucket; the
 // list goes once every host it names has drained or moved.
 func TestDueListLayout(t *testing.T) {
 	t.Parallel()
@@ -167,12 +199,12 @@ func TestDueListLayout(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		if raw := e.rawHost(k); raw.attrs["due"] != nil || raw.attrs["ix"] == nil {
-			t.Errorf("listed %s: due %v, list %v; want no GSI key and its list", k, raw.attrs["due"], raw.attrs["ix"])
+		if raw := e.rawHost(k); !strings.Contains(raw.Listed, "#l#") || raw.Due != t0.UnixMilli() {
+			t.Errorf("listed %s: entry %q due %d; want its list, due %d", k, raw.Listed, raw.Due, t0.UnixMilli())
 		}
 	}
-	if raw := e.rawHost(other[0]); raw.Due != t0.UnixMilli() {
-		t.Errorf("lone host %s: due %d, want %d (in the GSI)", other[0], raw.Due, t0.UnixMilli())
+	if raw := e.rawHost(other[0]); raw.Due != t0.UnixMilli() || !e.inBucket(other[0]) {
+		t.Errorf("lone host %s: entry %q due %d, want a bucket at %d", other[0], raw.Listed, raw.Due, t0.UnixMilli())
 	}
 	if got := e.lists(lone); len(got) != 0 {
 		t.Errorf("lists of shard %d = %v, want none for a lone host", lone, got)
@@ -180,7 +212,7 @@ func TestDueListLayout(t *testing.T) {
 	e.wantDue("after the batch", vs, keys...)
 	e.wantDue("the lone host", lone, other...)
 
-	// One host drains, one moves into the GSI for later: the list stays
+	// One host drains, one moves into a bucket for later: the list stays
 	// for the two others.
 	e.drain(keys[0])
 	h, _ := e.check.Load(t.Context(), keys[1], 10)
@@ -189,8 +221,8 @@ func TestDueListLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.wantDue("a drain and a move", vs, keys[2:]...)
-	if raw := e.rawHost(keys[1]); raw.Due != later.UnixMilli() || raw.attrs["ix"] != nil {
-		t.Errorf("moved %s: due %d, list %v; want %d in the GSI", keys[1], raw.Due, raw.attrs["ix"], later.UnixMilli())
+	if raw := e.rawHost(keys[1]); raw.Due != later.UnixMilli() || !e.inBucket(keys[1]) {
+		t.Errorf("moved %s: entry %q due %d; want a bucket at %d", keys[1], raw.Listed, raw.Due, later.UnixMilli())
 	}
 	if len(e.lists(vs)) != 1 {
 		t.Errorf("lists after a drain and a move = %v, want the list kept", e.lists(vs))
@@ -259,9 +291,7 @@ func TestDueListCrashBeforeAppend(t *testing.T) {
 			e.drain(k)
 		}
 		e.wantDue("drained", vs)
-		if got := e.lists(vs); len(got) != 0 {
-			t.Errorf("lists once drained = %v, want none", got)
-		}
+		e.wantIndexGone(vs)
 	})
 	t.Run("fenced", func(t *testing.T) {
 		t.Parallel()
@@ -280,7 +310,7 @@ func TestDueListCrashBeforeAppend(t *testing.T) {
 			t.Errorf("lists after fencing = %v, want none", got)
 		}
 		for _, k := range keys {
-			if raw := e.rawHost(k); raw == nil || raw.attrs["due"] != nil || raw.attrs["ix"] != nil || len(raw.Q) != 0 {
+			if raw := e.rawHost(k); raw == nil || raw.attrs["ix"] != nil || len(raw.Q) != 0 {
 				t.Errorf("fenced %s = %+v, want an idle item", k, raw)
 			}
 		}
@@ -292,7 +322,7 @@ func TestDueListCrashBeforeAppend(t *testing.T) {
 // TestDueListAppendRacesDrain: a batch reads a host with work (so no list
 // names it) and the check drains it before the batch's append lands. The
 // append's version condition fails; decided again on the drained host, it
-// gives the host an entry of its own (the GSI).
+// gives the host an entry of its own (a bucket).
 func TestDueListAppendRacesDrain(t *testing.T) {
 	t.Parallel()
 	e := newListEnv(t)
@@ -305,16 +335,14 @@ func TestDueListAppendRacesDrain(t *testing.T) {
 	e.batchOK(e.storeOn(hooked), "b", 1, keys...)
 	e.wantPending(busy, 1)
 	e.wantDue("after the race", vs, keys...)
-	if raw := e.rawHost(busy); raw.Due == 0 {
-		t.Errorf("%s re-decided after the drain: due %d, want an entry in the GSI", busy, raw.Due)
+	if !e.inBucket(busy) {
+		t.Errorf("%s re-decided after the drain: entry %q, want a bucket", busy, e.rawHost(busy).Listed)
 	}
 	for _, k := range keys {
 		e.drain(k)
 	}
 	e.wantDue("drained", vs)
-	if got := e.lists(vs); len(got) != 0 {
-		t.Errorf("lists once drained = %v, want none", got)
-	}
+	e.wantIndexGone(vs)
 }
 
 // hookHosts runs before once before the first write of key's host item.
@@ -336,7 +364,7 @@ func (c *hookHosts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt 
 // hosts' appends is still in flight. Read before it lands, the host is
 // neither due nor settled: the list stays, and the host is due once its
 // append lands. Fenced before it lands (an old list), the append loses its
-// version, and decided again goes into the GSI: due all the same.
+// version, and decided again goes into a bucket: due all the same.
 func TestDueListSettleRacesAppend(t *testing.T) {
 	t.Parallel()
 	const vs = 11
@@ -363,16 +391,14 @@ func TestDueListSettleRacesAppend(t *testing.T) {
 			}
 			e.wantDue("after the append landed", vs, keys...)
 			e.wantPending(slow, 2)
-			if raw := e.rawHost(slow); fence != (raw.Due != 0) {
-				t.Errorf("%s: GSI due %d; want an entry in the GSI only when fenced", slow, raw.Due)
+			if fence != e.inBucket(slow) {
+				t.Errorf("%s: entry %q; want a bucket only when fenced", slow, e.rawHost(slow).Listed)
 			}
 			for _, k := range keys {
 				e.drain(k)
 			}
 			e.wantDue("drained", vs)
-			if got := e.lists(vs); len(got) != 0 {
-				t.Errorf("lists once drained = %v, want none", got)
-			}
+			e.wantIndexGone(vs)
 		})
 	}
 }
@@ -382,12 +408,12 @@ func TestDueListSettleRacesAppend(t *testing.T) {
 func TestDueListAmbiguous(t *testing.T) {
 	t.Parallel()
 	const vs = 13
-	listPut := func(op, sk string) bool { return op == "put" && strings.HasPrefix(sk, "l#") }
+	listPut := func(op, sk string) bool { return op == "put" && strings.Contains(sk, "#l#") }
 	for _, tc := range []struct {
 		name string
 		how  ambiguity
 		pick func(op, sk string) bool
-		// listed: the hosts end up in the list (else in the GSI).
+		// listed: the hosts end up in the list (else in buckets).
 		listed bool
 	}{
 		{"list put applied, answer lost", appliedThenError, listPut, false},
@@ -407,23 +433,166 @@ func TestDueListAmbiguous(t *testing.T) {
 				t.Fatalf("%d writes hit, want 1", l.hits.Load())
 			}
 			e.wantDue("after the batch", vs, keys...)
-			inGSI := 0
+			inBuckets := 0
 			for _, k := range keys {
 				e.wantPending(k, 2)
-				if e.rawHost(k).Due != 0 {
-					inGSI++
+				if e.inBucket(k) {
+					inBuckets++
 				}
 			}
-			if want := map[bool]int{true: 0, false: 3}[tc.listed]; inGSI != want {
-				t.Errorf("%d hosts in the GSI, want %d", inGSI, want)
+			if want := map[bool]int{true: 0, false: 3}[tc.listed]; inBuckets != want {
+				t.Errorf("%d hosts in buckets, want %d", inBuckets, want)
 			}
 			for _, k := range keys {
 				e.drain(k)
 			}
 			e.wantDue("drained", vs)
-			if got := e.lists(vs); len(got) != 0 {
-				t.Errorf("lists once drained = %v, want none", got)
-			}
+			e.wantIndexGone(vs)
 		})
+	}
+}
+
+// TestDueBucketAmbiguous: lost answers on a bucket add (a lone host's
+// append, a commit's move) neither lose the host nor queue an entry twice:
+// an add that landed under an error is a stale entry, one sent again a
+// duplicate, one not applied is made again by the write's next attempt.
+func TestDueBucketAmbiguous(t *testing.T) {
+	t.Parallel()
+	const vs = 14
+	add := func(op, sk string) bool { return op == "update" && strings.Contains(sk, "#b#") }
+	for _, how := range []ambiguity{appliedThenError, appliedThenRetried, notAppliedError} {
+		t.Run(how.String(), func(t *testing.T) {
+			t.Parallel()
+			e := newListEnv(t)
+			key := keysInShard("bamb"+how.String()[:5], vs, 1)[0]
+			l := newLossy(e.db, how, 1, add)
+			s := e.storeOn(l)
+			if _, err := s.Append(t.Context(), hostqueue.AppendRequest{Key: key, Entries: entries("a", 0, 2, 100), Limit: 10, Due: t0}); err != nil {
+				t.Fatalf("append: %v", err)
+			}
+			if l.hits.Load() != 1 {
+				t.Fatalf("%d adds hit, want 1", l.hits.Load())
+			}
+			e.wantPending(key, 2)
+			e.wantDue("after the append", vs, key)
+
+			// The move: released with one entry left, due in a minute.
+			l.left.Store(1)
+			h, err := s.Load(t.Context(), key, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			later := t0.Add(time.Minute)
+			if _, err := s.Commit(t.Context(), key, hostqueue.Commit{Done: ids(h.Head[:1]), Release: true, NextDue: later}); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+			e.wantPending(key, 1)
+			e.wantDue("moved", vs)
+			e.clock.advance(time.Minute)
+			e.wantDue("at its time", vs, key)
+			e.drain(key)
+			e.wantIndexGone(vs)
+		})
+	}
+}
+
+// closeRacer holds a bucket add back until the check has closed the
+// bucket it aims at (once): the add then fails its condition and must go
+// to another bucket.
+type closeRacer struct {
+	dynamo.Client
+	before func()
+	fired  atomic.Bool
+}
+
+func (c *closeRacer) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if strings.Contains(skOf(in.Key), "#b#") && in.ReturnValuesOnConditionCheckFailure != "" && !c.fired.Swap(true) {
+		c.before()
+	}
+	return c.Client.UpdateItem(ctx, in, opt...)
+}
+
+// TestDueBucketAddRacesClose: an add aimed at a bucket the check closes
+// first (a writer whose clock is behind) lands in the next slot's bucket,
+// and the host is due from there; the closed bucket, whose hosts have all
+// settled, goes.
+func TestDueBucketAddRacesClose(t *testing.T) {
+	t.Parallel()
+	e := newListEnv(t)
+	const vs = 15
+	keys := keysInShard("close", vs, 2)
+	// keys[0] opens the bucket of t0's slot.
+	e.batchOK(e.storeOn(nil), "a", 1, keys[0])
+	behind := &listClock{t: t0}
+	late := &closeRacer{Client: e.db, before: func() {
+		e.clock.advance(11 * time.Second) // the check's clock: the slot is over
+		e.due(vs)                         // closes it
+	}}
+	s := dynamo.New(late, e.table, behind.now)
+	if _, err := s.Append(t.Context(), hostqueue.AppendRequest{Key: keys[1], Entries: entries("b", 0, 1, 100), Limit: 10, Due: t0}); err != nil {
+		t.Fatalf("append behind the close: %v", err)
+	}
+	raw := e.rawHost(keys[1])
+	if !e.inBucket(keys[1]) || strings.HasPrefix(raw.Listed, fmtMs(t0)) {
+		t.Errorf("%s added after the close: entry %q, want a bucket of a later slot", keys[1], raw.Listed)
+	}
+	e.wantDue("after the close", vs, keys...)
+	for _, k := range keys {
+		e.drain(k)
+	}
+	e.wantIndexGone(vs)
+}
+
+// fmtMs is a sort key's time prefix for the slot of t.
+func fmtMs(t time.Time) string {
+	ms := t.UnixMilli() - t.UnixMilli()%5000
+	return strconv.FormatInt(ms, 10) + "#"
+}
+
+// readHook runs once before the first GetItem.
+type readHook struct {
+	dynamo.Client
+	once sync.Once
+	f    func()
+}
+
+func (c *readHook) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.once.Do(c.f)
+	return c.Client.GetItem(ctx, in, opt...)
+}
+
+// TestAppendBatchUntil: a batch starts no wave of hosts after its
+// deadline; the wave under way when it passes finishes. The hosts left
+// out fail with ErrNoTime, unwritten.
+func TestAppendBatchUntil(t *testing.T) {
+	t.Parallel()
+	e := newListEnv(t)
+	until := t0.Add(time.Second)
+	// The deadline passes while the first wave reads.
+	s := e.storeOn(&readHook{Client: e.db, f: func() { e.clock.advance(2 * time.Second) }})
+	var reqs []hostqueue.AppendRequest
+	for i := range 300 {
+		reqs = append(reqs, hostqueue.AppendRequest{Key: "until" + strconv.Itoa(i) + ".example", Entries: entries("u"+strconv.Itoa(i), 0, 1, 100), Limit: 10, Due: t0})
+	}
+	out := s.AppendBatchUntil(t.Context(), reqs, until)
+	written, late := 0, 0
+	for i, o := range out {
+		switch {
+		case o.Err == nil && o.Result.Appended == 1:
+			written++
+		case errors.Is(o.Err, hostqueue.ErrNoTime):
+			late++
+			if e.rawHost(reqs[i].Key) != nil {
+				t.Errorf("%s failed with ErrNoTime but was written", reqs[i].Key)
+			}
+		default:
+			t.Errorf("%s: %+v, %v", reqs[i].Key, o.Result, o.Err)
+		}
+	}
+	if written != 256 || late != 300-256 {
+		t.Errorf("%d written, %d late; want the first wave (256) written, the rest late", written, late)
+	}
+	if out := e.storeOn(nil).AppendBatchUntil(t.Context(), reqs[:3], until); !errors.Is(out[0].Err, hostqueue.ErrNoTime) {
+		t.Errorf("a batch begun after its deadline: %v, want ErrNoTime", out[0].Err)
 	}
 }

@@ -75,6 +75,7 @@ type Client interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -110,17 +111,18 @@ type Store struct {
 
 	// seen is what the store last saw of host items, holds the shards
 	// whose lease it holds, for the due lists (duelist.go): guarded by mu.
-	seen  map[string]hostSeen
-	holds map[int]shardHold
+	seen    map[string]hostSeen
+	holds   map[int]shardHold
+	buckets map[int]bucketPos // by virtual shard: where its adds go next
 }
 
 // New returns a store on table; now is the clock used for TTLs.
 func New(client Client, table string, now func() time.Time) *Store {
-	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}, seen: map[string]hostSeen{}, holds: map[int]shardHold{}}
+	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}, seen: map[string]hostSeen{}, holds: map[int]shardHold{}, buckets: map[int]bucketPos{}}
 }
 
-// Append implements hostqueue.Appender. A host it gives work goes into the
-// GSI; AppendBatch lists a batch's new hosts instead.
+// Append implements hostqueue.Appender. A host it gives work goes into a
+// due bucket; AppendBatch lists a batch's new hosts instead.
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
 	return s.appendHost(ctx, req, nil, listing{})
 }
@@ -174,6 +176,12 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		return nil, err
 	}
 	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(incoming)...)
+	// The entry comes before the chunks: a failed bucket add then leaves
+	// no chunk behind, and a stale bucket entry costs nothing.
+	sk, err := op.entry(ctx, cur, next)
+	if err != nil {
+		return nil, err
+	}
 	var spilled []string
 	if entriesSize(next.Tail) > inlineBudget {
 		var err error
@@ -181,16 +189,28 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 			return nil, &retryableError{err}
 		}
 	}
-	// The list is the host's entry only on the version it was listed at:
-	// the check settles a list by the host's version (duelist.go), so
-	// once that version has passed, no write may join the list any more.
-	list := ""
-	if op.list.sk != "" && cur.Version == op.list.version {
-		list = op.list.sk
-	}
-	activated := next.activate(req.Due, list)
+	activated := next.activate(req.Due, sk)
 	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead,
 		appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), HeldBack: held, Pending: next.pending(), Activated: activated}}, nil
+}
+
+// entry returns the due-index item to name the host in when next needs an
+// entry: its batch's list, which is its entry only on the version it was
+// listed at (the check settles a list by the host's version, duelist.go,
+// so once that version has passed no write may join the list any more),
+// or else a bucket, added to now (before the host write).
+func (op *appendOp) entry(ctx context.Context, cur, next *hostItem) (string, error) {
+	if !next.needsEntry() {
+		return "", nil
+	}
+	if op.list.sk != "" && cur.Version == op.list.version {
+		return op.list.sk, nil
+	}
+	sk, err := op.s.addToBucket(ctx, op.req.Key, cur.Version, op.req.Due.UnixMilli())
+	if err != nil {
+		return "", &retryableError{err}
+	}
+	return sk, nil
 }
 
 // report hands OnEvict the evicted entries it has not taken yet. It runs
@@ -272,8 +292,18 @@ func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		return nil, err
 	}
 	next.recordProgress(op.c, op.done)
+	due := op.s.now()
 	if op.c.Release {
 		next.release(op.c, op.s.now)
+		due = op.c.NextDue
+	}
+	if next.needsEntry() {
+		// A move: into the bucket of its due time, before the commit.
+		sk, err := op.s.addToBucket(ctx, op.key, cur.Version, due.UnixMilli())
+		if err != nil {
+			return nil, &retryableError{err}
+		}
+		next.activate(due, sk)
 	}
 	next.mergeRobots(op.robots)
 	collect := op.c.Release && next.pending() == 0 && next.SpilledSinceEmpty
