@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
@@ -204,10 +203,6 @@ type leaseItem struct {
 
 func hostPK(key string) string { return hostPrefix + key }
 func shardPK(v int) string     { return shardPrefix + strconv.Itoa(v) }
-
-func keyOfPK(pk string) (string, bool) {
-	return strings.CutPrefix(pk, hostPrefix)
-}
 
 // pending counts the entries queued in a host item.
 func (h *hostItem) pending() int {
