@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -19,16 +18,19 @@ import (
 // duelist.go for what every index item guarantees). A bucket holds the
 // entries due in one slot of bucketSpan, at most bucketCap of them: an add
 // is an update, billed on the whole item, so a bucket of 30 host keys keeps
-// an add at one write unit. An add is conditional: not closed, not full;
-// it is made by the host write's own attempt, before the host write, with
-// the version that write is conditioned on.
+// an add at one write unit. An add is conditional (not full); it is made
+// by the host write's own attempt, before the host write, with the version
+// that write is conditioned on. One that finds its bucket full goes to the
+// next bucket of the slot.
 //
-// The check closes a bucket once its slot is over by closeMargin (a
-// conditional write: no add can land after it, and its answer is the
-// bucket's final content, so nothing is read again), dispatches what it
-// names and deletes it once every host it names has settled. An add that
-// finds its bucket closed (a writer whose clock is behind) goes to the
-// next slot, one that finds it full to the next bucket of the slot.
+// A bucket takes adds while its slot lasts (an add goes to the slot of its
+// due time, or of now when that is past). Once the slot is over by
+// closeMargin, the check deletes the bucket when every host it names has
+// settled, conditional on the count of adds it read: an add that landed
+// since makes the delete fail (the bucket is read again), and one that
+// lands after it makes a new bucket of the same key (an add is an upsert),
+// which the next query finds. So no close write is needed: the condition
+// does what closing would, for one write less a bucket.
 
 const (
 	// bucketSpan is a bucket's slot: the default CheckHostPeriod, within
@@ -36,8 +38,9 @@ const (
 	bucketSpan = 5 * time.Second
 	// bucketCap bounds a bucket's adds: ~30 bytes a host, one write unit.
 	bucketCap = 30
-	// closeMargin is how long after its slot a bucket is closed: longer
-	// than a writer takes from reading its clock to its add.
+	// closeMargin is how long after its slot a bucket may be deleted:
+	// longer than a writer takes from reading its clock to its add (a
+	// later add still lands, in a new bucket of the same key).
 	closeMargin = bucketSpan
 	// maxBucketTries bounds the buckets one add tries.
 	maxBucketTries = 20
@@ -78,8 +81,8 @@ func (s *Store) addToBucket(ctx context.Context, key string, version, due int64)
 			TableName:        &s.table,
 			Key:              itemKey(duePK(vs), sk),
 			UpdateExpression: aws.String("SET h = list_append(if_not_exists(h, :none), :h), hv = list_append(if_not_exists(hv, :none), :v), hd = list_append(if_not_exists(hd, :none), :d) ADD c :one"),
-			// Not closed, not full.
-			ConditionExpression: aws.String("attribute_not_exists(x) AND (attribute_not_exists(c) OR c < :cap)"),
+			// Not full.
+			ConditionExpression: aws.String("attribute_not_exists(c) OR c < :cap"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":none": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
 				":h":    &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: key}}},
@@ -88,7 +91,6 @@ func (s *Store) addToBucket(ctx context.Context, key string, version, due int64)
 				":one":  &types.AttributeValueMemberN{Value: "1"},
 				":cap":  &types.AttributeValueMemberN{Value: strconv.Itoa(bucketCap)},
 			},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		if err == nil {
 			s.mu.Lock()
@@ -101,40 +103,14 @@ func (s *Store) addToBucket(ctx context.Context, key string, version, due int64)
 			return "", fmt.Errorf("add %s to due bucket %s of shard %d: %w", key, sk, vs, err)
 		}
 		if try >= maxBucketTries {
-			return "", fmt.Errorf("add %s to a due bucket of shard %d: %d buckets full or closed: %w", key, vs, try, err)
+			return "", fmt.Errorf("add %s to a due bucket of shard %d: %d buckets full: %w", key, vs, try, err)
 		}
-		if _, closed := cf.Item["x"]; closed {
-			slot, seq = slot+span, 0
-		} else {
-			seq++
-		}
+		seq++
 	}
 }
 
-// closable tells whether it is a bucket to close now: open, its slot over
-// by closeMargin on the store's clock.
-func (s *Store) closable(it *indexItem) bool {
-	return it.bucket() && !it.Closed &&
-		s.now().UnixMilli() >= itemTime(it.SK)+(bucketSpan+closeMargin).Milliseconds()
-}
-
-// closeBucket closes it so that no add lands in it any more, and takes
-// the answer, the bucket as closed, as its content. On an error it is left
-// as read (open, closed again at the next look).
-func (s *Store) closeBucket(ctx context.Context, it *indexItem) {
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       itemKey(it.PK, it.SK),
-		UpdateExpression:          aws.String("SET x = :x"),
-		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":x": &types.AttributeValueMemberBOOL{Value: true}},
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if err != nil {
-		return
-	}
-	var closed indexItem
-	if attributevalue.UnmarshalMap(out.Attributes, &closed) == nil && len(closed.Versions) == len(closed.Hosts) && len(closed.Dues) == len(closed.Hosts) {
-		*it = closed
-	}
+// ripe tells whether it is a bucket whose adds are over: its slot ended
+// closeMargin ago on the store's clock, so it may be deleted once settled.
+func (s *Store) ripe(it *indexItem) bool {
+	return it.bucket() && s.now().UnixMilli() >= itemTime(it.SK)+(bucketSpan+closeMargin).Milliseconds()
 }

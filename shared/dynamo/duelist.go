@@ -53,7 +53,7 @@ import (
 //     no write of that attempt can join it.
 //
 // An index item is deleted once every host it names is settled (a bucket
-// only once closed, bucket.go), conditional on what was read. A list's put
+// only once its slot is over, bucket.go), conditional on what was read. A list's put
 // carries no condition: the same key and the same content, so a put sent
 // again after a lost answer (or landing late, even after the delete)
 // changes nothing a reader relies on (a list back from the dead names
@@ -62,7 +62,7 @@ import (
 const (
 	// listMin is the fewest hosts of a shard a list is written for: a list
 	// costs two writes (its put and its delete), bucket adds one a host
-	// and their share of the bucket's close and delete.
+	// and their share of the bucket's delete.
 	listMin = 3
 	// maxListBytes bounds a list item, well under DynamoDB's 400 KB: a
 	// shard's hosts beyond it go into further lists.
@@ -98,10 +98,8 @@ type indexItem struct {
 	// WrittenAt is when a list was written (ms): fencing waits for age.
 	WrittenAt int64  `dynamodbav:"t,omitempty"`
 	Nonce     string `dynamodbav:"n,omitempty"`
-	// Count is how many adds a bucket took, Closed whether it takes no
-	// more (bucket.go).
-	Count  int  `dynamodbav:"c,omitempty"`
-	Closed bool `dynamodbav:"x,omitempty"`
+	// Count is how many adds a bucket took (bucket.go).
+	Count int `dynamodbav:"c,omitempty"`
 }
 
 func (it *indexItem) bucket() bool { return strings.Contains(it.SK, bucketMark) }
@@ -133,31 +131,38 @@ type hostSeen struct {
 	epoch   int
 }
 
-// shardHold is the store's lease on a shard: until when (ms), and an epoch
-// that changes whenever the store may have stopped holding it.
+// shardHold is the store's lease on a shard: whose (the owner of the run
+// that took it through this store), until when (ms), and an epoch that
+// changes whenever the store may have stopped holding it.
 type shardHold struct {
+	owner string
 	until int64
 	epoch int
 }
 
-// hold records a lease the store took or renewed until until; renewed: it
-// held it without a break.
-func (s *Store) hold(vshard int, until time.Time, renewed bool) {
+// hold records a lease owner took or renewed through the store until
+// until; renewed: the lease was owner's without a break.
+func (s *Store) hold(vshard int, owner string, until time.Time, renewed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.holds[vshard]
-	if !renewed || h.until < s.now().UnixMilli() {
+	if !renewed || h.owner != owner || h.until < s.now().UnixMilli() {
 		h.epoch++
 	}
-	h.until = until.UnixMilli()
+	h.owner, h.until = owner, until.UnixMilli()
 	s.holds[vshard] = h
 }
 
-// dropHold records that the store no longer holds vshard's lease.
-func (s *Store) dropHold(vshard int) {
+// dropHold records that owner no longer holds vshard's lease. Another
+// owner's failing to take it (a run of the same process waiting for it)
+// leaves the holder's hold alone.
+func (s *Store) dropHold(vshard int, owner string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.holds[vshard]
+	if h.owner != owner {
+		return
+	}
 	h.until = 0
 	h.epoch++
 	s.holds[vshard] = h
@@ -337,9 +342,9 @@ type dueKey struct {
 }
 
 // DueHosts implements hostqueue.Queues: the hosts of vshard's due lists
-// and buckets due at or before now, earliest first. On the way it closes
-// the buckets whose slot is over, deletes the index items whose hosts have
-// all settled and fences the hosts of old items that never joined them
+// and buckets due at or before now, earliest first. On the way it deletes
+// the index items whose hosts have all settled (a bucket once its slot is
+// over) and fences the hosts of old items that never joined them
 // (see the top of this file). The store's own clock decides those (now
 // may be a time ahead, asked whether anything falls due before it).
 func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
@@ -349,13 +354,8 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	var due []dueKey
 	taken := map[string]bool{}
 	err := s.queryIndex(ctx, vshard, now, func(page []indexItem) bool {
-		// The page's closes and the reads of its hosts unknown, side by
-		// side: a shard taken over finds every host unknown.
-		parallel(len(page), func(k int) {
-			if s.closable(&page[k]) {
-				s.closeBucket(ctx, &page[k])
-			}
-		})
+		// The reads of the page's unknown hosts side by side: a shard
+		// taken over finds every host unknown.
 		s.readHosts(ctx, s.unknown(page))
 		for k := range page {
 			if len(due) >= limit {
@@ -400,7 +400,7 @@ func (s *Store) unknown(page []indexItem) []string {
 // settle takes the hosts of it, as the store now sees them: a joined one
 // due by now into due (once, by taken), a settled one left, an unjoined
 // one of an old item fenced; and deletes it once every host has settled (a
-// bucket once closed).
+// bucket once its slot is over).
 func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken map[string]bool, due *[]dueKey) {
 	old := s.now().Sub(time.UnixMilli(s.since(it))) > listFenceAge
 	settled := true
@@ -421,7 +421,7 @@ func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken 
 			}
 		}
 	}
-	if settled && (!it.bucket() || it.Closed) {
+	if settled && (!it.bucket() || s.ripe(it)) {
 		s.deleteIndexItem(ctx, it)
 	}
 }
@@ -524,16 +524,13 @@ func (s *Store) fence(ctx context.Context, key, sk string, listed int64) {
 const fenceTTL = 24 * time.Hour
 
 // deleteIndexItem deletes an index item whose hosts have all settled, if
-// it is still the one read: a list by its nonce, a bucket closed and with
-// the adds read. Best effort: an item left is read and deleted again.
+// it is still the one read: a list by its nonce, a bucket by its count of
+// adds. Best effort: an item left is read and deleted again.
 func (s *Store) deleteIndexItem(ctx context.Context, it *indexItem) {
 	in := &dynamodb.DeleteItemInput{TableName: &s.table, Key: itemKey(it.PK, it.SK)}
 	if it.bucket() {
-		in.ConditionExpression = aws.String("x = :x AND c = :c")
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{
-			":x": &types.AttributeValueMemberBOOL{Value: true},
-			":c": &types.AttributeValueMemberN{Value: strconv.Itoa(it.Count)},
-		}
+		in.ConditionExpression = aws.String("c = :c")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":c": &types.AttributeValueMemberN{Value: strconv.Itoa(it.Count)}}
 	} else {
 		in.ConditionExpression = aws.String("n = :n")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: it.Nonce}}

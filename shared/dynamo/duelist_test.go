@@ -496,51 +496,72 @@ func TestDueBucketAmbiguous(t *testing.T) {
 	}
 }
 
-// closeRacer holds a bucket add back until the check has closed the
-// bucket it aims at (once): the add then fails its condition and must go
-// to another bucket.
-type closeRacer struct {
+// deleteRacer runs add once around the check's first delete of a bucket:
+// before it is sent (after the check read the bucket) or after it landed.
+type deleteRacer struct {
 	dynamo.Client
-	before func()
-	fired  atomic.Bool
+	after bool
+	add   func()
+	fired atomic.Bool
 }
 
-func (c *closeRacer) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if strings.Contains(skOf(in.Key), "#b#") && in.ReturnValuesOnConditionCheckFailure != "" && !c.fired.Swap(true) {
-		c.before()
+func (c *deleteRacer) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if !strings.Contains(skOf(in.Key), "#b#") || c.fired.Swap(true) {
+		return c.Client.DeleteItem(ctx, in, opt...)
 	}
-	return c.Client.UpdateItem(ctx, in, opt...)
+	if !c.after {
+		c.add()
+	}
+	out, err := c.Client.DeleteItem(ctx, in, opt...)
+	if c.after {
+		c.add()
+	}
+	return out, err
 }
 
-// TestDueBucketAddRacesClose: an add aimed at a bucket the check closes
-// first (a writer whose clock is behind) lands in the next slot's bucket,
-// and the host is due from there; the closed bucket, whose hosts have all
-// settled, goes.
-func TestDueBucketAddRacesClose(t *testing.T) {
+// TestDueBucketAddRacesDelete: an add lands in a bucket (a writer whose
+// clock is behind, aiming at a slot the check thinks over) while the check
+// deletes it. Landed after the check read the bucket, it fails the
+// delete's condition on the count of adds: the bucket stays, and its new
+// host is due. Landed after the delete, it makes the bucket again: due all
+// the same. Either way nothing is left once the hosts drain.
+func TestDueBucketAddRacesDelete(t *testing.T) {
 	t.Parallel()
-	e := newListEnv(t)
 	const vs = 15
-	keys := keysInShard("close", vs, 2)
-	// keys[0] opens the bucket of t0's slot.
-	e.batchOK(e.storeOn(nil), "a", 1, keys[0])
-	behind := &listClock{t: t0}
-	late := &closeRacer{Client: e.db, before: func() {
-		e.clock.advance(11 * time.Second) // the check's clock: the slot is over
-		e.due(vs)                         // closes it
-	}}
-	s := dynamo.New(late, e.table, behind.now)
-	if _, err := s.Append(t.Context(), hostqueue.AppendRequest{Key: keys[1], Entries: entries("b", 0, 1, 100), Limit: 10, Due: t0}); err != nil {
-		t.Fatalf("append behind the close: %v", err)
+	for _, after := range []bool{false, true} {
+		name := "before the delete"
+		if after {
+			name = "after the delete"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newListEnv(t)
+			keys := keysInShard("race"+name[:1], vs, 2)
+			// keys[0] opens the bucket of t0's slot and drains: the bucket
+			// is all settled.
+			e.batchOK(e.storeOn(nil), "a", 1, keys[0])
+			e.drain(keys[0])
+			behind := dynamo.New(e.db, e.table, func() time.Time { return t0 })
+			racer := &deleteRacer{Client: e.db, after: after, add: func() {
+				if _, err := behind.Append(t.Context(), hostqueue.AppendRequest{Key: keys[1], Entries: entries("b", 0, 1, 100), Limit: 10, Due: t0}); err != nil {
+					t.Errorf("append behind: %v", err)
+				}
+			}}
+			e.check = dynamo.New(racer, e.table, e.clock.now)
+			e.clock.advance(11 * time.Second) // the slot is over
+			first := e.due(vs)
+			if !racer.fired.Load() {
+				t.Fatalf("the check deleted no bucket (due %v)", first)
+			}
+			if raw := e.rawHost(keys[1]); !strings.HasPrefix(raw.Listed, fmtMs(t0)) {
+				t.Errorf("%s: entry %q, want the bucket of t0's slot", keys[1], raw.Listed)
+			}
+			e.wantDue("after the race", vs, keys[1])
+			e.wantPending(keys[1], 1)
+			e.drain(keys[1])
+			e.wantIndexGone(vs)
+		})
 	}
-	raw := e.rawHost(keys[1])
-	if !e.inBucket(keys[1]) || strings.HasPrefix(raw.Listed, fmtMs(t0)) {
-		t.Errorf("%s added after the close: entry %q, want a bucket of a later slot", keys[1], raw.Listed)
-	}
-	e.wantDue("after the close", vs, keys...)
-	for _, k := range keys {
-		e.drain(k)
-	}
-	e.wantIndexGone(vs)
 }
 
 // fmtMs is a sort key's time prefix for the slot of t.

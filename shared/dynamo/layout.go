@@ -39,9 +39,9 @@ import (
 // Why: an entry in a secondary index (the design before, a GSI on the host
 // item's shard and due time) costs a host two index writes (the put when it
 // gets work, the delete when it leaves), which was half the write units of
-// many small hosts. A due list names a whole batch's new hosts of one shard in one
-// item, written once before their appends and deleted once; a bucket entry
-// is one small conditional add, and the bucket's close and delete are
+// many small hosts. A due list names a whole batch's new hosts of one
+// shard in one item, written once before their appends and deleted once; a
+// bucket entry is one small conditional add, and the bucket's delete is
 // shared by the hosts it holds. Leaving writes nothing but the host item:
 // the host records the index item naming it and its due time (ix, dd), and
 // an index item is deleted once every host it names has left it. See

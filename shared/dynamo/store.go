@@ -430,7 +430,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 			return false, err
 		}
 		if cur != nil && cur.Owner != owner && cur.Until >= now.UnixMilli() {
-			s.dropHold(vshard)
+			s.dropHold(vshard, owner)
 			return false, nil
 		}
 	}
@@ -453,7 +453,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		// Another run's live lease. Never our own write sent again by the
 		// SDK after its answer was lost: that retry passes `o = :o`.
 		s.contended.Store(vshard, struct{}{})
-		s.dropHold(vshard)
+		s.dropHold(vshard, owner)
 		return false, nil
 	}
 	if err != nil {
@@ -477,7 +477,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 	}
 	// Still the holder only when the lease item was this owner's all
 	// along (renewed, or expired with nobody taking it meanwhile).
-	s.hold(vshard, until, prev.Owner == owner)
+	s.hold(vshard, owner, until, prev.Owner == owner)
 	if prev.Owner != "" && prev.Owner != owner && s.OnTakeover != nil {
 		// A released lease is deleted: one still there under another
 		// owner had expired (its run died, overran or kept it).
@@ -506,7 +506,7 @@ func (s *Store) readLease(ctx context.Context, vshard int) (*leaseItem, error) {
 
 // ReleaseShard implements hostqueue.Leases.
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
-	s.dropHold(vshard)
+	s.dropHold(vshard, owner)
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
 		Key:                       itemKey(shardPK(vshard), leaseSK),
