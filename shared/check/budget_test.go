@@ -304,11 +304,16 @@ type slowReleaseStore struct {
 	want    int32
 	waited  atomic.Bool
 	timeout atomic.Bool
+	// onRelease, when set, is called at every release commit, first.
+	onRelease func(key string)
 }
 
 func (s *slowReleaseStore) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
 	// Not a sync.Once: a goroutine blocked on its mutex would stop the
 	// bubble's clock (synctest), and with it this wait.
+	if c.Release && s.onRelease != nil {
+		s.onRelease(key)
+	}
 	if c.Release && s.waited.CompareAndSwap(false, true) {
 		deadline := time.Now().Add(5 * time.Second)
 		for s.pages.Load() < s.want {
@@ -360,6 +365,41 @@ func TestAdmissionFreedBeforeTheLastCommit(t *testing.T) {
 		}
 		if store.timeout.Load() {
 			t.Error("the second host was not fetched while the first one's last commit waited: its admission was held through the commit")
+		}
+	})
+}
+
+// TestFinishedHostClosesBeforeItsLastCommit: a finished host's connections
+// are closed once its last request is answered, before the wait for its
+// results and its last commit, not after them.
+func TestFinishedHostClosesBeforeItsLastCommit(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		e := newEnv(t, testParams())
+		cf := &closingFetcher{inFlight: map[string]int{}, closed: map[string]int{}}
+		e.wrap = func(f check.Fetcher) check.Fetcher { cf.Fetcher = f; return cf }
+		s := newSite(t, page)
+		e.seed(s.url("/1"), s.url("/2"))
+		var closedAtCommit atomic.Int32
+		name, _, _ := strings.Cut(s.host, ":")
+		store := &slowReleaseStore{Store: e.store, pages: &atomic.Int32{}, onRelease: func(string) {
+			cf.mu.Lock()
+			defer cf.mu.Unlock()
+			closedAtCommit.Store(int32(cf.closed[name]))
+		}}
+		eng := e.engine()
+		eng.Store = store
+		eng.Finished = func(string) bool { return true }
+		e.runWith(eng, "owner", time.Minute, 0, func() bool {
+			now, _ := eng.Workers()
+			return len(e.pub.all()) >= 2 && now == 0
+		})
+		checkFetched(t, e.pub, s.url("/1"), s.url("/2"))
+		if closedAtCommit.Load() == 0 {
+			t.Error("the finished host's connection was still open at its last commit, want it closed once its last request was answered")
+		}
+		if len(cf.early) > 0 {
+			t.Errorf("CloseHost while a request of the host was in flight: %v", cf.early)
 		}
 	})
 }

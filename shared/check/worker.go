@@ -311,9 +311,20 @@ func (w *worker) closeConns() {
 		}
 		return
 	}
+	w.closeDialed()
+}
+
+// closeDialed closes the kept-alive connections of the host names the
+// session requested.
+func (w *worker) closeDialed() {
+	c, ok := w.fetcher.(HostCloser)
+	if !ok {
+		return
+	}
 	for name := range w.dialed {
 		c.CloseHost(name)
 	}
+	clear(w.dialed)
 }
 
 // finished tells that no URL will be queued for the host any more
@@ -413,6 +424,12 @@ func (w *worker) finishRound(ctx context.Context, r *round, end roundEnd) (*host
 		// process made 400-700 requests a second for two seconds while the
 		// next hosts waited to be admitted.
 		w.stopRequesting()
+		if end == endDrained && w.finished() {
+			// Nor will one ever come: its connections go now, not after
+			// the wait and the commit, with their descriptors, buffers
+			// and the transport's two goroutines each.
+			w.closeDialed()
+		}
 	}
 	done, refused := r.handed.wait()
 	if refused {
