@@ -172,8 +172,11 @@ type headlineStep struct {
 //     steady day's jitter and the bursty day at it (the table's columns).
 //   - ShardCount 14, measured and not taken: Lambda is memory x shards x
 //     the day, but 14 (or 12) shards of 512 MB do not keep up with
-//     100M/day (their hosts' sessions, not the 141 requests/s an
-//     invocation, bind: 1.08 requests a URL would need only 9 shards).
+//     100M/day, though 1.08 requests a URL at 141 requests/s an
+//     invocation would average out at 9 shards: runs are not all busy at
+//     once and shards' hosts are uneven, so which of the invocation's
+//     rate and its 198 workers binds on the busiest shards is not
+//     isolated here.
 var headlineSteps = []headlineStep{
 	{"512 MB check functions, results' bodies plain", func(c *Config) { c.P.ResultBodyEncoding = params.BodyPlain }, ""},
 	{"+ ResultBodyEncoding=gzip (SSM)", func(c *Config) { c.P.ResultBodyEncoding = params.BodyGzip }, ""},
