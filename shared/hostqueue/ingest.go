@@ -234,13 +234,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			for i, key := range order {
 				reqs[i] = request(groups[key])
 			}
-			var outcomes []AppendOutcome
-			if ub, ok := ba.(UntilBatchAppender); ok {
-				outcomes = ub.AppendBatchUntil(ctx, reqs, p.Until)
-			} else {
-				outcomes = ba.AppendBatch(ctx, reqs)
-			}
-			for i, o := range outcomes {
+			for i, o := range ba.AppendBatch(ctx, reqs) {
 				appended(groups[order[i]], o.Result, o.Err)
 			}
 		}

@@ -105,7 +105,6 @@ var (
 		{"LearnedDelays", testLearnedDelays},
 		{"Attempts", testAttempts},
 		{"DueHosts", testDueHosts},
-		{"BatchDue", testBatchDue},
 		{"IdleTTL", testIdleTTL},
 		{"ConcurrentAppendersAndConsumer", testConcurrency},
 		{"ConcurrentEviction", testConcurrentEviction},
