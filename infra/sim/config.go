@@ -234,14 +234,16 @@ type measuredRate struct {
 // machine; re-measure with the command above and put its requests/s here.
 // Sorted by MemoryMB; invocationRPS interpolates between the sizes.
 //
-// Measured 2026-12-02 on the shared 2-core machine under load (load
-// average 9-12; rough, to be re-measured on a quiet one): 512 MB, 198
-// workers, 189 requests/s (0.32 cores used, Lambda gives 0.29); 1,024 MB,
-// 443 workers, 429 requests/s (0.49 cores, Lambda gives 0.58). Both are
-// bound by their workers (about one request a worker-second at d = 1 s).
+// Measured 2026-12-02 05:30 UTC on the 2-core machine, quiet (`make bench
+// ARGS='-only resources -check-memory 512,1024'`): 512 MB, 198 workers,
+// 196 requests/s (0.40 cores used, Lambda gives 0.29); 1,024 MB, 443
+// workers, 438 requests/s (0.49 cores, Lambda gives 0.58). Both are bound
+// by their workers (about one request a worker-second at d = 1 s); at 512
+// MB the process used more CPU than Lambda gives, so on Lambda its rate
+// may be lower.
 var measuredRates = []measuredRate{
-	{MemoryMB: 512, RPS: 189},
-	{MemoryMB: 1024, RPS: 429},
+	{MemoryMB: 512, RPS: 196},
+	{MemoryMB: 1024, RPS: 438},
 }
 
 // keptBody is what a check worker holds of a body, as the engine budgets it
