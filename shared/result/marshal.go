@@ -38,11 +38,10 @@ func marshal(r Result) ([]byte, error) {
 	b = appendField(b, "data", r.Data)
 	b = appendField(b, "encoding", r.Encoding)
 	if r.Body != nil {
-		ref, err := marshalNested(r.Body)
-		if err != nil {
+		var err error
+		if b, err = appendRef(b, "body", r.Body); err != nil {
 			return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
 		}
-		b = append(append(b, `,"body":`...), ref...)
 	}
 	b = append(b, `,"bytes":`...)
 	b = strconv.AppendInt(b, r.Bytes, 10)
@@ -63,11 +62,10 @@ func marshal(r Result) ([]byte, error) {
 	b = appendField(b, "validatorsUrl", r.ValidatorsURL)
 	b = appendField(b, "error", r.Error)
 	if r.Warc != nil {
-		ref, err := marshalNested(r.Warc)
-		if err != nil {
+		var err error
+		if b, err = appendRef(b, "warc", r.Warc); err != nil {
 			return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
 		}
-		b = append(append(b, `,"warc":`...), ref...)
 	}
 	return append(b, '}'), nil
 }
@@ -134,6 +132,17 @@ func appendString(b []byte, s string) []byte {
 		i += size
 	}
 	return append(append(b, s[start:]...), '"')
+}
+
+// appendRef appends ,"name": and ref's JSON (a nested ref, rare enough
+// for encoding/json).
+func appendRef(b []byte, name string, ref any) ([]byte, error) {
+	j, err := marshalNested(ref)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(append(b, `,"`...), name...), `":`...)
+	return append(b, j...), nil
 }
 
 // marshalNested is v's JSON without HTML escaping.
