@@ -509,9 +509,8 @@ func wakeOnAppend(s hostqueue.Store, w waker) hostqueue.Store {
 }
 
 // appendWakeChunk is how many of a batch's appends wakingBatch hands the
-// store before it wakes their shards: SQLite's turn of appends
-// (sqlite.Store.AppendBatch).
-const appendWakeChunk = 4096
+// store before it wakes their shards: SQLite's turn of appends.
+const appendWakeChunk = sqlite.AppendChunk
 
 type wakingBatch struct {
 	hostqueue.Store

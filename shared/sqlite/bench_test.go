@@ -167,7 +167,7 @@ func cpuTime() time.Duration {
 // AppendBatch ("batch"). It reports the batch's seconds and the workers'
 // operations per second meanwhile. On the 2-core machine of
 // docs/benchmarks.md: single 9-16 s, batch 1.5-1.6 s, the workers at
-// 7,000-18,000 operations/s (see appendChunk).
+// 7,000-18,000 operations/s (see AppendChunk).
 //
 //	go test -run '^$' -bench IngestUnderLoad -benchtime 1x ./shared/sqlite/
 func BenchmarkIngestUnderLoad(b *testing.B) {

@@ -216,12 +216,12 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 }
 
 // AppendBatch appends to many hosts at once (hostqueue.BatchAppender):
-// their first attempts are queued appendChunk at a time; one that must
+// their first attempts are queued AppendChunk at a time; one that must
 // report evicted entries first goes on as Append does.
 func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest) []hostqueue.AppendOutcome {
 	out := make([]hostqueue.AppendOutcome, len(reqs))
-	for lo := 0; lo < len(reqs); lo += appendChunk {
-		chunk := reqs[lo:min(lo+appendChunk, len(reqs))]
+	for lo := 0; lo < len(reqs); lo += AppendChunk {
+		chunk := reqs[lo:min(lo+AppendChunk, len(reqs))]
 		fns := make([]func(tx *txn) error, len(chunk))
 		for i, req := range chunk {
 			fns[i] = func(tx *txn) error {
@@ -242,7 +242,7 @@ func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest)
 	return out
 }
 
-// appendChunk is how many appends AppendBatch queues at once: sixteen
+// AppendChunk is how many appends AppendBatch queues at once: sixteen
 // group transactions per turn of serve. Measured with 3,000 workers
 // loading and committing (BenchmarkIngestUnderLoad, 10,000 hosts): 256
 // callers at a time, as ingest ran before, waited a turn of serve behind
@@ -251,7 +251,7 @@ func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest)
 // operations/s; the whole batch at once, 1.2 s, but it held the workers
 // back to 2,400/s meanwhile, and a batch of 100,000 hosts would hold them
 // for ten times as long.
-const appendChunk = 16 * GroupSize
+const AppendChunk = 16 * GroupSize
 
 func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest, reported map[string]bool) (hostqueue.AppendResult, []hostqueue.Entry, error) {
 	h, err := s.hostForAppend(ctx, tx, req.Key)
