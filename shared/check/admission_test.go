@@ -107,3 +107,57 @@ func TestHostRate(t *testing.T) {
 		}
 	}
 }
+
+// A wave of hosts ends while their requests' lateness is still above Late
+// but falling fast (the backlog of a busy period draining): the allowance
+// holds, so the hosts waiting are admitted at once instead of after the
+// lateness has gone; a lateness that stops falling cuts it again.
+func TestAdmissionHoldsWhileTheBacklogDrains(t *testing.T) {
+	a := &Admission{Start: 10, Min: 2, Late: 40 * time.Millisecond, Period: time.Second}
+	at := time.Unix(1000, 0)
+	periodOf := func(late time.Duration, n int) {
+		for i := range n {
+			a.observe(at.Add(time.Duration(i)*time.Second/time.Duration(n-1)), late)
+		}
+		at = at.Add(time.Second)
+	}
+	host := HostRate(time.Second)
+	take := func(n int) int {
+		got := 0
+		for range n {
+			if a.take(host) {
+				got++
+			}
+		}
+		return got
+	}
+	take(10)
+	periodOf(time.Millisecond, 10)
+	if got := a.Allowed(); got != 15 {
+		t.Fatalf("allowed %v after a period on time at the bound, want 15", got)
+	}
+	take(5)
+	// Behind, and more so than before: cut to a tenth below the 15 in use.
+	periodOf(200*time.Millisecond, 15)
+	if got := a.Allowed(); got != 13.5 {
+		t.Fatalf("allowed %v after a late period with 15 in use, want 13.5", got)
+	}
+	// Ten hosts end together; the next period is still late, but by 120
+	// ms against 200: draining. The allowance stays, and eight hosts
+	// waiting get in.
+	for range 10 {
+		a.give(host)
+	}
+	periodOf(120*time.Millisecond, 12)
+	if got := a.Allowed(); got != 13.5 {
+		t.Fatalf("allowed %v while the backlog drains (late 120 ms after 200), want 13.5 (held)", got)
+	}
+	if got := take(8); got != 8 {
+		t.Fatalf("admitted %d of 8 hosts with 5 in use and 13.5 allowed", got)
+	}
+	// Lateness no longer falling: behind again, cut below the 13 in use.
+	periodOf(130*time.Millisecond, 12)
+	if got := a.Allowed(); math.Abs(got-11.7) > 1e-9 {
+		t.Fatalf("allowed %v after a late period that did not drain (130 ms after 120), want 11.7", got)
+	}
+}
