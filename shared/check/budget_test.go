@@ -403,3 +403,56 @@ func TestFinishedHostClosesBeforeItsLastCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestRoomMadeWakesTheRun: a due host left waiting by the admission is
+// dispatched once a worker gives its rate back, not at the run's next
+// tick: with an allowance of one host and a 2 s tick, the second host's
+// request follows the first host's end within a second.
+func TestRoomMadeWakesTheRun(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.CheckHostPeriod = 10 * time.Second
+		e := newEnv(t, p)
+		var mu sync.Mutex
+		requested := map[string]time.Time{}
+		note := func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			mu.Lock()
+			requested[r.Host] = time.Now()
+			mu.Unlock()
+			page(w, r)
+		}
+		a, b := newSite(t, note), newSite(t, note)
+		e.seed(a.url("/1"), b.url("/1"))
+		eng := e.engine()
+		eng.Finished = func(string) bool { return true }
+		one := check.HostRate(p.FetchDelay)
+		eng.Admission = &check.Admission{Start: one, Min: one, Late: time.Hour, Period: time.Hour}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go func() {
+			for len(e.pub.all()) < 2 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+		}()
+		start := time.Now()
+		if _, err := eng.Run(ctx, check.RunRequest{Shard: 0, ShardCount: 1, Owner: "owner", Until: start.Add(time.Minute), Tick: 2 * time.Second}); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		checkFetched(t, e.pub, a.url("/1"), b.url("/1"))
+		mu.Lock()
+		defer mu.Unlock()
+		first, second := requested[a.host], requested[b.host]
+		if second.Before(first) {
+			first, second = second, first
+		}
+		if gap := second.Sub(first); gap >= time.Second {
+			t.Errorf("the second host's request came %v after the first host's (at %v from the start), want within 1s: the run waited for its 2s tick instead of the room made", gap, first.Sub(start))
+		}
+	})
+}

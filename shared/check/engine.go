@@ -169,7 +169,10 @@ type Engine struct {
 	slots   slots
 	// wanted is up while some run has due hosts waiting for a worker
 	// slot: lingering workers sleep on it (level.go).
-	wanted   level
+	wanted level
+	// room is signalled when a worker gives back its slot or its admitted
+	// rate: runs with due hosts waiting for one look again (run.sleep).
+	room     pulse
 	requests requestSlots
 }
 
@@ -318,7 +321,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		if end == turnAgain {
 			continue
 		}
-		if err := e.Clock.Sleep(ctx, r.tick(now, p)); err != nil {
+		if err := r.sleep(ctx, now, p); err != nil {
 			break
 		}
 	}
@@ -424,6 +427,42 @@ func (r *run) tick(now time.Time, p params.Params) time.Duration {
 		tick = min(tick, 250*time.Millisecond)
 	}
 	return min(tick, r.req.Until.Sub(now))
+}
+
+// roomPause is the least a run whose due hosts wait for room sleeps
+// between looks: hosts admitted together end together, and a look for
+// each of a thousand was a thousand reads of the store in a second.
+const roomPause = 100 * time.Millisecond
+
+// sleep waits for the run's next turn: its tick, or, while its latest
+// dispatch left due hosts waiting for a worker slot or the admission,
+// until a worker makes room (and roomPause has passed). Waiting out the
+// tick instead, the hosts of a wave that ended together were replaced up
+// to a second late, and at 10,000 hosts of a few URLs each such wave
+// left the process half idle for that second.
+func (r *run) sleep(ctx context.Context, now time.Time, p params.Params) error {
+	d := r.tick(now, p)
+	if !r.starved.Load() || d <= roomPause {
+		return r.engine.Clock.Sleep(ctx, d)
+	}
+	// Taken first: room made during the pause counts.
+	room := r.engine.room.wait()
+	if err := r.engine.Clock.Sleep(ctx, roomPause); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-room:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := r.engine.Clock.Sleep(wctx, d-roomPause); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
 }
 
 // finish waits for the run's workers and hands its leases back, unless a
@@ -674,7 +713,10 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			var gave sync.Once
 			give := func() {
 				if admission != nil {
-					gave.Do(func() { admission.give(rate) })
+					gave.Do(func() {
+						admission.give(rate)
+						r.engine.room.signal()
+					})
 				}
 			}
 			defer func() {
@@ -683,6 +725,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 				r.mu.Unlock()
 				r.engine.slots.give()
 				give()
+				r.engine.room.signal()
 			}()
 			w := &worker{run: r, key: key, vshard: v, p: p, doneRequesting: give}
 			if err := w.work(ctx); err != nil && !errors.Is(err, ErrCrashed) {

@@ -219,6 +219,9 @@ func (w *worker) giveLaneSlots(n int) {
 	for range n {
 		w.engine.slots.give()
 	}
+	if n > 0 {
+		w.engine.room.signal()
+	}
 }
 
 // startLanes makes n lanes: those of the previous lane round, the earliest

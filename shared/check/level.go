@@ -49,3 +49,32 @@ func (l *level) up() bool {
 	defer l.mu.Unlock()
 	return l.n > 0
 }
+
+// pulse wakes every goroutine waiting on it, once a signal: runs whose
+// dispatch left due hosts waiting for room sleep on the engine's "room
+// made" pulse (a worker gave back its slot or its admitted rate) instead
+// of the rest of their tick.
+type pulse struct {
+	mu sync.Mutex
+	ch chan struct{} // closed by the next signal; nil until waited on
+}
+
+// signal wakes the goroutines waiting now.
+func (p *pulse) signal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
+	}
+}
+
+// wait returns a channel closed by the next signal.
+func (p *pulse) wait() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	return p.ch
+}
