@@ -35,9 +35,13 @@ func keyOf(e hostqueue.Entry) dupeKey {
 // host's queue.
 type dupes struct {
 	fetched map[dupeKey]result.Result
-	// queued counts, by key, the distinct ids of the queued entries read
-	// so far (the session's load and each commit's answer).
-	queued map[dupeKey]map[string]bool
+	// queued holds, by key, the first id of the queued entries read so
+	// far (the session's load and each commit's answer), and copied the
+	// keys read with a second, distinct id: all a fetch asks is whether
+	// its URL has a copy waiting. A set of ids per key was 3 KiB a host
+	// of a few URLs, held for the whole session.
+	queued map[dupeKey]string
+	copied map[dupeKey]bool
 	// kept is the inline body bytes held in fetched.
 	kept int
 }
@@ -46,15 +50,20 @@ type dupes struct {
 // a URL that has copies waiting keeps its whole result for them.
 func (w *worker) noteDupes(head []hostqueue.Entry) {
 	if w.dupes.queued == nil {
-		w.dupes.queued = map[dupeKey]map[string]bool{}
+		w.dupes.queued = make(map[dupeKey]string, len(head))
 	}
 	for _, e := range head {
-		ids := w.dupes.queued[keyOf(e)]
-		if ids == nil {
-			ids = map[string]bool{}
-			w.dupes.queued[keyOf(e)] = ids
+		k := keyOf(e)
+		first, ok := w.dupes.queued[k]
+		switch {
+		case !ok:
+			w.dupes.queued[k] = e.ID
+		case first != e.ID && !w.dupes.copied[k]:
+			if w.dupes.copied == nil {
+				w.dupes.copied = map[dupeKey]bool{}
+			}
+			w.dupes.copied[k] = true
 		}
-		ids[e.ID] = true
 	}
 }
 
@@ -79,7 +88,7 @@ func (w *worker) processOnce(ctx context.Context, ent hostqueue.Entry) (result.R
 	}
 	n := len(res.Data)
 	limit := maxKeptInline
-	if n <= maxKeptCopy && len(w.dupes.queued[k]) >= 2 {
+	if n <= maxKeptCopy && w.dupes.copied[k] {
 		limit = maxKeptKnown
 	}
 	if w.dupes.kept+n > limit {

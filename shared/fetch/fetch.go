@@ -275,7 +275,12 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		// longer one is written in pieces): the default 4 KiB buffer kept
 		// with every pooled connection was 30 MiB at 10,000 hosts.
 		WriteBufferSize: 1 << 10,
-		MaxIdleConns:    maxIdle,
+		// The read buffer carries a response's status line and headers
+		// (a body is read in larger pieces, which pass it by): 2 KiB holds
+		// a usual header in one read, and a longer one is read in more.
+		// The default 4 KiB was 40 MiB at 10,000 kept connections.
+		ReadBufferSize: 2 << 10,
+		MaxIdleConns:   maxIdle,
 		// A caller paces its requests per host and, for most hosts, makes
 		// one at a time, which one connection per host (scheme, name and
 		// port) carries: the transport opens another only while one is

@@ -791,7 +791,10 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		out.Robots[origin] = hostqueue.Robots{Status: ir.Status, Body: ir.Body, FetchedAt: time.UnixMilli(ir.FetchedAt)}
 	}
 	if want > 0 && h.pending > 0 {
-		head, _, err := headEntries(ctx, tx, h.id, want)
+		// No more than are queued: the head is held for the whole
+		// session, and room for a round of 64 kept beside a host's few
+		// URLs was 6 KiB a host (60 MiB at 10,000 hosts).
+		head, _, err := headEntries(ctx, tx, h.id, min(want, h.pending))
 		if err != nil {
 			return nil, err
 		}
