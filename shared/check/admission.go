@@ -39,6 +39,13 @@ import (
 // what the process served just as the first wave of hosts ended together:
 // the last thousand hosts were admitted seconds later and ran alone, at a
 // sixth of the rate, for the 5 s their URLs take at the delay.
+//
+// A process that keeps up (lateness at most Late) with the hosts it has
+// may replace each one that ends: the allowance is then never below what
+// is in use. Left below it after a cut, the allowance grew back by half a
+// period only while lateness stayed under a quarter of Late, and at 5,800
+// hosts in use and 3,600 allowed no host was admitted until 2,200 had
+// ended, together, seconds later.
 type Admission struct {
 	// Start is the request rate (requests per second) admitted at first.
 	Start float64
@@ -118,7 +125,9 @@ func (a *Admission) observe(now time.Time, late time.Duration) {
 	case mean > a.Late:
 		// Held: the backlog drains.
 	case mean < a.Late/4 && a.peak >= 0.8*a.rate:
-		a.rate *= 1.5
+		a.rate = max(a.rate, a.used) * 1.5
+	default:
+		a.rate = max(a.rate, a.used)
 	}
 	a.since, a.late, a.n, a.peak, a.prev = now, 0, 0, a.used, mean
 }

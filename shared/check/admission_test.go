@@ -160,4 +160,15 @@ func TestAdmissionHoldsWhileTheBacklogDrains(t *testing.T) {
 	if got := a.Allowed(); math.Abs(got-11.7) > 1e-9 {
 		t.Fatalf("allowed %v after a late period that did not drain (130 ms after 120), want 11.7", got)
 	}
+	// Keeping up again (late by less than Late) with the 13 in use: each
+	// may be replaced as it ends.
+	periodOf(20*time.Millisecond, 13)
+	if got := a.Allowed(); got != 13 {
+		t.Fatalf("allowed %v after a period late by 20 ms (Late 40) with 13 in use, want 13", got)
+	}
+	// On time at the bound: half as much again as in use.
+	periodOf(time.Millisecond, 13)
+	if got := a.Allowed(); got != 19.5 {
+		t.Fatalf("allowed %v after a period on time with 13 in use and allowed, want 19.5", got)
+	}
 }
