@@ -434,15 +434,19 @@ func (r *run) tick(now time.Time, p params.Params) time.Duration {
 // each of a thousand was a thousand reads of the store in a second.
 const roomPause = 100 * time.Millisecond
 
-// sleep waits for the run's next turn: its tick, or, while its latest
-// dispatch left due hosts waiting for a worker slot or the admission,
-// until a worker makes room (and roomPause has passed). Waiting out the
-// tick instead, the hosts of a wave that ended together were replaced up
-// to a second late, and at 10,000 hosts of a few URLs each such wave
-// left the process half idle for that second.
+// sleep waits for the run's next turn: its tick, or, in a process with an
+// Admission (local mode), while its latest dispatch left due hosts waiting
+// for a worker slot or the admission, until a worker makes room (and
+// roomPause has passed). Waiting out the tick instead, the hosts of a wave
+// that ended together were replaced up to a second late, and at 10,000
+// hosts of a few URLs each such wave left the process half idle for that
+// second. Without an Admission (a Lambda function, a budget of a few
+// hundred workers) the tick stays: each look is a query of the due index,
+// paid for, and up to ten a second per starved run would cost more than
+// the fraction of a second it saves.
 func (r *run) sleep(ctx context.Context, now time.Time, p params.Params) error {
 	d := r.tick(now, p)
-	if !r.starved.Load() || d <= roomPause {
+	if r.engine.Admission == nil || !r.starved.Load() || d <= roomPause {
 		return r.engine.Clock.Sleep(ctx, d)
 	}
 	// Taken first: room made during the pause counts.
