@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -18,8 +19,22 @@ import (
 //     process's resident memory was at its peak (sampled every second),
 //     and beside it FILE.txt with the runtime's memory figures then (heap,
 //     goroutine stacks, the rest), which tell the Go heap from what is not,
-//     and FILE.goroutines, where the goroutines were.
+//     and FILE.goroutines, where the goroutines were;
+//   - URLDOWNLOADER_TRACE=FILE: an execution trace of the whole run (go
+//     tool trace), which shows what a second of startup waits on.
 func profiled(f func() int) int {
+	if path := os.Getenv("URLDOWNLOADER_TRACE"); path != "" {
+		out, err := os.Create(path)
+		if err == nil {
+			err = trace.Start(out)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "urldownloader: URLDOWNLOADER_TRACE: %v\n", err)
+			return 2
+		}
+		defer out.Close()
+		defer trace.Stop()
+	}
 	if path := os.Getenv("URLDOWNLOADER_MEMPROFILE"); path != "" {
 		stop := peakHeapProfiles(path)
 		defer stop()
