@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/net/idna"
 )
@@ -35,8 +36,10 @@ type dialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 // hands it over (httptrace's GotConn, see Fetcher.roundTrip) until its body
 // is closed; in between, no one closes it.
 type connTracker struct {
-	max  int64 // 0: no cap
-	open atomic.Int64
+	max int64 // 0: no cap
+	// maxIdle caps the plain connections kept idle (0: no cap).
+	maxIdle int
+	open    atomic.Int64
 	// closeIdle frees the pool's idle connections, the last resort of a
 	// full cap (a connection dialed for a request that gave up waits
 	// idle in the pool without ever having been handed to one).
@@ -82,6 +85,7 @@ func (t *connTracker) dial(next dialFunc) dialFunc {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		if !t.take() && (!t.closeOldestIdle() || !t.take()) {
 			t.closeIdle()
+			t.closePlainIdle()
 			if !t.take() {
 				return nil, &net.OpError{Op: "dial", Net: network,
 					Err: fmt.Errorf("%w: %d connections open (Options.MaxConns)", ErrConnLimit, t.max)}
@@ -128,6 +132,9 @@ type trackedConn struct {
 	// back among the idle.
 	gone bool
 	once sync.Once
+	// plain is set on a connection of the fetcher's own plain HTTP path
+	// (plain.go), which keeps it idle itself; nil on the Transport's.
+	plain *plainConn
 }
 
 // Close closes the connection and forgets it, once.
@@ -194,7 +201,74 @@ func (t *connTracker) release(c *trackedConn) {
 		return
 	}
 	c.idleAt = t.idle.PushBack(c)
+	if c.plain != nil {
+		c.plain.idleSince = time.Now()
+	}
+	// The plain path's pool is the tracker's: as many idle as the
+	// Transport would keep, the one idle the longest closed first.
+	var over *trackedConn
+	if t.maxIdle > 0 && t.idle.Len() > t.maxIdle {
+		if front := t.idle.Front().Value.(*trackedConn); front.plain != nil {
+			over = front
+			over.stale = true
+			t.idle.Remove(over.idleAt)
+			over.idleAt = nil
+		}
+	}
 	t.mu.Unlock()
+	if over != nil {
+		over.Close()
+	}
+}
+
+// adoptPlain makes c, just dialed, a plain connection in use by its
+// request; false when it was closed meanwhile.
+func (t *connTracker) adoptPlain(c *trackedConn, pc *plainConn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.stale || c.gone {
+		return false
+	}
+	c.plain = pc
+	c.inUse++
+	return true
+}
+
+// takePlain hands over an idle plain connection to addr (of host, as
+// hostKey gives it), marked in use; nil when there is none fit for a
+// request. A connection idle past plainIdleTimeout, or that its host has
+// closed or written to while it idled, is closed instead: a request sent
+// on it would fail without the host having seen it.
+func (t *connTracker) takePlain(host, addr string, now time.Time) *trackedConn {
+	for {
+		var c, unfit *trackedConn
+		t.mu.Lock()
+		for cand := range t.byHost[host] {
+			if cand.plain == nil || cand.plain.addr != addr || cand.inUse > 0 || cand.stale || cand.gone {
+				continue
+			}
+			c = cand
+			break
+		}
+		if c == nil {
+			t.mu.Unlock()
+			return nil
+		}
+		if c.idleAt != nil {
+			t.idle.Remove(c.idleAt)
+			c.idleAt = nil
+		}
+		c.inUse++
+		if now.Sub(c.plain.idleSince) > plainIdleTimeout {
+			unfit = c
+		}
+		t.mu.Unlock()
+		if unfit == nil && idleConnAlive(c.Conn) {
+			return c
+		}
+		c.stale = true
+		c.Close()
+	}
 }
 
 // closeHost closes host's connections: idle ones now, one in use when its
@@ -213,6 +287,27 @@ func (t *connTracker) closeHost(host string) {
 			c.idleAt = nil
 		}
 		closing = append(closing, c)
+	}
+	t.mu.Unlock()
+	for _, c := range closing {
+		c.Close()
+	}
+}
+
+// closePlainIdle closes every idle plain connection (the Transport closes
+// its own).
+func (t *connTracker) closePlainIdle() {
+	var closing []*trackedConn
+	t.mu.Lock()
+	for e := t.idle.Front(); e != nil; {
+		next := e.Next()
+		if c := e.Value.(*trackedConn); c.plain != nil {
+			c.stale = true
+			t.idle.Remove(e)
+			c.idleAt = nil
+			closing = append(closing, c)
+		}
+		e = next
 	}
 	t.mu.Unlock()
 	for _, c := range closing {
@@ -259,6 +354,14 @@ func (u *connUse) got(conn net.Conn) {
 	} else {
 		u.stale = true
 	}
+	u.mu.Unlock()
+}
+
+// hold records c, already acquired (the plain path takes its connection
+// itself), as held by the request.
+func (u *connUse) hold(c *trackedConn) {
+	u.mu.Lock()
+	u.held = append(u.held, c)
 	u.mu.Unlock()
 }
 

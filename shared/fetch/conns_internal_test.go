@@ -45,7 +45,10 @@ func (c *lateConn) Read(p []byte) (int, error) {
 
 // TestStaleConnSentAgain: a request handed a connection CloseHost closed
 // before the transport's pool noticed is sent once more on a new
-// connection: it succeeds, and the host sees it once.
+// connection: it succeeds, and the host sees it once. Only the Transport's
+// pool (HTTPS, WARC capture) can hand a stale connection out, so the
+// request goes through it; the plain path takes idle connections from the
+// tracker itself, where a closed one is gone.
 func TestStaleConnSentAgain(t *testing.T) {
 	var served, opened atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +66,7 @@ func TestStaleConnSentAgain(t *testing.T) {
 	var once sync.Once
 	thaw := func() { once.Do(func() { close(n.thaw) }) }
 	defer thaw()
-	f := New(Options{AllowPrivate: true, Timeout: 5 * time.Second, Network: n}, nil)
+	f := New(Options{AllowPrivate: true, Timeout: 5 * time.Second, Network: n, viaTransport: true}, nil)
 	defer f.CloseIdleConnections()
 	get := func() {
 		t.Helper()

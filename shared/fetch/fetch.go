@@ -58,6 +58,20 @@ const (
 	minTLSSessions = 1024
 )
 
+// The buffers kept with every connection, the Transport's and the plain
+// path's:
+//   - a request is a line and a few headers, well under 1 KiB (a longer one
+//     is written in pieces): the default 4 KiB write buffer kept with every
+//     pooled connection was 30 MiB at 10,000 hosts;
+//   - the read buffer carries a response's status line and headers (a body
+//     is read in larger pieces, which pass it by): 2 KiB holds a usual
+//     header in one read, and a longer one is read in more. The default
+//     4 KiB was 40 MiB at 10,000 kept connections.
+const (
+	writeBufferSize = 1 << 10
+	readBufferSize  = 2 << 10
+)
+
 // maxHeaderBytes caps the response header block: a server that sends
 // megabytes of headers is refused as a protocol error instead of buffered.
 const maxHeaderBytes = 256 << 10
@@ -117,6 +131,9 @@ type Options struct {
 	// remote address): WARC output. Response.Warc then says where it
 	// went. Nil captures nothing and costs nothing.
 	Archive Archive
+	// viaTransport sends plain HTTP through net/http's Transport too, as
+	// HTTPS is: tests compare the two paths with it.
+	viaTransport bool
 }
 
 // Dialer makes connections; *net.Dialer is one.
@@ -189,6 +206,9 @@ type Fetcher struct {
 	client    *http.Client
 	conns     *connTracker
 	dns       *DNSCache // nil with Options.Resolve, or a Network alone
+	// dial opens a tracked connection (guard, DNS cache, cap): the
+	// Transport's and the plain path's (plain.go).
+	dial dialFunc
 
 	tlsFull, tlsResumed atomic.Int64
 }
@@ -245,7 +265,8 @@ func New(opts Options, now func() time.Time) *Fetcher {
 	if opts.MaxConns > 0 {
 		maxIdle = opts.MaxConns
 	}
-	f := &Fetcher{opts: opts, now: now, conns: conns, dns: cache}
+	conns.maxIdle = maxIdle
+	f := &Fetcher{opts: opts, now: now, conns: conns, dns: cache, dial: dial}
 	transport := &http.Transport{
 		// No proxy, deliberately, even if HTTP_PROXY is set: through a
 		// proxy we would dial the proxy's address, the guard would check
@@ -271,16 +292,9 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		// how much a small compressed body expands to.
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxHeaderBytes,
-		// A request is a line and a few headers, well under 1 KiB (a
-		// longer one is written in pieces): the default 4 KiB buffer kept
-		// with every pooled connection was 30 MiB at 10,000 hosts.
-		WriteBufferSize: 1 << 10,
-		// The read buffer carries a response's status line and headers
-		// (a body is read in larger pieces, which pass it by): 2 KiB holds
-		// a usual header in one read, and a longer one is read in more.
-		// The default 4 KiB was 40 MiB at 10,000 kept connections.
-		ReadBufferSize: 2 << 10,
-		MaxIdleConns:   maxIdle,
+		WriteBufferSize:        writeBufferSize,
+		ReadBufferSize:         readBufferSize,
+		MaxIdleConns:           maxIdle,
 		// A caller paces its requests per host and, for most hosts, makes
 		// one at a time, which one connection per host (scheme, name and
 		// port) carries: the transport opens another only while one is
@@ -360,7 +374,10 @@ func (f *Fetcher) Stats() Stats {
 
 // CloseIdleConnections closes kept-alive connections, for example before a
 // Lambda invocation returns and the environment may be frozen.
-func (f *Fetcher) CloseIdleConnections() { f.transport.CloseIdleConnections() }
+func (f *Fetcher) CloseIdleConnections() {
+	f.transport.CloseIdleConnections()
+	f.conns.closePlainIdle()
+}
 
 // Fetch performs one GET of req.URL. It returns a *Response for any HTTP
 // answer (including 3xx, 4xx and 5xx), or a nil Response and an *Error whose
@@ -512,8 +529,13 @@ func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*h
 		if req.LastModified != "" {
 			hreq.Header.Set("If-Modified-Since", req.LastModified)
 		}
-		hreq.Body = io.NopCloser(strings.NewReader(""))
-		resp, err := f.client.Do(hreq)
+		var resp *http.Response
+		if capt == nil && hreq.URL.Scheme == "http" && !f.opts.viaTransport {
+			resp, err = f.roundTripPlain(ctx, hreq, use)
+		} else {
+			hreq.Body = io.NopCloser(strings.NewReader(""))
+			resp, err = f.client.Do(hreq)
+		}
 		if err == nil {
 			return hreq, resp, use, capt, nil
 		}
@@ -547,7 +569,7 @@ func (f *Fetcher) wrap(ctx context.Context, op, rawURL string, err error) error 
 		return &Error{Kind: KindDenied, Op: "dial", URL: rawURL, Err: fe.Err}
 	}
 	kind := classify(err)
-	if kind == KindTimeout && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if kind == KindTimeout && (errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 		err = fmt.Errorf("no complete answer within %s: %w", f.opts.Timeout, err)
 	}
 	return &Error{Kind: kind, Op: op, URL: rawURL, Err: err}
