@@ -31,10 +31,11 @@ func TestAdmission(t *testing.T) {
 	if a.take(HostRate(time.Second)) {
 		t.Fatal("an eleventh host admitted beyond the allowance of 10")
 	}
-	// Requests on time with the allowance reached: it grows by half.
+	// Requests on time with the allowance reached: before any cut, it
+	// doubles (TestAdmissionSlowStart).
 	period(time.Millisecond)
-	if got := a.Allowed(); got != 15 {
-		t.Fatalf("allowed %v after a period on time at the bound, want 15", got)
+	if got := a.Allowed(); got != 20 {
+		t.Fatalf("allowed %v after a period on time at the bound, want 20", got)
 	}
 	// Late requests: the allowance drops below what is in use, so no host
 	// is admitted until some end.
@@ -97,6 +98,60 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
+// TestAdmissionSlowStart: on time at the bound, the allowance doubles each
+// period until it is first cut, and grows by half from then; observe
+// reports the periods that end with it grown, and only those.
+func TestAdmissionSlowStart(t *testing.T) {
+	a := &Admission{Start: 100, Min: 10, Late: 40 * time.Millisecond, Period: time.Second}
+	at := time.Unix(1000, 0)
+	// fill takes hosts of one request a second up to the allowance.
+	fill := func() {
+		for a.take(HostRate(time.Second)) {
+		}
+	}
+	// period observes 100 requests over one Period, late by late; it
+	// returns what the last observe (the adjustment) reported.
+	period := func(late time.Duration) bool {
+		var grew bool
+		for i := range 100 {
+			g := a.observe(at.Add(time.Duration(i)*time.Second/99), late)
+			if i < 99 && g {
+				t.Fatalf("observe reported growth before the period's end (request %d)", i+1)
+			}
+			grew = g
+		}
+		at = at.Add(time.Second + time.Millisecond)
+		return grew
+	}
+	for _, want := range []float64{200, 400, 800} {
+		fill()
+		if !period(0) {
+			t.Fatalf("no growth reported for a period on time at the bound (allowed %v)", a.Allowed())
+		}
+		if got := a.Allowed(); got != want {
+			t.Fatalf("allowed %v after a period on time at the bound, want %v (doubled)", got, want)
+		}
+	}
+	fill()
+	if period(200 * time.Millisecond) {
+		t.Fatal("growth reported for a late period")
+	}
+	cut := a.Allowed()
+	if cut >= 800 {
+		t.Fatalf("allowed %v after a late period, want a cut below 800", cut)
+	}
+	for a.Allowed() < a.used {
+		a.give(HostRate(time.Second))
+	}
+	fill()
+	if !period(0) {
+		t.Fatal("no growth reported for a period on time at the bound after the cut")
+	}
+	if got, want := a.Allowed(), max(cut, a.used)*1.5; got != want {
+		t.Fatalf("allowed %v after the cut and a period on time, want %v (grown by half)", got, want)
+	}
+}
+
 func TestHostRate(t *testing.T) {
 	for _, tc := range []struct {
 		d    time.Duration
@@ -114,6 +169,7 @@ func TestHostRate(t *testing.T) {
 // lateness has gone; a lateness that stops falling cuts it again.
 func TestAdmissionHoldsWhileTheBacklogDrains(t *testing.T) {
 	a := &Admission{Start: 10, Min: 2, Late: 40 * time.Millisecond, Period: time.Second}
+	a.cut = true // past its slow start (TestAdmissionSlowStart): it grows by half
 	at := time.Unix(1000, 0)
 	periodOf := func(late time.Duration, n int) {
 		for i := range n {

@@ -281,8 +281,8 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (resp *fetch.Resp
 		return nil, sent, &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for a request slot", URL: req.URL,
 			Err: errors.New("the shard's lease would not outlive the request")}
 	}
-	if a := w.engine.Admission; a != nil {
-		a.observe(sent, sent.Sub(w.planned))
+	if a := w.engine.Admission; a != nil && a.observe(sent, sent.Sub(w.planned)) {
+		w.engine.room.signal()
 	}
 	resp, err = w.request(ctx, req)
 	return resp, sent, err
