@@ -493,11 +493,17 @@ func (w waker) Wake(_ context.Context, vshards []int) error {
 		default: // a wake-up is already waiting
 		}
 	}
+	// A shard's loop that is in a run now hears of its new hosts there.
+	if len(vshards) > 0 {
+		for _, e := range w.rt.engines {
+			e.Arrived()
+		}
+	}
 	return nil
 }
 
 // wakeOnAppend wakes the shards of a batch's hosts as their appends land,
-// appendWakeChunk of them at a time, instead of once the whole batch is in
+// up to appendWakeChunk of them at a time, instead of once the whole batch is in
 // (ingest's wake-up): the first hosts of a 60,000-line list were worked
 // only after the idle poll, a second after the start, while the rest of
 // the list was still being queued.
@@ -520,8 +526,13 @@ type wakingBatch struct {
 
 func (s wakingBatch) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest) []hostqueue.AppendOutcome {
 	out := make([]hostqueue.AppendOutcome, 0, len(reqs))
-	for lo := 0; lo < len(reqs); lo += appendWakeChunk {
-		chunk := reqs[lo:min(lo+appendWakeChunk, len(reqs))]
+	// The first chunks are small and double up to appendWakeChunk: the
+	// first hosts are due a few milliseconds into the batch instead of
+	// after a whole turn of 4,096 appends (0.3 s of a 100,000-line list,
+	// every host then waiting for it before its robots.txt).
+	size := min(sqlite.GroupSize, appendWakeChunk)
+	for lo := 0; lo < len(reqs); lo, size = lo+size, min(2*size, appendWakeChunk) {
+		chunk := reqs[lo:min(lo+size, len(reqs))]
 		res := s.batch.AppendBatch(ctx, chunk)
 		var vs []int
 		for i, o := range res {

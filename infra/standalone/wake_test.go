@@ -3,9 +3,11 @@ package standalone
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/sqlite"
 )
 
 // chunkStore is a BatchAppender that activates every host it is given and
@@ -33,7 +35,7 @@ func (s *chunkStore) AppendBatch(_ context.Context, reqs []hostqueue.AppendReque
 }
 
 // TestWakeOnAppend: a large batch's appends are handed to the store a
-// chunk at a time, and the shards of each chunk's activated hosts are
+// chunk at a time, small ones first, and the shards of each chunk's activated hosts are
 // woken before the next chunk is appended, so the first hosts are worked
 // while the rest of the batch is still being queued.
 func TestWakeOnAppend(t *testing.T) {
@@ -43,7 +45,15 @@ func TestWakeOnAppend(t *testing.T) {
 	}
 	store := &chunkStore{rt: rt}
 	s := wakeOnAppend(store, waker{rt}).(hostqueue.BatchAppender)
-	n := appendWakeChunk + 10
+	// Chunks double from a group's appends up to appendWakeChunk.
+	var want []int
+	n := 0
+	for size := sqlite.GroupSize; size < appendWakeChunk; size *= 2 {
+		want = append(want, size)
+		n += size
+	}
+	want = append(want, appendWakeChunk, appendWakeChunk, 10)
+	n += 2*appendWakeChunk + 10
 	reqs := make([]hostqueue.AppendRequest, n)
 	for i := range reqs {
 		reqs[i] = hostqueue.AppendRequest{Key: fmt.Sprintf("h%d.example", i), Entries: []hostqueue.Entry{{ID: fmt.Sprint(i), URL: "http://x/"}}}
@@ -52,8 +62,8 @@ func TestWakeOnAppend(t *testing.T) {
 	if len(out) != n {
 		t.Fatalf("%d outcomes for %d appends", len(out), n)
 	}
-	if len(store.sizes) != 2 || store.sizes[0] != appendWakeChunk || store.sizes[1] != 10 {
-		t.Fatalf("the store was handed chunks of %v, want [%d 10]", store.sizes, appendWakeChunk)
+	if !slices.Equal(store.sizes, want) {
+		t.Fatalf("the store was handed chunks of %v, want %v", store.sizes, want)
 	}
 	if len(store.calls[0]) != 0 {
 		t.Errorf("loops %v woken before any append", store.calls[0])

@@ -456,3 +456,69 @@ func TestRoomMadeWakesTheRun(t *testing.T) {
 		}
 	})
 }
+
+// TestArrivalsWakeTheRun: in a process with an Admission (local mode), a
+// host queued while a run sleeps is worked as soon as Arrived says so, not
+// at the run's next tick; without the signal it waits the tick.
+func TestArrivalsWakeTheRun(t *testing.T) {
+	t.Parallel()
+	for _, signal := range []bool{true, false} {
+		t.Run(fmt.Sprintf("signal=%v", signal), func(t *testing.T) {
+			virtual(t, func(t *testing.T) {
+				p := testParams()
+				p.CheckHostPeriod = 10 * time.Second
+				e := newEnv(t, p)
+				var mu sync.Mutex
+				requested := map[string]time.Time{}
+				note := func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/robots.txt" {
+						http.NotFound(w, r)
+						return
+					}
+					mu.Lock()
+					requested[r.Host] = time.Now()
+					mu.Unlock()
+					page(w, r)
+				}
+				a, b := newSite(t, note), newSite(t, note)
+				e.seed(a.url("/1"))
+				eng := e.engine()
+				eng.Finished = func(string) bool { return true }
+				eng.Admission = &check.Admission{Start: 100, Min: 1, Late: time.Hour, Period: time.Hour}
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				var queued time.Time
+				go func() {
+					for len(e.pub.all()) < 1 {
+						time.Sleep(20 * time.Millisecond)
+					}
+					// The run has looked and gone to sleep for its tick.
+					time.Sleep(300 * time.Millisecond)
+					queued = time.Now()
+					e.seed(b.url("/1"))
+					if signal {
+						eng.Arrived()
+					}
+					for len(e.pub.all()) < 2 {
+						time.Sleep(20 * time.Millisecond)
+					}
+					cancel()
+				}()
+				start := time.Now()
+				if _, err := eng.Run(ctx, check.RunRequest{Shard: 0, ShardCount: 1, Owner: "owner", Until: start.Add(time.Minute), Tick: 3 * time.Second}); err != nil {
+					t.Fatalf("run: %v", err)
+				}
+				checkFetched(t, e.pub, a.url("/1"), b.url("/1"))
+				mu.Lock()
+				defer mu.Unlock()
+				wait := requested[b.host].Sub(queued)
+				if signal && wait >= time.Second {
+					t.Errorf("the host queued and signalled was requested %v later, want within 1s (the run waited for its 3s tick)", wait)
+				}
+				if !signal && wait < time.Second {
+					t.Errorf("the host queued without a signal was requested %v later: the run looked before its tick, so this test cannot tell the signal's effect", wait)
+				}
+			})
+		})
+	}
+}

@@ -172,9 +172,21 @@ type Engine struct {
 	wanted level
 	// room is signalled when a worker gives back its slot or its admitted
 	// rate: runs with due hosts waiting for one look again (run.sleep).
-	room     pulse
+	room pulse
+	// arrivals is signalled by Arrived: hosts became due in the store
+	// (local mode's ingest appended to them); runs look again (run.sleep).
+	arrivals pulse
 	requests requestSlots
 }
+
+// Arrived tells the engine's runs that hosts have just become due (local
+// mode's ingest calls it as each chunk of a batch's appends lands). A run
+// of a process with an Admission looks again at once (roomPause apart)
+// instead of at its next tick: appends land over a second or more of a
+// large list, and its hosts queued after a run's look waited out that
+// run's tick, the median host of a 100,000-line list starting its first
+// request 2.2 s after the process did (Colly's, 0.5 s).
+func (e *Engine) Arrived() { e.arrivals.signal() }
 
 // FetchTimeoutLimit is the FetchTimeout at and above which a run with
 // window between its start and its deadline (RunRequest.Deadline) can never
@@ -257,6 +269,8 @@ type run struct {
 	// starved is set while the dispatcher has due hosts and no free worker
 	// slot for them: lingering workers then give theirs up.
 	starved atomic.Bool
+	// arrived is closed by the first Arrived after the current turn began.
+	arrived <-chan struct{}
 	// budgetStarved is starved because the process's Budget had no slot;
 	// it is counted in the engine's slots.starved.
 	budgetStarved bool
@@ -314,6 +328,8 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 			break
 		}
 		p := e.Params(ctx)
+		// Taken before the turn's look: hosts that arrive during it count.
+		r.arrived = e.arrivals.wait()
 		end := r.turn(ctx, now, p)
 		if end == turnOver {
 			break
@@ -436,8 +452,8 @@ const roomPause = 100 * time.Millisecond
 
 // sleep waits for the run's next turn: its tick, or, in a process with an
 // Admission (local mode), while its latest dispatch left due hosts waiting
-// for a worker slot or the admission, until a worker makes room (and
-// roomPause has passed). Waiting out the tick instead, the hosts of a wave
+// for a worker slot or the admission, until a worker makes room, and
+// otherwise until hosts arrive (Arrived); roomPause passes first. Waiting out the tick instead, the hosts of a wave
 // that ended together were replaced up to a second late, and at 10,000
 // hosts of a few URLs each such wave left the process half idle for that
 // second. Without an Admission (a Lambda function, a budget of a few
@@ -446,11 +462,16 @@ const roomPause = 100 * time.Millisecond
 // the fraction of a second it saves.
 func (r *run) sleep(ctx context.Context, now time.Time, p params.Params) error {
 	d := r.tick(now, p)
-	if r.engine.Admission == nil || !r.starved.Load() || d <= roomPause {
+	if r.engine.Admission == nil || d <= roomPause {
 		return r.engine.Clock.Sleep(ctx, d)
 	}
+	// A run left with due hosts waiting for room looks again when room is
+	// made; one that admitted all it found, when more arrive (Arrived).
 	// Taken first: room made during the pause counts.
-	room := r.engine.room.wait()
+	wake := r.arrived
+	if r.starved.Load() {
+		wake = r.engine.room.wait()
+	}
 	if err := r.engine.Clock.Sleep(ctx, roomPause); err != nil {
 		return err
 	}
@@ -458,7 +479,7 @@ func (r *run) sleep(ctx context.Context, now time.Time, p params.Params) error {
 	defer cancel()
 	go func() {
 		select {
-		case <-room:
+		case <-wake:
 			cancel()
 		case <-wctx.Done():
 		}
