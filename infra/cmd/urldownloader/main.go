@@ -55,8 +55,11 @@ func main() {
 		// The heap of a large job is mostly short-lived (responses,
 		// results on their way out): collecting at 75% growth instead of
 		// Go's 100% held the 10,000-host row at 408 MiB against 541-646
-		// MiB (at 50%: 417 MiB), for a few % more CPU, within the row's
-		// run-to-run spread (docs/benchmarks.md, section 1).
+		// MiB. With every host at once (plain HTTP on the fetcher's own
+		// connections, the admission's slow start), 50% held it at
+		// 459-468 MiB against 531 MiB at 75%, within the CPU target
+		// (docs/benchmarks.md, section 1); collecting more often also
+		// shrinks the stacks of workers sleeping between requests.
 		// GOGC in the environment still decides.
 		debug.SetGCPercent(localGCPercent)
 	}
@@ -64,7 +67,7 @@ func main() {
 }
 
 // localGCPercent is the runner's GOGC when the environment sets none.
-const localGCPercent = 75
+const localGCPercent = 50
 
 func run() int {
 	params := paramFlags{}
