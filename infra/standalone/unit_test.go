@@ -7,11 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/urldownloader/urldownloader/shared/result"
 )
@@ -242,3 +244,38 @@ func (lw *lineWriter) queuedCount() int {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// TestCollectEndsWhenTheBudgetIsFull: a batch the input budget cuts short
+// is handed over as soon as the reader waits for room, which only that
+// batch's ingest makes, not after an idle window (here an hour) the
+// stopped reader could never end: the lines are parsed as they come.
+func TestCollectEndsWhenTheBudgetIsFull(t *testing.T) {
+	var in strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&in, "http://h%d.example/\n", i)
+	}
+	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 100, IngestWindow: time.Hour}}, in: Input{Name: "t"}}
+	one := lineCost([]line{{text: []byte("http://h0.example/")}})
+	budget := newByteBudget(3 * one)
+	defer budget.close()
+	lines := make(chan line, 64)
+	stop := make(chan struct{})
+	defer close(stop)
+	go readLines(bufio.NewReader(strings.NewReader(in.String())), sha256.New(), progress{}, lines, budget, stop)
+	got := make(chan []line, 1)
+	go func() {
+		batch, _ := f.collect(lines, budget, stop)
+		got <- batch
+	}()
+	select {
+	case batch := <-got:
+		if len(batch) != 3 {
+			t.Fatalf("batch of %d lines, want the 3 the budget holds", len(batch))
+		}
+		if ms := batch[0].parsed.msgs; len(ms) != 1 || ms[0].URL != "http://h0.example/" {
+			t.Errorf("first line parsed as %+v, want one message for http://h0.example/", batch[0].parsed)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("collect still waiting 10 s after the budget filled (its window is an hour)")
+	}
+}
