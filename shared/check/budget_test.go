@@ -414,18 +414,7 @@ func TestRoomMadeWakesTheRun(t *testing.T) {
 		p := testParams()
 		p.CheckHostPeriod = 10 * time.Second
 		e := newEnv(t, p)
-		var mu sync.Mutex
-		requested := map[string]time.Time{}
-		note := func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/robots.txt" {
-				http.NotFound(w, r)
-				return
-			}
-			mu.Lock()
-			requested[r.Host] = time.Now()
-			mu.Unlock()
-			page(w, r)
-		}
+		note, requested := noteRequests()
 		a, b := newSite(t, note), newSite(t, note)
 		e.seed(a.url("/1"), b.url("/1"))
 		eng := e.engine()
@@ -445,9 +434,7 @@ func TestRoomMadeWakesTheRun(t *testing.T) {
 			t.Fatalf("run: %v", err)
 		}
 		checkFetched(t, e.pub, a.url("/1"), b.url("/1"))
-		mu.Lock()
-		defer mu.Unlock()
-		first, second := requested[a.host], requested[b.host]
+		first, second := requested(a.host), requested(b.host)
 		if second.Before(first) {
 			first, second = second, first
 		}
@@ -468,18 +455,7 @@ func TestArrivalsWakeTheRun(t *testing.T) {
 				p := testParams()
 				p.CheckHostPeriod = 10 * time.Second
 				e := newEnv(t, p)
-				var mu sync.Mutex
-				requested := map[string]time.Time{}
-				note := func(w http.ResponseWriter, r *http.Request) {
-					if r.URL.Path == "/robots.txt" {
-						http.NotFound(w, r)
-						return
-					}
-					mu.Lock()
-					requested[r.Host] = time.Now()
-					mu.Unlock()
-					page(w, r)
-				}
+				note, requested := noteRequests()
 				a, b := newSite(t, note), newSite(t, note)
 				e.seed(a.url("/1"))
 				eng := e.engine()
@@ -509,9 +485,7 @@ func TestArrivalsWakeTheRun(t *testing.T) {
 					t.Fatalf("run: %v", err)
 				}
 				checkFetched(t, e.pub, a.url("/1"), b.url("/1"))
-				mu.Lock()
-				defer mu.Unlock()
-				wait := requested[b.host].Sub(queued)
+				wait := requested(b.host).Sub(queued)
 				if signal && wait >= time.Second {
 					t.Errorf("the host queued and signalled was requested %v later, want within 1s (the run waited for its 3s tick)", wait)
 				}
@@ -520,5 +494,27 @@ func TestArrivalsWakeTheRun(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// noteRequests is a site's handler that answers robots.txt with 404 and
+// pages as page does, and when each host's latest page request came.
+func noteRequests() (http.HandlerFunc, func(host string) time.Time) {
+	var mu sync.Mutex
+	requested := map[string]time.Time{}
+	note := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		requested[r.Host] = time.Now()
+		mu.Unlock()
+		page(w, r)
+	}
+	return note, func(host string) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return requested[host]
 	}
 }
