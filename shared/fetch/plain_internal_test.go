@@ -111,6 +111,9 @@ func mustFetch(t *testing.T, f *Fetcher, u string) *Response {
 // Transport's read and write loops are what the plain path does away with).
 func TestPlainKeepsOneConnection(t *testing.T) {
 	srv := newRawServer(t, answering(okAnswer, 0))
+	// Counted before and after: connections other tests' Transports
+	// still keep (not parallel with this one) are not this fetcher's.
+	loopsBefore := transportLoops()
 	f := plainFetcher(t, Options{})
 	for range 3 {
 		if resp := mustFetch(t, f, srv.url("/")); string(resp.Body) != "ok" || resp.HTTPStatus != 200 {
@@ -123,11 +126,17 @@ func TestPlainKeepsOneConnection(t *testing.T) {
 	if s := f.Stats(); s.Dials != 1 || s.OpenConns != 1 {
 		t.Errorf("stats %+v, want 1 dial and 1 connection open (idle)", s)
 	}
-	var stacks strings.Builder
-	pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-	if strings.Contains(stacks.String(), "persistConn") {
-		t.Errorf("a Transport connection goroutine runs for a plain request:\n%s", stacks.String())
+	if after := transportLoops(); after > loopsBefore {
+		t.Errorf("%d Transport connection goroutines run after plain requests, %d before", after, loopsBefore)
 	}
+}
+
+// transportLoops counts the goroutines of net/http Transport connections
+// (a read loop each).
+func transportLoops() int {
+	var stacks strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&stacks, 2)
+	return strings.Count(stacks.String(), "net/http.(*persistConn).readLoop(")
 }
 
 // TestPlainSameBytesAsTransport: the plain path writes the request the
