@@ -208,11 +208,12 @@ func (t *connTracker) release(c *trackedConn) {
 	// Transport would keep, the one idle the longest closed first.
 	var over *trackedConn
 	if t.maxIdle > 0 && t.idle.Len() > t.maxIdle {
-		if front := t.idle.Front().Value.(*trackedConn); front.plain != nil {
-			over = front
-			over.stale = true
-			t.idle.Remove(over.idleAt)
-			over.idleAt = nil
+		for e := t.idle.Front(); e != nil; e = e.Next() {
+			if oldest := e.Value.(*trackedConn); oldest.plain != nil {
+				over = oldest
+				t.retireIdle(over)
+				break
+			}
 		}
 	}
 	t.mu.Unlock()
@@ -266,8 +267,17 @@ func (t *connTracker) takePlain(host, addr string, now time.Time) *trackedConn {
 		if unfit == nil && idleConnAlive(c.Conn) {
 			return c
 		}
-		c.stale = true
-		c.Close()
+		c.Close() // ours (in use): no one else closes or hands it out
+	}
+}
+
+// retireIdle takes c, idle, out of the idle list and marks it stale, for
+// the caller to close once t.mu is released.
+func (t *connTracker) retireIdle(c *trackedConn) {
+	c.stale = true
+	if c.idleAt != nil {
+		t.idle.Remove(c.idleAt)
+		c.idleAt = nil
 	}
 }
 
@@ -281,11 +291,7 @@ func (t *connTracker) closeHost(host string) {
 			c.closeWanted = true
 			continue
 		}
-		c.stale = true
-		if c.idleAt != nil {
-			t.idle.Remove(c.idleAt)
-			c.idleAt = nil
-		}
+		t.retireIdle(c)
 		closing = append(closing, c)
 	}
 	t.mu.Unlock()
@@ -302,9 +308,7 @@ func (t *connTracker) closePlainIdle() {
 	for e := t.idle.Front(); e != nil; {
 		next := e.Next()
 		if c := e.Value.(*trackedConn); c.plain != nil {
-			c.stale = true
-			t.idle.Remove(e)
-			c.idleAt = nil
+			t.retireIdle(c)
 			closing = append(closing, c)
 		}
 		e = next
@@ -324,9 +328,7 @@ func (t *connTracker) closeOldestIdle() bool {
 		return false
 	}
 	c := front.Value.(*trackedConn)
-	c.stale = true
-	t.idle.Remove(front)
-	c.idleAt = nil
+	t.retireIdle(c)
 	t.mu.Unlock()
 	c.Close()
 	return true
