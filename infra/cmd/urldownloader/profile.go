@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -23,37 +24,40 @@ import (
 //   - URLDOWNLOADER_TRACE=FILE: an execution trace of the whole run (go
 //     tool trace), which shows what a second of startup waits on.
 func profiled(f func() int) int {
-	if path := os.Getenv("URLDOWNLOADER_TRACE"); path != "" {
-		out, err := os.Create(path)
-		if err == nil {
-			err = trace.Start(out)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "urldownloader: URLDOWNLOADER_TRACE: %v\n", err)
-			return 2
-		}
-		defer out.Close()
-		defer trace.Stop()
+	stopTrace, ok := recording("URLDOWNLOADER_TRACE", trace.Start, trace.Stop)
+	if !ok {
+		return 2
 	}
+	defer stopTrace()
 	if path := os.Getenv("URLDOWNLOADER_MEMPROFILE"); path != "" {
 		stop := peakHeapProfiles(path)
 		defer stop()
 	}
-	path := os.Getenv("URLDOWNLOADER_CPUPROFILE")
+	stopCPU, ok := recording("URLDOWNLOADER_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	if !ok {
+		return 2
+	}
+	defer stopCPU()
+	return f()
+}
+
+// recording starts a whole-run recording (a CPU profile, a trace) into
+// the file the environment variable env names, if it names one; stop ends
+// it and closes the file. False: it could not start (said on stderr).
+func recording(env string, start func(io.Writer) error, end func()) (stop func(), ok bool) {
+	path := os.Getenv(env)
 	if path == "" {
-		return f()
+		return func() {}, true
 	}
 	out, err := os.Create(path)
 	if err == nil {
-		err = pprof.StartCPUProfile(out)
+		err = start(out)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "urldownloader: URLDOWNLOADER_CPUPROFILE: %v\n", err)
-		return 2
+		fmt.Fprintf(os.Stderr, "urldownloader: %s: %v\n", env, err)
+		return nil, false
 	}
-	defer out.Close()
-	defer pprof.StopCPUProfile()
-	return f()
+	return func() { end(); out.Close() }, true
 }
 
 // peakHeapProfiles writes path (and path.txt) whenever the resident
