@@ -74,7 +74,9 @@ const (
 	// reaches every host's queue in one append each, not ten, and each host
 	// works it in full rounds instead of lingering for the next batch (half
 	// the CPU per URL went into the appends, commits and lingers of
-	// two-URL sessions).
+	// two-URL sessions: batches that grew from 1,024 lines, so the first
+	// hosts started at once, took 11 s to queue 105,000 lines against the
+	// fetching, where one batch took 2).
 	DefaultIngestBatch  = 100000
 	DefaultIngestWindow = 200 * time.Millisecond
 	// idlePoll is how often an idle shard's loop looks again for hosts that
@@ -174,18 +176,21 @@ type Runtime struct {
 	params params.Params
 	log    *slog.Logger
 
-	store   Store
-	ledger  *ledger
-	over    *overflow
-	files   stateFiles // the state's lock, the results file (outfile.go)
-	waits   waits      // why hosts wait, for Progress (waiting.go)
-	out     *lineWriter
-	warc    *warc.Writer // nil without Options.Warc
-	tally   *tally
-	clock   *stopClock
-	ingest  *ingesthandler.Handler
-	checks  []*checkhandler.Handler // by shard
-	engines []*check.Engine         // by shard, for Progress
+	store  Store
+	ledger *ledger
+	over   *overflow
+	files  stateFiles // the state's lock, the results file (outfile.go)
+	waits  waits      // why hosts wait, for Progress (waiting.go)
+	out    *lineWriter
+	warc   *warc.Writer // nil without Options.Warc
+	tally  *tally
+	// inputBudget, when set, replaces the input reader's byte budget
+	// (tests: batches the budget cuts short without a 40 MiB list).
+	inputBudget int64
+	clock       *stopClock
+	ingest      *ingesthandler.Handler
+	checks      []*checkhandler.Handler // by shard
+	engines     []*check.Engine         // by shard, for Progress
 	// requests and inFlight count this process's requests, for Progress.
 	requests, inFlight atomic.Int64
 	// inputEnded: the run's input is read and queued, and no serve mode

@@ -254,7 +254,8 @@ func TestCollectEndsWhenTheBudgetIsFull(t *testing.T) {
 	for i := range 10 {
 		fmt.Fprintf(&in, "http://h%d.example/\n", i)
 	}
-	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 100, IngestWindow: time.Hour}}, in: Input{Name: "t"}}
+	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 100, IngestWindow: time.Hour}}, in: Input{Name: "t"}, pool: newParsePool(2)}
+	defer f.pool.close()
 	one := lineCost([]line{{text: []byte("http://h0.example/")}})
 	budget := newByteBudget(3 * one)
 	defer budget.close()
@@ -277,5 +278,102 @@ func TestCollectEndsWhenTheBudgetIsFull(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("collect still waiting 10 s after the budget filled (its window is an hour)")
+	}
+}
+
+// TestFeedBudgetCutBatches: a list larger than the input budget comes in
+// several batches, the next read and parsed while the one before it is
+// queued, and every line is queued and recorded once: the room a batch's
+// ingest frees goes back as soon as it is done, not only once the next
+// batch is collected (which waits for that room).
+func TestFeedBudgetCutBatches(t *testing.T) {
+	rt := open(t, Options{Out: io.Discard})
+	one := lineCost([]line{{text: []byte("http://h00.example/page/000")}})
+	rt.inputBudget = 40 * one
+	var in strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&in, "http://h%02d.example/page/%03d\n", i%60, i)
+	}
+	type fed struct {
+		rep InputReport
+		err error
+	}
+	done := make(chan fed, 1)
+	go func() {
+		rep, err := rt.feed(context.Background(), Input{Name: "t", R: strings.NewReader(in.String())}, make(chan struct{}))
+		done <- fed{rep, err}
+	}()
+	var got fed
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("feed still running 30 s after it was handed 600 lines")
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if got.rep.URLs != 600 || got.rep.Lines != 600 || !got.rep.EOF {
+		t.Errorf("report %+v, want 600 urls from 600 lines to the end", got.rep)
+	}
+	if got.rep.Batches < 600/40 {
+		t.Errorf("%d ingest calls, want at least %d: the budget holds 40 lines", got.rep.Batches, 600/40)
+	}
+	queued, err := queuedEntries(context.Background(), rt.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(queued) != 600 {
+		t.Errorf("%d urls queued, want 600", len(queued))
+	}
+	prog, err := rt.ledger.get(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog.Lines != 600 || prog.URLs != 600 || prog.Offset != int64(in.Len()) {
+		t.Errorf("recorded %+v, want all 600 lines (%d bytes)", prog, in.Len())
+	}
+}
+
+// TestCollectParsesInOrder: lines parsed in chunks on several workers come
+// back in input order, each with its own parse, across chunk boundaries.
+func TestCollectParsesInOrder(t *testing.T) {
+	const n = 3*parseChunkLines + 17
+	var in strings.Builder
+	for i := range n {
+		if i%7 == 3 {
+			fmt.Fprintf(&in, "ftp://h%d.example/%d\n", i%5, i)
+			continue
+		}
+		fmt.Fprintf(&in, "http://h%d.example/%d\n", i%5, i)
+	}
+	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 10 * n, IngestWindow: time.Hour}}, in: Input{Name: "t"}, pool: newParsePool(4)}
+	defer f.pool.close()
+	budget := newByteBudget(inputBudget)
+	defer budget.close()
+	lines := make(chan line, 64)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		readLines(bufio.NewReader(strings.NewReader(in.String())), sha256.New(), progress{}, lines, budget, stop)
+		close(lines)
+	}()
+	batch, eof := f.collect(lines, budget, stop)
+	if !eof || len(batch) != n {
+		t.Fatalf("batch of %d lines (end %v), want all %d", len(batch), eof, n)
+	}
+	for i, l := range batch {
+		if l.no != int64(i+1) {
+			t.Fatalf("line %d of the batch is input line %d", i, l.no)
+		}
+		if i%7 == 3 {
+			if l.parsed.reject == "" {
+				t.Errorf("line %d (%s) not refused", l.no, l.text)
+			}
+			continue
+		}
+		want := fmt.Sprintf("http://h%d.example/%d", i%5, i)
+		if ms := l.parsed.msgs; len(ms) != 1 || ms[0].URL != want || ms[0].ID == "" {
+			t.Errorf("line %d parsed as %+v, want one message for %s", l.no, l.parsed, want)
+		}
 	}
 }
