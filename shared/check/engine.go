@@ -143,7 +143,8 @@ type Engine struct {
 	// stored or remembered) waits before its first request, given its
 	// first delay: hosts that become due together then start spread over
 	// that delay instead of in one burst of connects, and each keeps its
-	// own phase from then on. Nil: spreadStart. It may only add time.
+	// own phase from then on. Nil: the engine's startPacer. It may only
+	// add time.
 	Spread func(delay time.Duration) time.Duration
 	// Budget bounds the host workers of all the engine's runs together
 	// (one process: a wake-up's shards share it); each run is also capped
@@ -177,6 +178,7 @@ type Engine struct {
 	// (local mode's ingest appended to them); runs look again (run.sleep).
 	arrivals pulse
 	requests requestSlots
+	starts   startPacer
 }
 
 // Arrived tells the engine's runs that hosts have just become due (local

@@ -16,8 +16,9 @@ import (
 	"github.com/urldownloader/urldownloader/shared/fetch"
 )
 
-// TestHostsStartSpread: hosts that fall due together start spread over
-// their first delay instead of in one burst, and keep their own phase:
+// TestHostsStartSpread: hosts that fall due together start spread (paced,
+// see startPacer) within their first delay instead of in one burst, and
+// keep their own phase:
 // every request still comes at least the delay after the host's last one.
 func TestHostsStartSpread(t *testing.T) {
 	t.Parallel()
@@ -53,7 +54,7 @@ func TestHostsStartSpread(t *testing.T) {
 		return firsts, sites
 	}
 
-	t.Run("default: uniform within the first delay", func(t *testing.T) {
+	t.Run("default: paced, within the first delay", func(t *testing.T) {
 		t.Parallel()
 		virtual(t, func(t *testing.T) {
 			firsts, _ := run(t, nil)
@@ -61,13 +62,18 @@ func TestHostsStartSpread(t *testing.T) {
 			if firsts[0] < 0 || firsts[len(firsts)-1] >= time.Second+slack {
 				t.Errorf("first requests from %v to %v after the start, want within the first delay (1s)", firsts[0], firsts[len(firsts)-1])
 			}
-			// 40 uniform draws: all within one half of the delay has odds
-			// of 2^-39; a burst (everyone at once) fails this at once.
-			if spread := firsts[len(firsts)-1] - firsts[0]; spread < 500*time.Millisecond {
-				t.Errorf("first requests spread over %v, want most of the 1s delay: %v", spread, firsts)
+			// Each host takes the next of the pacer's slots, 1/startRate
+			// apart: a burst (everyone at once, or two in one slot) fails.
+			for i := 1; i < len(firsts); i++ {
+				if gap := firsts[i] - firsts[i-1]; gap < time.Second/10000 {
+					t.Fatalf("first requests %v and %v only %v apart, want a slot (100µs) between any two: %v", firsts[i-1], firsts[i], gap, firsts)
+				}
 			}
-			if n := len(slices.Compact(slices.Clone(firsts))); n < hosts/2 {
-				t.Errorf("only %d distinct first-request times among %d hosts: %v", n, hosts, firsts)
+			// ... and no host waits longer than the hosts ahead of it need:
+			// 40 slots are 4 ms, where a uniform wait within the delay held
+			// the last host back most of a second.
+			if span := firsts[len(firsts)-1] - firsts[0]; span > 100*time.Millisecond {
+				t.Errorf("first requests spread over %v, want the 40 hosts' slots (4ms): %v", span, firsts)
 			}
 		})
 	})

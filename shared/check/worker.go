@@ -232,25 +232,15 @@ func (w *worker) begin(h *hostqueue.Host) {
 		w.attempts = map[string]int{}
 	}
 	if w.st.LastFetch.IsZero() && w.st.PauseUntil.IsZero() {
-		spread := w.engine.Spread
-		if spread == nil {
-			spread = spreadStart
+		now := w.engine.Clock.Now()
+		wait := time.Duration(0)
+		if spread := w.engine.Spread; spread != nil {
+			wait = spread(w.fetchDelay())
+		} else {
+			wait = w.engine.starts.wait(now, w.fetchDelay())
 		}
-		w.startAt = w.engine.Clock.Now().Add(max(0, spread(w.fetchDelay())))
+		w.startAt = now.Add(max(0, wait))
 	}
-}
-
-// spreadStart is the default Engine.Spread: a uniformly random wait within
-// the first delay. Hosts that fall due together (a list read at once, a
-// check run taking over a shard of new hosts) would otherwise all connect
-// in the same milliseconds and then, each waiting exactly its delay, go on
-// requesting in waves: thousands of SYNs at once overflow listen queues
-// and the kernel retries a dropped SYN only after a second.
-func spreadStart(delay time.Duration) time.Duration {
-	if delay <= 0 {
-		return 0
-	}
-	return rand.N(delay)
 }
 
 // fetch performs one request through the session's fetcher, noting the
