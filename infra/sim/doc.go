@@ -58,8 +58,8 @@
 //     dispatcher is starved; release with Continue, due again at the
 //     staggered check or the host's next request, whichever is later
 //     (worker.nextDue).
-//     Not modelled: Engine.Spread (a host new to a run waits a random
-//     part of its first delay), the yield of a failing host's worker to
+//     Not modelled: the check engine's start pacing (a host new to a run
+//     waits for its slot, at most its first delay), the yield of a failing host's worker to
 //     due hosts (pace's waitOrYield), the store write before each request
 //     to a host whose delay exceeds 30 s (recordStart: the default web
 //     model has no such host, its delays stay under 30 s; one a test
