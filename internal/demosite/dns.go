@@ -26,7 +26,7 @@ const dnsTTL = 3600
 type DNSServer struct {
 	srv     *dns.Server
 	addr    string
-	answer  netip.Addr
+	answer  func(name string) netip.Addr
 	queries atomic.Int64
 	mu      sync.Mutex
 	names   map[string]bool
@@ -35,6 +35,12 @@ type DNSServer struct {
 // StartDNS serves DNS on 127.0.0.1, a port of its own, over UDP, every
 // name resolving to answer, until Close.
 func StartDNS(answer netip.Addr) (*DNSServer, error) {
+	return StartDNSBy(func(string) netip.Addr { return answer })
+}
+
+// StartDNSBy is StartDNS with each name's address given by answer (a
+// VHosts' AddrOf); the name comes without its trailing dot.
+func StartDNSBy(answer func(name string) netip.Addr) (*DNSServer, error) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("dns server: %w", err)
@@ -64,10 +70,10 @@ func (s *DNSServer) serve(w dns.ResponseWriter, req *dns.Msg) {
 		s.mu.Lock()
 		s.names[strings.ToLower(q.Name)] = true
 		s.mu.Unlock()
-		if q.Qtype == dns.TypeA && s.answer.Is4() {
+		if a := s.answer(strings.TrimSuffix(q.Name, ".")); q.Qtype == dns.TypeA && a.Is4() {
 			m.Answer = append(m.Answer, &dns.A{
 				Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: dnsTTL},
-				A:   net.IP(s.answer.AsSlice()),
+				A:   net.IP(a.AsSlice()),
 			})
 		}
 	}

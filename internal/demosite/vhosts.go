@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/http"
 	"net/netip"
@@ -26,6 +27,15 @@ import (
 type VHostOptions struct {
 	// IP is the loopback address to listen on (default 127.0.0.2).
 	IP string
+	// Addrs, when above 1, is how many consecutive loopback addresses
+	// from IP the site listens on, all on one port; AddrOf spreads the
+	// names over them. A client's connections to one address and port
+	// must each have their own local port: 500,000 connections to one
+	// listener in ten minutes (TIME_WAIT keeps a closed one's port for a
+	// minute) left connect() searching the ephemeral range, 36% of the
+	// client's CPU, a cost no real list of 100,000 hosts on their own
+	// servers has.
+	Addrs int
 	// Latency is added to every response.
 	Latency time.Duration
 	// Robots, when set, is every host's /robots.txt; otherwise 404.
@@ -34,10 +44,10 @@ type VHostOptions struct {
 
 // VHosts is a running virtual-host site.
 type VHosts struct {
-	opts VHostOptions
-	srv  *http.Server
-	addr netip.Addr
-	port int
+	opts  VHostOptions
+	srv   *http.Server
+	addrs []netip.Addr
+	port  int
 
 	conns    atomic.Int64
 	requests atomic.Int64
@@ -73,11 +83,11 @@ func StartVHosts(opts VHostOptions) (*VHosts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("virtual hosts: %w", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(opts.IP, "0"))
+	lns, addrs, err := listenAll(addr, max(1, opts.Addrs))
 	if err != nil {
-		return nil, fmt.Errorf("virtual hosts: listen on %s: %w", opts.IP, err)
+		return nil, err
 	}
-	s := &VHosts{opts: opts, addr: addr, port: ln.Addr().(*net.TCPAddr).Port, hosts: map[string]*vhostStats{}}
+	s := &VHosts{opts: opts, addrs: addrs, port: lns[0].Addr().(*net.TCPAddr).Port, hosts: map[string]*vhostStats{}}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serve),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -97,12 +107,65 @@ func StartVHosts(opts VHostOptions) (*VHosts, error) {
 			}
 		},
 	}
-	go func() { _ = s.srv.Serve(ln) }()
+	for _, ln := range lns {
+		go func() { _ = s.srv.Serve(ln) }()
+	}
 	return s, nil
 }
 
-// Addr is the listener's address; Port its port.
-func (s *VHosts) Addr() netip.Addr { return s.addr }
+// listenAll listens on n consecutive loopback addresses from first, on one
+// port: the first listener's, chosen by the kernel (a few tries, should
+// another socket hold that port on a later address).
+func listenAll(first netip.Addr, n int) ([]net.Listener, []netip.Addr, error) {
+	var lastErr error
+	for range 5 {
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(first, 0).String())
+		if err != nil {
+			return nil, nil, fmt.Errorf("virtual hosts: listen on %s: %w", first, err)
+		}
+		port := uint16(ln.Addr().(*net.TCPAddr).Port)
+		lns, addrs := []net.Listener{ln}, []netip.Addr{first}
+		a := first
+		for len(lns) < n {
+			a = a.Next()
+			if !a.IsLoopback() {
+				closeAll(lns)
+				return nil, nil, fmt.Errorf("virtual hosts: %d addresses from %s leave the loopback range", n, first)
+			}
+			l, err := net.Listen("tcp", netip.AddrPortFrom(a, port).String())
+			if err != nil {
+				lastErr = err
+				break
+			}
+			lns, addrs = append(lns, l), append(addrs, a)
+		}
+		if len(lns) == n {
+			return lns, addrs, nil
+		}
+		closeAll(lns)
+	}
+	return nil, nil, fmt.Errorf("virtual hosts: no port free on all %d addresses from %s: %w", n, first, lastErr)
+}
+
+func closeAll(lns []net.Listener) {
+	for _, l := range lns {
+		_ = l.Close()
+	}
+}
+
+// Addr is the first listener's address; Port the port all listen on.
+func (s *VHosts) Addr() netip.Addr { return s.addrs[0] }
+
+// Addrs are the addresses the site listens on.
+func (s *VHosts) Addrs() []netip.Addr { return s.addrs }
+
+// AddrOf is the address name resolves to: one of Addrs, by a hash of the
+// name (any name is served on every address; the Host header picks).
+func (s *VHosts) AddrOf(name string) netip.Addr {
+	h := fnv.New32a()
+	h.Write([]byte(strings.ToLower(strings.TrimSuffix(name, "."))))
+	return s.addrs[h.Sum32()%uint32(len(s.addrs))]
+}
 
 // Port is the listener's port.
 func (s *VHosts) Port() int { return s.port }

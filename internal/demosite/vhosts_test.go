@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,3 +70,60 @@ func TestVHosts(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestVHostsOnManyAddrs: a site on several addresses serves every name on
+// each, on one port, and AddrOf spreads names over all of them, the same
+// address each time; a DNS server answering by AddrOf gives each name
+// its address.
+func TestVHostsOnManyAddrs(t *testing.T) {
+	s, err := StartVHosts(VHostOptions{IP: "127.6.0.1", Addrs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addrs := s.Addrs()
+	if len(addrs) != 4 || addrs[0] != netip.MustParseAddr("127.6.0.1") || addrs[3] != netip.MustParseAddr("127.6.0.4") {
+		t.Fatalf("addresses %v, want 127.6.0.1 to 127.6.0.4", addrs)
+	}
+	used := map[netip.Addr]int{}
+	for i := range 100 {
+		a := s.AddrOf(VHostName(i))
+		if a != s.AddrOf(strings.ToUpper(VHostName(i))+".") {
+			t.Fatalf("%s: AddrOf differs with case or a trailing dot", VHostName(i))
+		}
+		used[a]++
+	}
+	if len(used) != 4 {
+		t.Errorf("100 names on %d of the 4 addresses: %v", len(used), used)
+	}
+	for _, a := range addrs {
+		resp, err := http.Get("http://" + net.JoinHostPort(a.String(), itoa(s.Port())) + "/page/1")
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d, want 200", a, resp.StatusCode)
+		}
+	}
+	dns, err := StartDNSBy(s.AddrOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", dns.Addr())
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 8 {
+		got, err := r.LookupNetIP(ctx, "ip4", VHostName(i)+".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := s.AddrOf(VHostName(i)); len(got) != 1 || got[0] != want {
+			t.Errorf("%s resolved to %v, want %v", VHostName(i), got, want)
+		}
+	}
+}
