@@ -18,10 +18,7 @@ func TestDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", s.Addr())
-	}}
+	r := resolverOf(s)
 	// Only bounds a hang.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -37,4 +34,12 @@ func TestDNS(t *testing.T) {
 	if s.Names() != 2 || s.Queries() < 4 {
 		t.Errorf("%d names, %d queries; want 2 names asked A and AAAA each", s.Names(), s.Queries())
 	}
+}
+
+// resolverOf is Go's own resolver asking only s, over UDP.
+func resolverOf(s *DNSServer) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", s.Addr())
+	}}
 }

@@ -111,10 +111,7 @@ func TestVHostsOnManyAddrs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dns.Close()
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", dns.Addr())
-	}}
+	r := resolverOf(dns)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 8 {
