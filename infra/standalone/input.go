@@ -405,8 +405,8 @@ func (f *feeder) collect(lines <-chan line, budget *byteBudget, stop <-chan stru
 	b := parsedBatch{pool: f.pool, name: f.in.Name}
 	var window, deadline <-chan time.Time
 	var idle *time.Timer
-	records, size := 0, 0
-	for records < f.rt.opts.IngestBatch && int64(size) < cmp.Or(f.budget, inputBudget)/2 {
+	records, size, most := 0, int64(0), cmp.Or(f.budget, inputBudget)/2
+	for records < f.rt.opts.IngestBatch && size < most {
 		select {
 		case <-stop:
 			return nil, false
@@ -437,7 +437,7 @@ func (f *feeder) collect(lines <-chan line, budget *byteBudget, stop <-chan stru
 				idle.Reset(f.rt.opts.IngestWindow)
 			}
 			b.add(l)
-			size += len(l.text)
+			size += int64(len(l.text))
 			if len(bytes.TrimSpace(l.text)) > 0 {
 				records++
 			}

@@ -233,7 +233,7 @@ func (w *worker) begin(h *hostqueue.Host) {
 	}
 	if w.st.LastFetch.IsZero() && w.st.PauseUntil.IsZero() {
 		now := w.engine.Clock.Now()
-		wait := time.Duration(0)
+		var wait time.Duration
 		if spread := w.engine.Spread; spread != nil {
 			wait = spread(w.fetchDelay())
 		} else {
