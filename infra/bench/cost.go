@@ -55,6 +55,11 @@ func kindOf(_ string, key map[string]types.AttributeValue) string {
 		return "chunk"
 	case strings.HasPrefix(sk.Value, "r#"):
 		return "robots"
+	case strings.HasPrefix(pk.Value, "d#") && strings.Contains(sk.Value, "#b#"):
+		// The due index's items (shared/dynamo/duelist.go, bucket.go).
+		return "due bucket"
+	case strings.HasPrefix(pk.Value, "d#"):
+		return "due list"
 	}
 	return "?"
 }

@@ -79,8 +79,8 @@ type nopPublisher struct{}
 
 func (nopPublisher) Publish(context.Context, []result.Result) error { return nil }
 
-// memDB is an in-memory stand-in for the four DynamoDB calls the store
-// makes, with the two conditions it uses.
+// memDB is an in-memory stand-in for the five DynamoDB calls the store
+// makes, with the two conditions of its host writes.
 type memDB struct {
 	mu    sync.Mutex
 	items map[string]map[string]types.AttributeValue
@@ -133,6 +133,18 @@ func (m *memDB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ..
 	defer m.mu.Unlock()
 	delete(m.items, memKey(in.Key))
 	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+// UpdateItem is the due buckets' add: it records the bucket's key and
+// takes every add (a bucket never fills or closes within a batch here).
+func (m *memDB) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := memKey(in.Key)
+	if m.items[k] == nil {
+		m.items[k] = in.Key
+	}
+	return &dynamodb.UpdateItemOutput{}, nil
 }
 
 func (m *memDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {

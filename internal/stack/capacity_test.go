@@ -7,16 +7,23 @@ import (
 
 // TestTableCapacityMode: the hosts table is on demand by default, with no
 // capacity and no scaling resources; with TableBillingMode PROVISIONED it
-// and its due-index start at the minimums, and each of the four
-// capacities (table and index, reads and writes) is auto-scaled between
-// the minimum and maximum at the target utilization.
+// starts at the minimums, and both its capacities (reads and writes) are
+// auto-scaled between the minimum and maximum at the target utilization.
+// It has no secondary index to scale (the due index is items of the
+// table).
 func TestTableCapacityMode(t *testing.T) {
 	tpl := loadTemplate(t)
 	dims := map[string]string{
 		"HostsTableTableReadScaling":  "dynamodb:table:ReadCapacityUnits",
 		"HostsTableTableWriteScaling": "dynamodb:table:WriteCapacityUnits",
-		"HostsTableIndexReadScaling":  "dynamodb:index:ReadCapacityUnits",
-		"HostsTableIndexWriteScaling": "dynamodb:index:WriteCapacityUnits",
+	}
+	if p := tpl.resources[HostsTable].Properties; p["GlobalSecondaryIndexes"] != nil {
+		t.Errorf("the table has secondary indexes: %v", p["GlobalSecondaryIndexes"])
+	}
+	for id := range tpl.resources {
+		if strings.HasPrefix(id, "HostsTableIndex") {
+			t.Errorf("%s: a scaling resource for an index the table does not have", id)
+		}
 	}
 
 	e := deployed(t, tpl, nil)
@@ -24,7 +31,7 @@ func TestTableCapacityMode(t *testing.T) {
 	if got := str(p["BillingMode"]); got != "PAY_PER_REQUEST" {
 		t.Errorf("default BillingMode %s, want PAY_PER_REQUEST", got)
 	}
-	if p["ProvisionedThroughput"] != nil || at(p, "GlobalSecondaryIndexes.0.ProvisionedThroughput") != nil {
+	if p["ProvisionedThroughput"] != nil {
 		t.Errorf("on demand with provisioned throughput: %v", p)
 	}
 	for id := range dims {
@@ -43,7 +50,7 @@ func TestTableCapacityMode(t *testing.T) {
 	if got := str(p["BillingMode"]); got != "PROVISIONED" {
 		t.Errorf("BillingMode %s, want PROVISIONED", got)
 	}
-	for _, path := range []string{"ProvisionedThroughput", "GlobalSecondaryIndexes.0.ProvisionedThroughput"} {
+	for _, path := range []string{"ProvisionedThroughput"} {
 		if r, w := str(at(p, path+".ReadCapacityUnits")), str(at(p, path+".WriteCapacityUnits")); r != "5" || w != "7" {
 			t.Errorf("%s: read %s, write %s; want the minimums 5 and 7", path, r, w)
 		}
@@ -58,9 +65,6 @@ func TestTableCapacityMode(t *testing.T) {
 			lo, hi, metric = "7", "700", "DynamoDBWriteCapacityUtilization"
 		}
 		wantRes := "table/ref-HostsTable"
-		if strings.HasPrefix(dim, "dynamodb:index:") {
-			wantRes += "/index/due-index"
-		}
 		if str(sp["ScalableDimension"]) != dim || str(sp["ResourceId"]) != wantRes || str(sp["MinCapacity"]) != lo || str(sp["MaxCapacity"]) != hi || str(sp["ServiceNamespace"]) != "dynamodb" {
 			t.Errorf("%s: %v; want %s of %s between %s and %s", id, sp, dim, wantRes, lo, hi)
 		}

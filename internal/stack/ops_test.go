@@ -241,7 +241,7 @@ func TestAlarms(t *testing.T) {
 			t.Errorf("%s Threshold = %v, want the %s parameter", id, p["Threshold"], w.threshold)
 		}
 	}
-	// The table alarm adds up the table's and the due-index's throttles.
+	// The table alarm adds up the table's read and write throttles.
 	var watched []string
 	for _, m := range at(e.props(t, "TableThrottlesAlarm"), "Metrics").([]any) {
 		if ms := at(m, "MetricStat.Metric"); ms != nil {
@@ -249,7 +249,7 @@ func TestAlarms(t *testing.T) {
 		}
 	}
 	slices.Sort(watched)
-	if want := []string{"ReadThrottleEvents/<nil>", "ReadThrottleEvents/due-index", "WriteThrottleEvents/<nil>", "WriteThrottleEvents/due-index"}; !slices.Equal(watched, want) {
+	if want := []string{"ReadThrottleEvents/<nil>", "WriteThrottleEvents/<nil>"}; !slices.Equal(watched, want) {
 		t.Errorf("TableThrottlesAlarm watches %v, want %v", watched, want)
 	}
 	// The output alarm must fire well before results expire unread.

@@ -128,6 +128,23 @@ func (l *lossy) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, op
 	return nil, errLostResponse
 }
 
+func (l *lossy) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if !l.take("update", skOf(in.Key)) {
+		return l.Client.UpdateItem(ctx, in, opt...)
+	}
+	if l.how == notAppliedError {
+		return nil, errLostResponse
+	}
+	out, err := l.Client.UpdateItem(ctx, in, opt...)
+	if err != nil {
+		return out, err
+	}
+	if l.how == appliedThenRetried {
+		return l.Client.UpdateItem(ctx, in, opt...)
+	}
+	return nil, errLostResponse
+}
+
 func (l *lossy) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	if l.hits.Load() > 0 && l.failReads.Load() > 0 && l.failReads.Add(-1) >= 0 {
 		return nil, errors.New("test: read failed")
@@ -185,12 +202,12 @@ func describeHost(h *hostqueue.Host) string {
 }
 
 // stateOf describes what is stored for a host, as a reader sees it, plus
-// the raw attributes a reader does not see (ttl, the due-index key).
+// the raw attributes a reader does not see (ttl, the due-index entry).
 func (e *env) stateOf(key string) string {
 	e.t.Helper()
 	h := e.load(key, 1<<20)
 	raw := e.rawHost(key)
-	_, inIndex := raw.attrs["due"]
+	_, inIndex := raw.attrs["ix"]
 	return fmt.Sprintf("%s | ttl %d indexed %v", describeHost(h), raw.TTL, inIndex)
 }
 

@@ -36,7 +36,7 @@ func worstHostItem(limit int) *hostItem {
 	key := host + ":65535"
 	it := &hostItem{
 		PK: hostPK(key), SK: hostSK, VirtualShard: hostqueue.VirtualShards - 1,
-		Due: 9_999_999_999_999, Version: 1 << 50, LastFetch: 9_999_999_999_999, PauseUntil: 9_999_999_999_999, Errors: 1 << 20,
+		Listed: listSK(9_999_999_999_999, randomID(8)+"9999"), ListedDue: 9_999_999_999_999, Version: 1 << 50, LastFetch: 9_999_999_999_999, PauseUntil: 9_999_999_999_999, Errors: 1 << 20,
 		FailingSince: 9_999_999_999_999, LastError: clip(strings.Repeat("é", maxLastError), maxLastError),
 		TTL: 9_999_999_999, SpilledSinceEmpty: true, FirstChunkTaken: 0,
 		Attempts: map[string]int{}, Robots: map[string]inlineRobots{},

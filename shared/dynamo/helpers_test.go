@@ -123,12 +123,14 @@ func (e *env) wantHead(key string, want []string) {
 
 // rawHost is the host item as stored.
 type rawHost struct {
-	Due int64      `dynamodbav:"due"`
-	TTL int64      `dynamodbav:"ttl"`
-	V   int64      `dynamodbav:"v"`
-	VS  int        `dynamodbav:"vs"`
-	Q   []rawEntry `dynamodbav:"q"`
-	C   []struct {
+	// Listed is the due-index item naming the host, Due its due time.
+	Listed string     `dynamodbav:"ix"`
+	Due    int64      `dynamodbav:"dd"`
+	TTL    int64      `dynamodbav:"ttl"`
+	V      int64      `dynamodbav:"v"`
+	VS     int        `dynamodbav:"vs"`
+	Q      []rawEntry `dynamodbav:"q"`
+	C      []struct {
 		ID string `dynamodbav:"i"`
 		N  int    `dynamodbav:"n"`
 	} `dynamodbav:"c"`
@@ -289,6 +291,14 @@ func (c atomicConditions) PutItem(ctx context.Context, in *dynamodb.PutItemInput
 		defer c.mu.Unlock()
 	}
 	return c.Client.PutItem(ctx, in, opt...)
+}
+
+func (c atomicConditions) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if in.ConditionExpression != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	return c.Client.UpdateItem(ctx, in, opt...)
 }
 
 func (c atomicConditions) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {

@@ -23,7 +23,7 @@ var _ hostqueue.IdempotencyStore = (*Store)(nil)
 //	                                  body hash, state, holder, window,
 //	                                  the answer's status and ids
 //
-// They carry no vs or due, so the due-index never sees them, and expire
+// They are not due-index items (not under "d#"), and expire
 // by the table's TTL attribute at the window's end. DynamoDB deletes
 // expired items late (up to days), so a record whose window has ended is
 // treated as absent by Decide and replaced under a condition that says so.

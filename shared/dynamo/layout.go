@@ -2,13 +2,14 @@ package dynamo
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
 )
 
-// The table layout. One table, three kinds of item, all under pk/sk:
+// The table layout. One table, all under pk/sk, no secondary index: these
+// kinds of item, and the due index's below (robots and idempotency items
+// have their own files):
 //
 //	host  pk "h#<key>", sk "h"       politeness state, the queue's inline tail,
 //	                                 the ordered list of its chunks
@@ -19,16 +20,41 @@ import (
 // is kept under ~1 KB and rewritten cheaply, while bulk URLs sit in chunks that
 // are written once and deleted once (never rewritten as the queue drains: the
 // host item records how far into the first chunk the queue has advanced).
-// A host is in the sparse GSI due-index (vs, due) only while it has work.
+//
+// The due index, what a shard's check reads to find its hosts with work,
+// is items of the table too, under the shard's own partition key, sorted
+// by time (a host with work is always named by one of them):
+//
+//	due list   pk "d#<vshard>", sk "<due ms>#l#<batch>"  the hosts an
+//	                                 ingest batch gave their first work, of
+//	                                 one shard (from listMin of them)
+//	due bucket pk "d#<vshard>", sk "<slot ms>#b#<seq>"  every other host
+//	                                 given an entry: a batch's lone hosts
+//	                                 of a shard, and every move (a host
+//	                                 released with work due later: a
+//	                                 back-off, a run's end), by the 5 s
+//	                                 slot of its due time, at most
+//	                                 bucketCap hosts an item
+//
+// Why: an entry in a secondary index (the design before, a GSI on the host
+// item's shard and due time) costs a host two index writes (the put when it
+// gets work, the delete when it leaves), which was half the write units of
+// many small hosts. A due list names a whole batch's new hosts of one
+// shard in one item, written once before their appends and deleted once; a
+// bucket entry is one small conditional add, and the bucket's delete is
+// shared by the hosts it holds. Leaving writes nothing but the host item:
+// the host records the index item naming it and its due time (ix, dd), and
+// an index item is deleted once every host it names has left it. See
+// duelist.go for how that stays safe under crashes, races and lost answers.
 const (
 	hostPrefix  = "h#"
 	shardPrefix = "s#"
 	hostSK      = "h"
 	chunkPrefix = "c#"
 	leaseSK     = "l"
-
-	// DueIndex is the GSI on (vs, due), KEYS_ONLY.
-	DueIndex = "due-index"
+	duePrefix   = "d#"
+	listMark    = "#l#"
+	bucketMark  = "#b#"
 
 	// inlineBudget is the estimated size of the inline tail above which it is
 	// spilled into a chunk: it keeps the host item within one write unit.
@@ -49,10 +75,14 @@ type hostItem struct {
 	PK           string `dynamodbav:"pk"`
 	SK           string `dynamodbav:"sk"`
 	VirtualShard int    `dynamodbav:"vs"`
-	// Due is when the host is next checked (ms); absent (zero) keeps the
-	// host out of the sparse due-index.
-	Due     int64 `dynamodbav:"due,omitempty"`
-	Version int64 `dynamodbav:"v"`
+	// Listed is the sort key of the due-index item (a due list or a
+	// bucket) that names the host, ListedDue when it is due (ms); both
+	// empty while it has no work. Set by the write that gave it the entry
+	// (on the version the index item names it at), cleared when it leaves
+	// or moves.
+	Listed    string `dynamodbav:"ix,omitempty"`
+	ListedDue int64  `dynamodbav:"dd,omitempty"`
+	Version   int64  `dynamodbav:"v"`
 	// Nonces holds the nonces of the item's latest writes, newest first
 	// (at most nonceHistory): Nonces[k] made version Version-k. A writer
 	// whose answer was lost learns from it whether its write landed (see
@@ -174,10 +204,6 @@ type leaseItem struct {
 func hostPK(key string) string { return hostPrefix + key }
 func shardPK(v int) string     { return shardPrefix + strconv.Itoa(v) }
 
-func keyOfPK(pk string) (string, bool) {
-	return strings.CutPrefix(pk, hostPrefix)
-}
-
 // pending counts the entries queued in a host item.
 func (h *hostItem) pending() int {
 	n := len(h.Tail)
@@ -199,18 +225,28 @@ func (h *hostItem) successor() *hostItem {
 	return &next
 }
 
-// activate puts a host with work into the due index at due, unless it is
-// there already, and keeps its state from expiring. It returns whether it
-// put the host there.
-func (h *hostItem) activate(due time.Time) bool {
+// hasEntry tells whether a due-index item names the host.
+func (h *hostItem) hasEntry() bool { return h.Listed != "" }
+
+// dueAt is when the host is due (ms); zero when it has no entry.
+func (h *hostItem) dueAt() int64 { return h.ListedDue }
+
+// needsEntry tells whether the host has work and no entry: the write on
+// top of it must give it one (activate) or it would never be found.
+func (h *hostItem) needsEntry() bool { return h.pending() > 0 && !h.hasEntry() }
+
+// activate keeps a host with work from expiring and gives it the entry sk
+// (the index item that names it) due at due, when it needs one. It
+// returns whether it did.
+func (h *hostItem) activate(due time.Time, sk string) bool {
 	if h.pending() == 0 {
 		return false
 	}
 	h.TTL = 0
-	if h.Due != 0 {
+	if h.hasEntry() {
 		return false
 	}
-	h.Due = due.UnixMilli()
+	h.Listed, h.ListedDue = sk, due.UnixMilli()
 	return true
 }
 
@@ -245,20 +281,23 @@ func (h *hostItem) recordProgress(c hostqueue.Commit, done map[string]bool) {
 }
 
 // release ends the holder's work on the host (Commit.Release): with work
-// left it is due again at NextDue (or, with Continue, stays due as it is);
-// drained, it leaves the due index and its state expires IdleTTL from now.
+// left it is due again at NextDue, which needs a new entry (the host is
+// left without one: the commit then adds it to a bucket, see needsEntry),
+// or, with Continue, stays due as it is; drained, it leaves the due index
+// and its state expires IdleTTL from now. Leaving writes nothing but the
+// host item: an index item is deleted once every host it names has left
+// it (duelist.go).
 func (h *hostItem) release(c hostqueue.Commit, now func() time.Time) {
 	if h.pending() > 0 {
-		// Continue leaves Due alone: the host is still due (it was when
-		// the holder took it), and an unchanged index key costs no index
-		// write.
-		if !c.Continue || h.Due == 0 {
-			h.Due = c.NextDue.UnixMilli()
+		// Continue leaves the entry alone: the host is still due (it was
+		// when the holder took it), and keeping it costs no index write.
+		if !c.Continue || !h.hasEntry() {
+			h.Listed, h.ListedDue = "", 0
 		}
 		h.TTL = 0
 		return
 	}
-	h.Due = 0
+	h.Listed, h.ListedDue = "", 0
 	h.Attempts = nil
 	h.TTL = now().Add(c.IdleTTL).Unix()
 }

@@ -16,7 +16,7 @@ import (
 
 // TestLayoutAttributeNames pins the stored attribute names: the item types'
 // fields may be renamed, their names in the table may not (the items
-// already stored, and the due-index on vs and due, read them).
+// already stored read them).
 func TestLayoutAttributeNames(t *testing.T) {
 	entry := entryItem{ID: "i", URL: "u", ETag: "e", LastModified: "m", ValidatorsURL: "w", Hops: 1}
 	for _, tc := range []struct {
@@ -24,11 +24,13 @@ func TestLayoutAttributeNames(t *testing.T) {
 		item any
 		want []string
 	}{
-		{"host", hostItem{PK: "p", SK: "s", VirtualShard: 1, Due: 1, Version: 1, Nonces: []string{"n"},
+		{"host", hostItem{PK: "p", SK: "s", VirtualShard: 1, Listed: "x", ListedDue: 1, Version: 1, Nonces: []string{"n"},
 			LastFetch: 1, PauseUntil: 1, Errors: 1, FailingSince: 1, LastError: "e", RateDelay: 1, RateSince: 1, LastTook: 1, Tail: []entryItem{entry},
 			Chunks: []chunkRef{{ID: "c", Count: 1}}, FirstChunkTaken: 1, Attempts: map[string]int{"i": 1}, TTL: 1,
 			SpilledSinceEmpty: true, Robots: map[string]inlineRobots{"o": {Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}}},
-			[]string{"at", "c", "co", "due", "er", "fs", "hc", "le", "lf", "lt", "n", "pk", "pu", "q", "rb", "rd", "rs", "sk", "ttl", "v", "vs"}},
+			[]string{"at", "c", "co", "dd", "er", "fs", "hc", "ix", "le", "lf", "lt", "n", "pk", "pu", "q", "rb", "rd", "rs", "sk", "ttl", "v", "vs"}},
+		{"due-index item", indexItem{PK: "p", SK: "s", Hosts: []string{"h"}, Versions: []int64{1}, Dues: []int64{1}, WrittenAt: 1, Nonce: "n", Count: 1},
+			[]string{"c", "h", "hd", "hv", "n", "pk", "sk", "t"}},
 		{"entry", entry, []string{"e", "h", "i", "m", "u", "v"}},
 		{"inline robots", inlineRobots{Status: 200, GzipBody: []byte{1}, FetchedAt: 1, StoredApart: true}, []string{"b", "s", "t", "x"}},
 		{"chunk ref", chunkRef{ID: "c", Count: 1}, []string{"i", "n"}},
@@ -105,13 +107,16 @@ func TestActivate(t *testing.T) {
 	}{
 		{"no work: left as it is", hostItem{TTL: 99}, false, 0, 99},
 		{"work, not due: into the index", hostItem{Tail: []entryItem{{ID: "a"}}, TTL: 99}, true, due.UnixMilli(), 0},
-		{"work, already due: its due time kept", hostItem{Tail: []entryItem{{ID: "a"}}, Due: 5, TTL: 99}, false, 5, 0},
+		{"work, already due: its due time kept", hostItem{Tail: []entryItem{{ID: "a"}}, Listed: "old", ListedDue: 5, TTL: 99}, false, 5, 0},
 		{"work in chunks only", hostItem{Chunks: []chunkRef{{ID: "c", Count: 2}}, FirstChunkTaken: 1}, true, due.UnixMilli(), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.item
-			if got := h.activate(due); got != tc.activated || h.Due != tc.wantDue || h.TTL != tc.wantTTL {
-				t.Errorf("activate = %v, due %d ttl %d; want %v, %d, %d", got, h.Due, h.TTL, tc.activated, tc.wantDue, tc.wantTTL)
+			if got := h.activate(due, "new"); got != tc.activated || h.ListedDue != tc.wantDue || h.TTL != tc.wantTTL {
+				t.Errorf("activate = %v, due %d ttl %d; want %v, %d, %d", got, h.ListedDue, h.TTL, tc.activated, tc.wantDue, tc.wantTTL)
+			}
+			if tc.activated && h.Listed != "new" {
+				t.Errorf("activated into %q, want the entry given", h.Listed)
 			}
 		})
 	}
@@ -125,26 +130,29 @@ func TestRelease(t *testing.T) {
 		name     string
 		item     hostItem
 		c        hostqueue.Commit
-		wantDue  int64
+		wantDue  int64 // 0 with work left: it needs a new entry (the commit's bucket add)
 		wantTTL  int64
 		attempts bool // Attempts kept
 	}{
-		{"work left: due at NextDue", hostItem{Tail: work, Due: 5, TTL: 9, Attempts: map[string]int{"a": 1}},
-			hostqueue.Commit{NextDue: next}, next.UnixMilli(), 0, true},
-		{"work left, Continue: due as it was (no index write)", hostItem{Tail: work, Due: 5},
+		{"work left: needs an entry at NextDue", hostItem{Tail: work, Listed: "b", ListedDue: 5, TTL: 9, Attempts: map[string]int{"a": 1}},
+			hostqueue.Commit{NextDue: next}, 0, 0, true},
+		{"work left, Continue: due as it was (no index write)", hostItem{Tail: work, Listed: "b", ListedDue: 5},
 			hostqueue.Commit{NextDue: next, Continue: true}, 5, 0, false},
-		{"work left, Continue, not due: due at NextDue", hostItem{Tail: work},
-			hostqueue.Commit{NextDue: next, Continue: true}, next.UnixMilli(), 0, false},
-		{"drained: out of the index, expiring", hostItem{Due: 5, Attempts: map[string]int{"a": 1}},
+		{"work left, Continue, no entry: needs one", hostItem{Tail: work},
+			hostqueue.Commit{NextDue: next, Continue: true}, 0, 0, false},
+		{"drained: out of the index, expiring", hostItem{Listed: "b", ListedDue: 5, Attempts: map[string]int{"a": 1}},
 			hostqueue.Commit{NextDue: next, IdleTTL: time.Hour}, 0, now.Add(time.Hour).Unix(), false},
-		{"drained, Continue: released all the same", hostItem{Due: 5},
+		{"drained, Continue: released all the same", hostItem{Listed: "b", ListedDue: 5},
 			hostqueue.Commit{NextDue: next, Continue: true, IdleTTL: time.Hour}, 0, now.Add(time.Hour).Unix(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.item
 			h.release(tc.c, func() time.Time { return now })
-			if h.Due != tc.wantDue || h.TTL != tc.wantTTL || (h.Attempts != nil) != tc.attempts {
-				t.Errorf("due %d ttl %d attempts %v; want %d, %d, kept %v", h.Due, h.TTL, h.Attempts, tc.wantDue, tc.wantTTL, tc.attempts)
+			if h.ListedDue != tc.wantDue || (h.Listed != "") != (tc.wantDue != 0) || h.TTL != tc.wantTTL || (h.Attempts != nil) != tc.attempts {
+				t.Errorf("entry %q due %d ttl %d attempts %v; want due %d, %d, kept %v", h.Listed, h.ListedDue, h.TTL, h.Attempts, tc.wantDue, tc.wantTTL, tc.attempts)
+			}
+			if h.needsEntry() != (h.pending() > 0 && tc.wantDue == 0) {
+				t.Errorf("needsEntry = %v with %d pending", h.needsEntry(), h.pending())
 			}
 		})
 	}

@@ -132,7 +132,10 @@ type attempts struct {
 	// a write is taken as lost (an append may queue its entries twice).
 	strict bool
 
-	n          int // attempts started
+	n int // attempts started
+	// pre, when set, is the item the first attempt starts from, read by
+	// the caller.
+	pre        *preread
 	inflight   []*hostWrite
 	errorsLeft int
 	giveUp     error // the error that used up errorsLeft
@@ -152,6 +155,10 @@ func (s *Store) attempts(pk, what string, strict bool) *attempts {
 // landed, or an error. Whatever ends the call, the writes in flight are
 // judged first: one may have landed, and that is then the call's result.
 func (a *attempts) next(ctx context.Context) (*hostItem, *hostWrite, error) {
+	if a.n == 0 && a.pre != nil {
+		a.n++
+		return a.pre.item, nil, nil
+	}
 	var waitErr error
 	if a.n > 0 {
 		waitErr = retryWait.Wait(ctx, a.n)

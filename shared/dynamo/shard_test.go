@@ -32,23 +32,38 @@ func keysInShard(tag string, vs, n int) []string {
 }
 
 // putDueHosts writes host items due at due for keys of virtual shard vs
-// directly, in batches: the layout's host item with version 1 and one
-// queued entry.
+// directly, in batches, and one due list naming them all: the layout's
+// host item with version 1, one queued entry, joined to the list.
 func (e *env) putDueHosts(keys []string, vs int, due time.Time) {
 	e.t.Helper()
-	var reqs []types.WriteRequest
+	sk := fmt.Sprintf("%013d#l#test", due.UnixMilli())
+	var names, versions []types.AttributeValue
+	reqs := []types.WriteRequest{}
 	for _, k := range keys {
+		names = append(names, &types.AttributeValueMemberS{Value: k})
+		versions = append(versions, &types.AttributeValueMemberN{Value: "0"})
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			"pk":  &types.AttributeValueMemberS{Value: "h#" + k},
-			"sk":  &types.AttributeValueMemberS{Value: "h"},
-			"vs":  &types.AttributeValueMemberN{Value: fmt.Sprint(vs)},
-			"due": &types.AttributeValueMemberN{Value: fmt.Sprint(due.UnixMilli())},
-			"v":   &types.AttributeValueMemberN{Value: "1"},
+			"pk": &types.AttributeValueMemberS{Value: "h#" + k},
+			"sk": &types.AttributeValueMemberS{Value: "h"},
+			"vs": &types.AttributeValueMemberN{Value: fmt.Sprint(vs)},
+			"ix": &types.AttributeValueMemberS{Value: sk},
+			"dd": &types.AttributeValueMemberN{Value: fmt.Sprint(due.UnixMilli())},
+			"v":  &types.AttributeValueMemberN{Value: "1"},
 			"q": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 				"i": &types.AttributeValueMemberS{Value: "d-" + k},
 				"u": &types.AttributeValueMemberS{Value: "https://" + k + "/"},
 			}}}},
 		}}})
+	}
+	if _, err := e.db.PutItem(e.t.Context(), &dynamodb.PutItemInput{TableName: &e.table, Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("d#%d", vs)},
+		"sk": &types.AttributeValueMemberS{Value: sk},
+		"h":  &types.AttributeValueMemberL{Value: names},
+		"hv": &types.AttributeValueMemberL{Value: versions},
+		"t":  &types.AttributeValueMemberN{Value: fmt.Sprint(due.UnixMilli())},
+		"n":  &types.AttributeValueMemberS{Value: "test"},
+	}}); err != nil {
+		e.t.Fatalf("write the due list: %v", err)
 	}
 	for len(reqs) > 0 {
 		batch := reqs[:min(25, len(reqs))]

@@ -75,6 +75,7 @@ type Client interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -107,17 +108,31 @@ type Store struct {
 	// contended holds the virtual shards whose last acquisition found
 	// another holder; see AcquireShard.
 	contended sync.Map // int -> struct{}
+
+	// seen is what the store last saw of host items, holds the shards
+	// whose lease it holds, for the due lists (duelist.go): guarded by mu.
+	seen    map[string]hostSeen
+	holds   map[int]shardHold
+	buckets map[int]bucketPos // by virtual shard: where its adds go next
 }
 
 // New returns a store on table; now is the clock used for TTLs.
 func New(client Client, table string, now func() time.Time) *Store {
-	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}}
+	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}, seen: map[string]hostSeen{}, holds: map[int]shardHold{}, buckets: map[int]bucketPos{}}
 }
 
-// Append implements hostqueue.Appender.
+// Append implements hostqueue.Appender. A host it gives work goes into a
+// due bucket; AppendBatch lists a batch's new hosts instead.
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
-	op := &appendOp{s: s, req: req, reported: map[string]bool{}}
-	w, others, err := s.writeHost(ctx, req.Key, "append to "+req.Key, false, op.write)
+	return s.appendHost(ctx, req, nil, listing{})
+}
+
+// appendHost is one host's append: pre, when set, is the host item as the
+// batch read it (the first attempt's read), list the due list that names
+// the host, if one does.
+func (s *Store) appendHost(ctx context.Context, req hostqueue.AppendRequest, pre *preread, list listing) (hostqueue.AppendResult, error) {
+	op := &appendOp{s: s, req: req, reported: map[string]bool{}, list: list}
+	w, others, err := s.writeHostFrom(ctx, req.Key, "append to "+req.Key, false, pre, op.write)
 	if err != nil {
 		return hostqueue.AppendResult{}, err
 	}
@@ -131,6 +146,8 @@ type appendOp struct {
 	// reported are the IDs of the evicted entries OnEvict has taken, by
 	// this or an earlier attempt.
 	reported map[string]bool
+	// list is the due list that names the host (none: its zero value).
+	list listing
 }
 
 // write builds an attempt's write on cur, the host item as read (nil:
@@ -159,6 +176,12 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		return nil, err
 	}
 	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(incoming)...)
+	// The entry comes before the chunks: a failed bucket add then leaves
+	// no chunk behind, and a stale bucket entry costs nothing.
+	sk, err := op.entry(ctx, cur, next)
+	if err != nil {
+		return nil, err
+	}
 	var spilled []string
 	if entriesSize(next.Tail) > inlineBudget {
 		var err error
@@ -166,9 +189,28 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 			return nil, &retryableError{err}
 		}
 	}
-	activated := next.activate(req.Due)
+	activated := next.activate(req.Due, sk)
 	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead,
 		appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), HeldBack: held, Pending: next.pending(), Activated: activated}}, nil
+}
+
+// entry returns the due-index item to name the host in when next needs an
+// entry: its batch's list, which is its entry only on the version it was
+// listed at (the check settles a list by the host's version, duelist.go,
+// so once that version has passed no write may join the list any more),
+// or else a bucket, added to now (before the host write).
+func (op *appendOp) entry(ctx context.Context, cur, next *hostItem) (string, error) {
+	if !next.needsEntry() {
+		return "", nil
+	}
+	if op.list.sk != "" && cur.Version == op.list.version {
+		return op.list.sk, nil
+	}
+	sk, err := op.s.addToBucket(ctx, op.req.Key, cur.Version, op.req.Due.UnixMilli())
+	if err != nil {
+		return "", &retryableError{err}
+	}
+	return sk, nil
 }
 
 // report hands OnEvict the evicted entries it has not taken yet. It runs
@@ -250,8 +292,18 @@ func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		return nil, err
 	}
 	next.recordProgress(op.c, op.done)
+	due := op.s.now()
 	if op.c.Release {
 		next.release(op.c, op.s.now)
+		due = op.c.NextDue
+	}
+	if next.needsEntry() {
+		// A move: into the bucket of its due time, before the commit.
+		sk, err := op.s.addToBucket(ctx, op.key, cur.Version, due.UnixMilli())
+		if err != nil {
+			return nil, &retryableError{err}
+		}
+		next.activate(due, sk)
 	}
 	next.mergeRobots(op.robots)
 	collect := op.c.Release && next.pending() == 0 && next.SpilledSinceEmpty
@@ -282,7 +334,14 @@ func (s *Store) finishCommit(ctx context.Context, key string, w *hostWrite, othe
 // unless it is a *retryableError, which uses up one of the store's own
 // retries as a failed write does.
 func (s *Store) writeHost(ctx context.Context, key, what string, strict bool, build func(context.Context, *hostItem) (*hostWrite, error)) (*hostWrite, []*hostWrite, error) {
+	return s.writeHostFrom(ctx, key, what, strict, nil, build)
+}
+
+// writeHostFrom is writeHost whose first attempt starts from pre, when
+// set: the host item as the caller read it.
+func (s *Store) writeHostFrom(ctx context.Context, key, what string, strict bool, pre *preread, build func(context.Context, *hostItem) (*hostWrite, error)) (*hostWrite, []*hostWrite, error) {
 	at := s.attempts(hostPK(key), what, strict)
+	at.pre = pre
 	defer at.sweep()
 	for {
 		cur, w, err := at.next(ctx)
@@ -308,6 +367,7 @@ func (s *Store) writeHost(ctx context.Context, key, what string, strict bool, bu
 			at.answered(w, err)
 			continue
 		}
+		s.saw(w.next)
 		return w, at.inflight, nil
 	}
 }
@@ -356,41 +416,6 @@ func (s *Store) collectOrphans(pk string) {
 	_ = s.deleteChunks(ctx, pk, old)
 }
 
-// DueHosts implements hostqueue.Queues.
-func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
-	var keys []string
-	var start map[string]types.AttributeValue
-	for {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:              &s.table,
-			IndexName:              aws.String(DueIndex),
-			KeyConditionExpression: aws.String("vs = :v AND due <= :now"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":v":   &types.AttributeValueMemberN{Value: fmt.Sprint(vshard)},
-				":now": &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
-			},
-			ExclusiveStartKey: start,
-			Limit:             aws.Int32(int32(min(limit-len(keys), 1000))),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("query due hosts of shard %d: %w", vshard, err)
-		}
-		for _, it := range out.Items {
-			pk, _ := it["pk"].(*types.AttributeValueMemberS)
-			if pk == nil {
-				continue
-			}
-			if key, ok := keyOfPK(pk.Value); ok {
-				keys = append(keys, key)
-			}
-		}
-		start = out.LastEvaluatedKey
-		if len(start) == 0 || len(keys) >= limit {
-			return keys, nil
-		}
-	}
-}
-
 // AcquireShard implements hostqueue.Leases.
 //
 // A run waiting for a shard another run holds asks again and again (a
@@ -405,6 +430,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 			return false, err
 		}
 		if cur != nil && cur.Owner != owner && cur.Until >= now.UnixMilli() {
+			s.dropHold(vshard, owner)
 			return false, nil
 		}
 	}
@@ -427,6 +453,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		// Another run's live lease. Never our own write sent again by the
 		// SDK after its answer was lost: that retry passes `o = :o`.
 		s.contended.Store(vshard, struct{}{})
+		s.dropHold(vshard, owner)
 		return false, nil
 	}
 	if err != nil {
@@ -444,13 +471,17 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		}
 	}
 	s.contended.Delete(vshard)
-	if err == nil && out != nil && s.OnTakeover != nil {
+	var prev leaseItem
+	if err == nil && out != nil {
+		_ = attributevalue.UnmarshalMap(out.Attributes, &prev)
+	}
+	// Still the holder only when the lease item was this owner's all
+	// along (renewed, or expired with nobody taking it meanwhile).
+	s.hold(vshard, owner, until, prev.Owner == owner)
+	if prev.Owner != "" && prev.Owner != owner && s.OnTakeover != nil {
 		// A released lease is deleted: one still there under another
 		// owner had expired (its run died, overran or kept it).
-		var prev leaseItem
-		if attributevalue.UnmarshalMap(out.Attributes, &prev) == nil && prev.Owner != "" && prev.Owner != owner {
-			s.OnTakeover()
-		}
+		s.OnTakeover()
 	}
 	return true, nil
 }
@@ -475,6 +506,7 @@ func (s *Store) readLease(ctx context.Context, vshard int) (*leaseItem, error) {
 
 // ReleaseShard implements hostqueue.Leases.
 func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
+	s.dropHold(vshard, owner)
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
 		Key:                       itemKey(shardPK(vshard), leaseSK),
@@ -647,8 +679,8 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 	if it.FailingSince != 0 {
 		h.FailingSince = time.UnixMilli(it.FailingSince)
 	}
-	if it.Due != 0 {
-		h.Due = time.UnixMilli(it.Due)
+	if due := it.dueAt(); due != 0 {
+		h.Due = time.UnixMilli(due)
 	}
 	if it.LastFetch != 0 {
 		h.LastFetch = time.UnixMilli(it.LastFetch)
@@ -711,6 +743,7 @@ func (s *Store) getHost(ctx context.Context, pk string) (*hostItem, error) {
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
 		return nil, fmt.Errorf("decode host %s: %w", pk, err)
 	}
+	s.saw(&it)
 	return &it, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,8 +62,8 @@ func TestAppendCreatesHost(t *testing.T) {
 			t.Errorf("Load(want %d): pending %d head %v", want, h.Pending, ids(h.Head))
 		}
 	}
-	if raw := e.rawHost(key); raw == nil || raw.VS != hostqueue.VirtualShard(key) || raw.Due != due.UnixMilli() {
-		t.Errorf("host item = %+v, want vs %d due %d (the due-index keys)", raw, hostqueue.VirtualShard(key), due.UnixMilli())
+	if raw := e.rawHost(key); raw == nil || raw.VS != hostqueue.VirtualShard(key) || raw.Due != due.UnixMilli() || !strings.Contains(raw.Listed, "#b#") {
+		t.Errorf("host item = %+v, want vs %d due %d in a due bucket", raw, hostqueue.VirtualShard(key), due.UnixMilli())
 	}
 	e.checkChunks(key)
 }

@@ -172,6 +172,14 @@ type BatchAppender interface {
 	AppendBatch(ctx context.Context, reqs []AppendRequest) []AppendOutcome
 }
 
+// UntilBatchAppender is a BatchAppender whose batch takes many round trips
+// (DynamoDB): it starts no host's write after until (IngestParams.Until)
+// and fails those with ErrNoTime, as Ingester does for single appends.
+type UntilBatchAppender interface {
+	BatchAppender
+	AppendBatchUntil(ctx context.Context, reqs []AppendRequest, until time.Time) []AppendOutcome
+}
+
 // AppendOutcome is one append's outcome in a batch.
 type AppendOutcome struct {
 	Result AppendResult

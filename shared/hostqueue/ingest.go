@@ -234,7 +234,13 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			for i, key := range order {
 				reqs[i] = request(groups[key])
 			}
-			for i, o := range ba.AppendBatch(ctx, reqs) {
+			var outcomes []AppendOutcome
+			if ub, ok := ba.(UntilBatchAppender); ok {
+				outcomes = ub.AppendBatchUntil(ctx, reqs, p.Until)
+			} else {
+				outcomes = ba.AppendBatch(ctx, reqs)
+			}
+			for i, o := range outcomes {
 				appended(groups[order[i]], o.Result, o.Err)
 			}
 		}

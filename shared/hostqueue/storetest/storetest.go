@@ -105,6 +105,7 @@ var (
 		{"LearnedDelays", testLearnedDelays},
 		{"Attempts", testAttempts},
 		{"DueHosts", testDueHosts},
+		{"BatchDue", testBatchDue},
 		{"IdleTTL", testIdleTTL},
 		{"ConcurrentAppendersAndConsumer", testConcurrency},
 		{"ConcurrentEviction", testConcurrentEviction},
