@@ -174,6 +174,12 @@ func (w *worker) work(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !h.DueBy(w.engine.Clock.Now()) {
+		// Named by the due index but not due as stored: drained or moved
+		// since the index was read (a store may name hosts it has not
+		// read, see dynamo.Store.DueHosts). Its entry will find it again.
+		return nil
+	}
 	w.begin(h)
 	defer w.closeConns()
 	// inflight is the round still being committed; h the state after the

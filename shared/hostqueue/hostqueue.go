@@ -76,6 +76,10 @@ type Host struct {
 	RobotsItems map[string]bool
 }
 
+// DueBy tells whether the host is due at or before now as stored: in the
+// due index, and its due time come.
+func (h *Host) DueBy(now time.Time) bool { return !h.Due.IsZero() && !h.Due.After(now) }
+
 // Robots is a robots.txt as last fetched: the final status and body.
 type Robots struct {
 	Status    int
