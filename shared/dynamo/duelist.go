@@ -207,6 +207,20 @@ func (s *Store) saw(it *hostItem) {
 	s.seen[it.PK] = hostSeen{version: it.Version, listed: it.Listed, epoch: s.epoch(it.VirtualShard)}
 }
 
+// sawAbsent records that a consistent read found no item for pk: version
+// 0, so a list that named the host at 0 sees it waiting to join (re-read a
+// few a look) instead of never seen (named to a worker every look).
+// Consistent, so it replaces any sight.
+func (s *Store) sawAbsent(pk string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.seen) >= maxSeen {
+		clear(s.seen)
+	}
+	// Not joined: the epoch, which only a joined sight's trust uses, is none.
+	s.seen[pk] = hostSeen{version: 0, epoch: -1}
+}
+
 // sight is what the store last saw of key's host item, and whether it
 // still stands for what the item holds (trusted): a host joined to an
 // index item leaves it only by a commit of its shard's lease holder, so a
@@ -352,16 +366,13 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 		return nil, nil
 	}
 	var due []dueKey
-	taken := map[string]bool{}
+	taken, tried := map[string]bool{}, map[string]bool{}
 	err := s.queryIndex(ctx, vshard, now, func(page []indexItem) bool {
-		// The reads of the page's unknown hosts side by side: a shard
-		// taken over finds every host unknown.
-		s.readHosts(ctx, s.unknown(page))
 		for k := range page {
 			if len(due) >= limit {
 				return false
 			}
-			s.settle(ctx, &page[k], now, taken, &due)
+			s.settle(ctx, &page[k], now, taken, tried, &due, limit)
 		}
 		return len(due) < limit
 	})
@@ -376,35 +387,56 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	return keys, nil
 }
 
-// unknown returns the hosts of page whose sight does not tell how they
-// stand: neither settled nor (trusted) joined.
-func (s *Store) unknown(page []indexItem) []string {
+// unknownFrom returns up to n hosts of it, from its j-th on, whose sight
+// does not tell how they stand and that this look has not tried to read
+// (tried: it records them). A host still unknown after its read (waiting
+// to join, or the read failed) is read again by the next look, not by
+// this one again.
+func (s *Store) unknownFrom(it *indexItem, j, n int, tried map[string]bool) []string {
 	var keys []string
-	seen := map[string]bool{}
-	for k := range page {
-		it := &page[k]
-		for j, key := range it.Hosts {
-			h, ok, trusted := s.sight(key)
-			settled := ok && h.version > it.Versions[j] && h.listed != it.SK
-			// Only a joined host's sight can stand under the lease: an
-			// unjoined one may be joined any moment by its writer.
-			if !settled && !(trusted && h.listed == it.SK) && !seen[key] {
-				seen[key] = true
-				keys = append(keys, key)
-			}
+	for ; j < len(it.Hosts) && len(keys) < n; j++ {
+		if key := it.Hosts[j]; !tried[key] && s.unknown(it, j) {
+			tried[key] = true
+			keys = append(keys, key)
 		}
 	}
 	return keys
 }
 
+// unknown tells whether the sight of it's j-th host does not tell how it
+// stands: neither settled nor (trusted) joined.
+func (s *Store) unknown(it *indexItem, j int) bool {
+	h, ok, trusted := s.sight(it.Hosts[j])
+	settled := ok && h.version > it.Versions[j] && h.listed != it.SK
+	// Only a joined host's sight can stand under the lease: an unjoined
+	// one may be joined any moment by its writer.
+	return !settled && !(trusted && h.listed == it.SK)
+}
+
+// readChunk is how many unknown hosts settle reads side by side at a time.
+const readChunk = batchConcurrency
+
 // settle takes the hosts of it, as the store now sees them: a joined one
 // due by now into due (once, by taken), a settled one left, an unjoined
 // one of an old item fenced; and deletes it once every host has settled (a
 // bucket once its slot is over).
-func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken map[string]bool, due *[]dueKey) {
+//
+// The hosts whose sight does not tell are read on the way, readChunk side
+// by side, and only while due is short of limit: a list stops there (its
+// hosts share one due time, so the ones left are no earlier), so a shard
+// taken over, which knows none of its hosts, reads about as many as it
+// dispatches before its first request, not every host its lists name. A
+// bucket (at most bucketCap hosts, due times apart) is taken whole.
+func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken, tried map[string]bool, due *[]dueKey, limit int) {
 	old := s.now().Sub(time.UnixMilli(s.since(it))) > listFenceAge
 	settled := true
 	for j, key := range it.Hosts {
+		if len(*due) >= limit && !it.bucket() {
+			return // the rest for a later look; the list stays
+		}
+		if !tried[key] && s.unknown(it, j) {
+			s.readHosts(ctx, s.unknownFrom(it, j, readChunk, tried))
+		}
 		h, ok, _ := s.sight(key)
 		switch {
 		case ok && h.listed == it.SK:

@@ -617,3 +617,49 @@ func TestAppendBatchUntil(t *testing.T) {
 		t.Errorf("a batch begun after its deadline: %v, want ErrNoTime", out[0].Err)
 	}
 }
+
+// TestDueHostsReadsWhatItNames: a check that takes a shard over knows none
+// of the hosts its lists name. Asked for a few, it reads about as many as
+// it names, not every listed host (at 5,000 hosts on moto, reading them all
+// first took a whole invocation before its first request); asked again, it
+// names the next ones, and once every host is known it reads none.
+func TestDueHostsReadsWhatItNames(t *testing.T) {
+	t.Parallel()
+	e := newListEnv(t)
+	const vs, hosts, limit = 9, 300, 10
+	keys := keysInShard("many", vs, hosts)
+	e.batchOK(e.storeOn(nil), "a", 1, keys...)
+	if n := len(e.lists(vs)); n == 0 {
+		t.Fatalf("no due list for a batch of %d hosts of shard %d", hosts, vs)
+	}
+	c := &readCounter{Client: e.db}
+	taker := e.storeOn(c)
+	// Under its lease, as a check holds it: a joined host's sight stands.
+	if ok, err := taker.AcquireShard(t.Context(), vs, "taker", e.clock.now().Add(time.Hour), e.clock.now()); !ok || err != nil {
+		t.Fatalf("take shard %d: %v, %v", vs, ok, err)
+	}
+	got, err := taker.DueHosts(t.Context(), vs, e.clock.now(), limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != limit {
+		t.Fatalf("DueHosts(limit %d) = %d hosts %v, want %d", limit, len(got), got, limit)
+	}
+	if n := c.hostReads.Load(); n < limit || n > 32+limit {
+		t.Errorf("DueHosts(limit %d) over a list of %d unknown hosts read %d host items, want about as many as it names (at most a read chunk, 32, beyond)", limit, hosts, n)
+	}
+	all, err := taker.DueHosts(t.Context(), vs, e.clock.now(), 2*hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != hosts {
+		t.Errorf("asked for all: %d due, want %d", len(all), hosts)
+	}
+	before := c.hostReads.Load()
+	if _, err := taker.DueHosts(t.Context(), vs, e.clock.now(), 2*hosts); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.hostReads.Load() - before; n != 0 {
+		t.Errorf("asked again with every host known: %d reads, want none", n)
+	}
+}

@@ -737,6 +737,7 @@ func (s *Store) getHost(ctx context.Context, pk string) (*hostItem, error) {
 		return nil, fmt.Errorf("read host %s: %w", pk, err)
 	}
 	if len(out.Item) == 0 {
+		s.sawAbsent(pk)
 		return nil, nil
 	}
 	var it hostItem
