@@ -118,3 +118,55 @@ func TestDueHostsFailure(t *testing.T) {
 		}
 	})
 }
+
+// namingStore is the env's store with DueHosts also naming extra hosts,
+// as a due index that names hosts unread or stale does.
+type namingStore struct {
+	hostqueue.Store
+	extra   []string
+	commits atomic.Int32
+}
+
+func (s *namingStore) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
+	keys, err := s.Store.DueHosts(ctx, vshard, now, limit)
+	for _, k := range s.extra {
+		if hostqueue.VirtualShard(k) == vshard {
+			keys = append(keys, k)
+		}
+	}
+	return keys, err
+}
+
+func (s *namingStore) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
+	s.commits.Add(1)
+	return s.Store.Commit(ctx, key, c)
+}
+
+// TestWorkerSkipsHostNotDue: a host the due index names though it is not
+// due as stored (moved to later since the index was read) gets no request
+// and no commit; the worker ends and the host keeps its time.
+func TestWorkerSkipsHostNotDue(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		e := newEnv(t, testParams())
+		s := newSite(t, withRobots(404, "", page))
+		e.seed(s.url("/a"), s.url("/b"))
+		later := time.Now().Add(time.Hour)
+		if _, err := e.store.Commit(t.Context(), s.host, hostqueue.Commit{Release: true, NextDue: later, Want: 10, IdleTTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		store := &namingStore{Store: e.store, extra: []string{s.host}}
+		eng := e.engine()
+		eng.Store = store
+		e.runWith(eng, "owner", 5*time.Second, 0, nil)
+		if got := s.paths(); len(got) != 0 {
+			t.Errorf("requests %v to a host due in an hour, want none", got)
+		}
+		if n := store.commits.Load(); n != 0 {
+			t.Errorf("%d commits of a host not due, want none", n)
+		}
+		if h := e.load(s.host); h == nil || !h.Due.Equal(later) || h.Pending != 2 {
+			t.Errorf("stored host %+v, want its 2 URLs due at %v", h, later)
+		}
+	})
+}
