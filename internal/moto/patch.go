@@ -39,6 +39,13 @@ import (
 // changes. And werkzeug's log line per request (a fifth of moto's time
 // under load) is turned off.
 //
+// DynamoDB's operations, last, run one at a time (one lock in the server):
+// moto makes neither a conditional write nor an update's actions atomic,
+// and the client-side lock of atomic.go covers one process only, not the
+// Lambda binaries under aws-lambda-rie, whose bucket adds (three
+// list_appends in one UpdateItem) from many workers at once came out as
+// lists of different lengths.
+//
 // TestPatches checks the answers; a moto upgrade that moves these internals
 // makes the server fail at start, loudly, rather than run unpatched.
 const patches = `import sys, time, threading, logging
@@ -133,6 +140,20 @@ def get_backend_for_host(self, host):
             _hosts[host] = b
     return b
 wa.DomainDispatcherApplication.get_backend_for_host = get_backend_for_host
+# DynamoDB's operations one at a time: moto reads an item, evaluates the
+# condition and stores the result in separate steps, and an update applies
+# its actions one after another on the stored item, so concurrent requests
+# from separate processes (atomic.go covers one client process only) lose
+# updates, and a read can see an update half applied.
+import moto.dynamodb.models as dm
+_dynamo_lock = threading.RLock()
+def _one_at_a_time(f):
+    def g(*args, **kwargs):
+        with _dynamo_lock:
+            return f(*args, **kwargs)
+    return g
+for _name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item", "get_item", "batch_get_item", "query", "scan"):
+    setattr(dm.DynamoDBBackend, _name, _one_at_a_time(getattr(dm.DynamoDBBackend, _name)))
 from moto.server import main
 sys.argv[0] = "moto_server"
 sys.exit(main())

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,5 +174,66 @@ func TestStartStock(t *testing.T) {
 	defer srv.Close()
 	if srv.PID() <= 0 {
 		t.Errorf("PID = %d", srv.PID())
+	}
+}
+
+// TestDynamoDBOneAtATime: updates of one item from clients without the
+// client-side lock (atomic.go), as separate processes send them, each
+// appending to three lists and counting in one UpdateItem under a
+// condition: none is lost, and the lists keep one length. Stock moto lost
+// some of them (lists of different lengths, a count short).
+func TestDynamoDBOneAtATime(t *testing.T) {
+	cfg, err := moto.AWSConfig(t.Context(), moto.Shared(t).Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.APIOptions = nil // as a process of its own would send them
+	db := dynamodb.NewFromConfig(cfg)
+	table := hostsTable(t, db)
+	key := map[string]dt.AttributeValue{"pk": &dt.AttributeValueMemberS{Value: "d#0"}, "sk": &dt.AttributeValueMemberS{Value: "bucket"}}
+	one := func(v string) *dt.AttributeValueMemberL {
+		return &dt.AttributeValueMemberL{Value: []dt.AttributeValue{&dt.AttributeValueMemberS{Value: v}}}
+	}
+	const writers, each = 16, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				v := strconv.Itoa(w*each + i)
+				_, err := db.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{
+					TableName:           &table,
+					Key:                 key,
+					UpdateExpression:    aws.String("SET h = list_append(if_not_exists(h, :none), :a), hv = list_append(if_not_exists(hv, :none), :a), hd = list_append(if_not_exists(hd, :none), :a) ADD c :one"),
+					ConditionExpression: aws.String("attribute_not_exists(c) OR c < :cap"),
+					ExpressionAttributeValues: map[string]dt.AttributeValue{
+						":none": &dt.AttributeValueMemberL{Value: []dt.AttributeValue{}},
+						":a":    one(v),
+						":one":  &dt.AttributeValueMemberN{Value: "1"},
+						":cap":  &dt.AttributeValueMemberN{Value: "100000"},
+					},
+				})
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("update: %v", err)
+	}
+	out, err := db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := out.Item["c"].(*dt.AttributeValueMemberN).Value
+	var lens []int
+	for _, a := range []string{"h", "hv", "hd"} {
+		lens = append(lens, len(out.Item[a].(*dt.AttributeValueMemberL).Value))
+	}
+	if want := strconv.Itoa(writers * each); count != want || slices.ContainsFunc(lens, func(n int) bool { return n != writers*each }) {
+		t.Errorf("after %d updates: count %s, lists of %v, want %s and %d each", writers*each, count, lens, want, writers*each)
 	}
 }

@@ -493,8 +493,11 @@ func (s *Store) queryIndex(ctx context.Context, vshard int, now time.Time, f fun
 		page := make([]indexItem, len(out.Items))
 		for k, raw := range out.Items {
 			it := &page[k]
-			if err := attributevalue.UnmarshalMap(raw, it); err != nil || len(it.Versions) != len(it.Hosts) || len(it.Dues) != 0 && len(it.Dues) != len(it.Hosts) {
-				return fmt.Errorf("decode due-index item of shard %d: %v", vshard, err)
+			if err := attributevalue.UnmarshalMap(raw, it); err != nil {
+				return fmt.Errorf("decode due-index item of shard %d: %w", vshard, err)
+			}
+			if len(it.Versions) != len(it.Hosts) || len(it.Dues) != 0 && len(it.Dues) != len(it.Hosts) {
+				return fmt.Errorf("due-index item %s of shard %d names %d hosts with %d versions and %d due times: its lists must agree", it.SK, vshard, len(it.Hosts), len(it.Versions), len(it.Dues))
 			}
 		}
 		start = out.LastEvaluatedKey
