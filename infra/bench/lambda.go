@@ -149,7 +149,7 @@ func (e *benchEnv) rieFigures(ctx context.Context) ([]FunctionFigures, error) {
 		for i := 0; i < 1+warm; i++ {
 			if _, err := em.Invoke(ctx, f.events[0]); err != nil {
 				em.Close()
-				return nil, fmt.Errorf("invoke %s: %w", f.name, err)
+				return nil, fmt.Errorf("invoke %s: %w; the function's output ends:\n%s", f.name, err, lastLines(em.Output(), 40))
 			}
 		}
 		reps := em.Reports()
