@@ -60,6 +60,11 @@ const (
 // for: they were not queued, and are to be handed over again later.
 var ErrQueueFull = errors.New("not queued: the host's queue is full (PersistLimit), retry later")
 
+// batchChunk is how many hosts' requests Ingest hands a BatchAppender at
+// once (a multiple of the DynamoDB store's wave of 256, so its due lists
+// are as large as in one call).
+const batchChunk = 1024
+
 // ErrNoTime fails the messages of hosts whose write had not started by
 // IngestParams.Until: they were not queued, and are to be sent again.
 var ErrNoTime = errors.New("not queued: no time left before the invocation's deadline, retry")
@@ -219,8 +224,8 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 		}
 	}
 	if ba, ok := in.Store.(BatchAppender); ok && len(order) > 0 {
-		// One call for the whole batch: the context and Until are read
-		// once, as its writes start together.
+		// The context and Until are read once here; a store with a
+		// deadline of its own (UntilBatchAppender) keeps Until after.
 		stop := ctx.Err()
 		if stop == nil && !p.Until.IsZero() && !in.Now().Before(p.Until) {
 			stop = ErrNoTime
@@ -230,18 +235,30 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 				fail(groups[key], stop)
 			}
 		} else {
-			reqs := make([]AppendRequest, len(order))
-			for i, key := range order {
-				reqs[i] = request(groups[key])
+			// With a deadline (DynamoDB) the requests go a chunk at a time:
+			// a 6 MB batch can name 50,000 hosts, most of which the deadline
+			// leaves unwritten. Without one (SQLite), one call, one
+			// transaction.
+			chunk := len(order)
+			ub, until := ba.(UntilBatchAppender)
+			if until {
+				chunk = batchChunk
 			}
-			var outcomes []AppendOutcome
-			if ub, ok := ba.(UntilBatchAppender); ok {
-				outcomes = ub.AppendBatchUntil(ctx, reqs, p.Until)
-			} else {
-				outcomes = ba.AppendBatch(ctx, reqs)
-			}
-			for i, o := range outcomes {
-				appended(groups[order[i]], o.Result, o.Err)
+			for from := 0; from < len(order); from += chunk {
+				keys := order[from:min(len(order), from+chunk)]
+				reqs := make([]AppendRequest, len(keys))
+				for i, key := range keys {
+					reqs[i] = request(groups[key])
+				}
+				var outcomes []AppendOutcome
+				if until {
+					outcomes = ub.AppendBatchUntil(ctx, reqs, p.Until)
+				} else {
+					outcomes = ba.AppendBatch(ctx, reqs)
+				}
+				for i, o := range outcomes {
+					appended(groups[keys[i]], o.Result, o.Err)
+				}
 			}
 		}
 		wg.Wait()
