@@ -522,11 +522,12 @@ func (e *benchEnv) resume(ctx context.Context) (*ResumeResult, error) {
 	res := &ResumeResult{Hosts: h, PerHost: u, Delay: d, Seed: seed, URLs: len(urls)}
 	args := e.localArgs(in, out, state, d, nil)
 	// The stops come at random points of the job's progress: when the
-	// output holds a random number of results, so each lands in a run,
-	// and while rounds are in flight unless the count is reached at once.
-	// They fall in the first three quarters of the job: a stop drawn near
-	// its end could come after the last results, written in one burst,
-	// when the run has already finished (exit 0) and resumed nothing.
+	// site has served a random number of requests (robots.txt included),
+	// so each lands in a run, while rounds are in flight. They fall in the
+	// first three quarters of the job's page requests. Counting results
+	// instead let a stop miss: results come out a round at a time, and a
+	// job's last rounds wrote the count past the stop in one burst when
+	// the run had already finished (exit 0, on a loaded machine).
 	var stopAt []int
 	for range e.cfg.ResumeStops {
 		stopAt = append(stopAt, 1+rng.IntN(max(1, len(urls)*3/4-1)))
@@ -534,12 +535,11 @@ func (e *benchEnv) resume(ctx context.Context) (*ResumeResult, error) {
 	slices.Sort(stopAt)
 	res.StopAt = stopAt
 	e.log.Info("local mode resume", "hosts", h, "urls", len(urls), "stops", stopAt, "seed", seed)
-	lines := &lineCounter{path: out}
 	for i := 0; i <= len(stopAt); i++ {
 		var stop func() bool
 		if i < len(stopAt) {
 			at := stopAt[i]
-			stop = func() bool { return lines.count() >= at }
+			stop = func() bool { return site.RequestCount() >= at }
 		}
 		rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 		cr, err := r.run(rctx, args, stop)

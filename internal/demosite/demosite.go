@@ -369,6 +369,13 @@ func servePage(w http.ResponseWriter, r *http.Request, host string, latency time
 	_, _ = w.Write([]byte(Body(host, r.URL.Path)))
 }
 
+// RequestCount is how many requests the site has logged so far.
+func (s *Site) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
 // Requests returns every request seen so far, in arrival order per host.
 func (s *Site) Requests() []Request {
 	s.mu.Lock()
