@@ -54,7 +54,7 @@ type Config struct {
 	ShardCount    int
 	VirtualShards int // hostqueue.VirtualShards today (16)
 	// GSIBuckets spreads each virtual shard's due-index entries over this
-	// many GSI partition keys ("vs#bucket"), a proposal; 1 is today's layout.
+	// many GSI partition keys ("vs#bucket"), a proposal; 1 is the GSI's layout.
 	GSIBuckets      int
 	IngestBatchSize int
 	IngestWindow    time.Duration
@@ -120,8 +120,9 @@ type Config struct {
 	// may start only more than this from now releases the host, due again
 	// then, instead of sleeping in its slot; 0: it sleeps (today).
 	ReleaseOnWait time.Duration
-	// Layout is the due index's layout (layout.go): today's GSI, or a
-	// proposal priced against it.
+	// Layout is the due index's layout (layout.go): the store's due lists
+	// and buckets (the default), the GSI they replaced, or a proposal
+	// priced against it.
 	Layout Layout
 	// LingerRun (a proposal, "one session per host"): a drained host
 	// lingers with its worker until the run ends (unless the dispatcher
@@ -171,6 +172,7 @@ func builtin() Config {
 		ShardCount:       4,
 		VirtualShards:    hostqueue.VirtualShards,
 		GSIBuckets:       1,
+		Layout:           LayoutListsBuckets,
 		IngestBatchSize:  10000,
 		IngestWindow:     5 * time.Second,
 		IngestLanes:      16,

@@ -3,17 +3,18 @@ package main
 import "time"
 
 // Layout is how the due index is stored: what the store writes when a
-// host gets work, when its due time moves and when it leaves. Only
-// LayoutGSI is shared/dynamo's; the others are designs priced against it
-// on the same runs (`sim -cost`). Which hosts are due, and when, is the
+// host gets work, when its due time moves and when it leaves.
+// LayoutListsBuckets is shared/dynamo's (the default); LayoutGSI is what it
+// replaced, and the others are designs priced against it on the same runs
+// (`sim -cost`). Which hosts are due, and when, is the
 // same in every layout (the model's heap of due hosts): a layout changes
 // what is billed, and the page says what each would have to do to keep
 // the guarantees.
 type Layout int
 
 const (
-	// LayoutGSI is shared/dynamo's: the host item's (vs, due) in the
-	// KEYS_ONLY GSI, a put when a host enters, a delete when it leaves,
+	// LayoutGSI is shared/dynamo's before the due lists and buckets: the
+	// host item's (vs, due) in the KEYS_ONLY GSI, a put when a host enters, a delete when it leaves,
 	// both when its due time moves.
 	LayoutGSI Layout = iota
 	// LayoutBatchList: each ingest invocation writes, before its appends,
@@ -41,7 +42,8 @@ const (
 	// consistent index that bound can skip a host that has work). A host
 	// coming back moves its stale entry: delete and put.
 	LayoutExpire
-	// LayoutListsBuckets: a due list for the hosts of a batch that has at
+	// LayoutListsBuckets (shared/dynamo's, duelist.go and bucket.go): a
+	// due list for the hosts of a batch that has at
 	// least listMin of them on a shard, and a bucket add (TTL deletes)
 	// for the others and for every move: each host takes the cheaper of
 	// the two.
@@ -50,12 +52,12 @@ const (
 )
 
 var layoutNames = [nLayouts]string{
-	"today (GSI entry per host)",
+	"GSI entry per host (before)",
 	"due list per ingest batch and shard",
 	"time buckets",
 	"time buckets, TTL deletes",
 	"index entry left to expire",
-	"due lists, buckets for the rest",
+	"due lists, buckets for the rest (built)",
 }
 
 const (
