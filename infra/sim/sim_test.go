@@ -201,7 +201,7 @@ func TestMeasuredRates(t *testing.T) {
 // shapes on the store's due lists and buckets (docs/benchmarks.md, section
 // 2): a lone URL costs three writes and a little (its append, its bucket
 // add and its share of the bucket's delete, its last commit), wide about
-// 0.87 a URL; and the Zipf list's sizes are the stated law.
+// 0.86-0.87 a URL; and the Zipf list's sizes are the stated law.
 func TestShapes(t *testing.T) {
 	byName := map[string]*Report{}
 	for _, sh := range Shapes() {
@@ -226,7 +226,7 @@ func TestShapes(t *testing.T) {
 		t.Errorf("trickle: %.2f host-item and %.2f index write units a URL, want 2 and about 1 (the meter measured 2.00 and 1.01)", h, g)
 	}
 	if w := byName["wide"].WCU / float64(byName["wide"].URLs); w < 0.7 || w > 1.0 {
-		t.Errorf("wide: %.2f write units a URL, the meter measured 0.87", w)
+		t.Errorf("wide: %.2f write units a URL, the meter measured 0.86-0.87", w)
 	}
 	z := zipfSizes(zipfHosts, zipfTop, 1)
 	if z[0] != zipfTop || z[1] != zipfTop/2 || z[len(z)-1] != 1 || byName["Zipf"].URLs < 15000 {
