@@ -379,12 +379,15 @@ func TestSSMBehaviour(t *testing.T) {
 	_, _, p := clients(t)
 	ctx := t.Context()
 	path := "/urldownloader/" + unique("behaviour") + "/"
+	// The seeds overwrite: under load the SDK may retry a put whose first
+	// attempt landed, and a retry without Overwrite then fails with
+	// ParameterAlreadyExists (seen in CI).
 	for i := range 12 {
-		if _, err := p.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(fmt.Sprintf("%sP%02d", path, i)), Value: aws.String("v"), Type: ssmt.ParameterTypeString}); err != nil {
+		if _, err := p.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(fmt.Sprintf("%sP%02d", path, i)), Value: aws.String("v"), Type: ssmt.ParameterTypeString, Overwrite: aws.Bool(true)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(path + "sub/deep"), Value: aws.String("v"), Type: ssmt.ParameterTypeString}); err != nil {
+	if _, err := p.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(path + "sub/deep"), Value: aws.String("v"), Type: ssmt.ParameterTypeString, Overwrite: aws.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 
