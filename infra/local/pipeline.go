@@ -34,6 +34,7 @@ import (
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
+	"github.com/urldownloader/urldownloader/shared/check"
 	"github.com/urldownloader/urldownloader/shared/config"
 	"github.com/urldownloader/urldownloader/shared/fetch"
 	"github.com/urldownloader/urldownloader/shared/result"
@@ -84,6 +85,13 @@ type Options struct {
 	S3Options []func(*s3.Options)
 	// Faults, when set, makes the run hostile (see package faults).
 	Faults *faults.Injector
+	// MaxConns, when above zero, caps the connections the check
+	// invocations' fetchers hold open (check.Budget.Conns, which also
+	// bounds their workers). Every invocation runs in this process, where
+	// on Lambda each has its own 1,024 descriptors, and a fetcher keeps a
+	// connection idle for each host with URLs left: a caller that also
+	// serves the sites from this process holds both ends of each.
+	MaxConns int
 	// IngestBatchSize overrides the template's event source mapping batch
 	// size (fault runs use small batches for more ingest invocations).
 	IngestBatchSize int
@@ -207,7 +215,7 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 	}
 	cfg.Addresses = opts.Addresses
 	svcOpts := wiring.Options{ParamTTL: opts.ParamTTL, Log: opts.Log, DynamoOptions: opts.DynamoOptions, SQSOptions: opts.SQSOptions,
-		S3Options: opts.S3Options, Resolve: opts.Resolve}
+		S3Options: opts.S3Options, Resolve: opts.Resolve, Budget: check.Budget{Conns: opts.MaxConns}}
 	if opts.Faults != nil {
 		// Faults hit the functions' clients only; the runner's own client
 		// (standing in for producers and the event source mapping) is clean.
