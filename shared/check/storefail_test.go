@@ -120,7 +120,7 @@ func TestDueHostsFailure(t *testing.T) {
 }
 
 // namingStore is the env's store with DueHosts also naming extra hosts,
-// as a due index that names hosts unread or stale does.
+// as a due index judged on stale reads does.
 type namingStore struct {
 	hostqueue.Store
 	extra   []string

@@ -176,8 +176,9 @@ func (w *worker) work(ctx context.Context) error {
 	}
 	if !h.DueBy(w.engine.Clock.Now()) {
 		// Named by the due index but not due as stored: drained or moved
-		// since the index was read (a store may name hosts it has not
-		// read, see dynamo.Store.DueHosts). Its entry will find it again.
+		// since the index was read (dynamo.Store.DueHosts judges hosts by
+		// eventually consistent reads and by what it saw of them last).
+		// Its entry, if it has one, finds it again.
 		return nil
 	}
 	w.begin(h)

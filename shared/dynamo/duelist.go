@@ -208,9 +208,9 @@ func (s *Store) saw(it *hostItem) {
 }
 
 // sawAbsent records that a consistent read found no item for pk: version
-// 0, so a list that named the host at 0 sees it waiting to join (re-read a
-// few a look) instead of never seen (named to a worker every look).
-// Consistent, so it replaces any sight.
+// 0. Consistent, so it replaces any sight: one of an item since deleted
+// (an idle host's TTL) would otherwise stand at its old version and make
+// a list that named the host anew at 0 take it for settled.
 func (s *Store) sawAbsent(pk string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
