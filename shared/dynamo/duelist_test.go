@@ -17,6 +17,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/shared/dynamo"
 	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/hostqueue/storetest"
 )
 
 // Tests of the due lists (duelist.go): an ingest batch names its new hosts
@@ -25,35 +26,17 @@ import (
 // append racing a drain, a list's settling racing an append in flight,
 // and lost answers on the list and on a listed host's append.
 
-// listClock is a test clock the tests move.
-type listClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *listClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *listClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // listEnv is a table with an ingest store and a check store on one clock.
 type listEnv struct {
 	*env
-	clock *listClock
+	clock *storetest.Clock
 	check *dynamo.Store
 }
 
 func newListEnv(t *testing.T) *listEnv {
 	e := newEnv(t)
-	c := &listClock{t: t0}
-	return &listEnv{env: e, clock: c, check: dynamo.New(e.db, e.table, c.now)}
+	c := storetest.NewClock(t0)
+	return &listEnv{env: e, clock: c, check: dynamo.New(e.db, e.table, c.Now)}
 }
 
 // store is a store on client c (nil: the table's) on the test's clock.
@@ -61,14 +44,14 @@ func (e *listEnv) storeOn(c dynamo.Client) *dynamo.Store {
 	if c == nil {
 		c = e.db
 	}
-	return dynamo.New(c, e.table, e.clock.now)
+	return dynamo.New(c, e.table, e.clock.Now)
 }
 
 // batch appends n entries tagged tag to each key through s, due now.
 func (e *listEnv) batch(s *dynamo.Store, tag string, n int, keys ...string) []hostqueue.AppendOutcome {
 	var reqs []hostqueue.AppendRequest
 	for _, k := range keys {
-		reqs = append(reqs, hostqueue.AppendRequest{Key: k, Entries: entries(tag+"-"+k, 0, n, 100), Limit: 100, Due: e.clock.now()})
+		reqs = append(reqs, hostqueue.AppendRequest{Key: k, Entries: entries(tag+"-"+k, 0, n, 100), Limit: 100, Due: e.clock.Now()})
 	}
 	return s.AppendBatch(e.t.Context(), reqs)
 }
@@ -85,7 +68,7 @@ func (e *listEnv) batchOK(s *dynamo.Store, tag string, n int, keys ...string) {
 // due is what the check store finds due in vs now.
 func (e *listEnv) due(vs int) []string {
 	e.t.Helper()
-	keys, err := e.check.DueHosts(e.t.Context(), vs, e.clock.now(), 1000)
+	keys, err := e.check.DueHosts(e.t.Context(), vs, e.clock.Now(), 1000)
 	if err != nil {
 		e.t.Fatalf("due hosts of shard %d: %v", vs, err)
 	}
@@ -134,7 +117,7 @@ func (e *listEnv) inBucket(key string) bool {
 // slots are over, the check leaves no due-index item of vs behind.
 func (e *listEnv) wantIndexGone(vs int) {
 	e.t.Helper()
-	e.clock.advance(11 * time.Second)
+	e.clock.Advance(11 * time.Second)
 	e.due(vs) // closes the buckets
 	e.due(vs) // deletes what is settled
 	if got := e.index(vs); len(got) != 0 {
@@ -233,7 +216,7 @@ func TestDueListLayout(t *testing.T) {
 	if got := e.lists(vs); len(got) != 0 {
 		t.Errorf("lists once every host settled = %v, want none", got)
 	}
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	e.wantDue("the moved host at its time", vs, keys[1])
 	e.wantPending(keys[1], 1)
 
@@ -303,7 +286,7 @@ func TestDueListCrashBeforeAppend(t *testing.T) {
 		crashed := e.storeOn(failHosts{Client: e.db, keys: map[string]bool{keys[0]: true, keys[1]: true, keys[2]: true}})
 		e.batch(crashed, "a", 1, keys...)
 		e.wantDue("after the crash", vs)
-		e.clock.advance(11 * time.Minute)
+		e.clock.Advance(11 * time.Minute)
 		e.wantDue("fenced", vs)
 		e.wantDue("settled", vs)
 		if got := e.lists(vs); len(got) != 0 {
@@ -381,7 +364,7 @@ func TestDueListSettleRacesAppend(t *testing.T) {
 			var seenDue []string
 			hooked := &hookHosts{Client: e.db, key: slow, before: func() {
 				if fence {
-					e.clock.advance(11 * time.Minute)
+					e.clock.Advance(11 * time.Minute)
 				}
 				seenDue = e.due(vs)
 			}}
@@ -488,7 +471,7 @@ func TestDueBucketAmbiguous(t *testing.T) {
 			}
 			e.wantPending(key, 1)
 			e.wantDue("moved", vs)
-			e.clock.advance(time.Minute)
+			e.clock.Advance(time.Minute)
 			e.wantDue("at its time", vs, key)
 			e.drain(key)
 			e.wantIndexGone(vs)
@@ -547,8 +530,8 @@ func TestDueBucketAddRacesDelete(t *testing.T) {
 					t.Errorf("append behind: %v", err)
 				}
 			}}
-			e.check = dynamo.New(racer, e.table, e.clock.now)
-			e.clock.advance(11 * time.Second) // the slot is over
+			e.check = dynamo.New(racer, e.table, e.clock.Now)
+			e.clock.Advance(11 * time.Second) // the slot is over
 			first := e.due(vs)
 			if !racer.fired.Load() {
 				t.Fatalf("the check deleted no bucket (due %v)", first)
@@ -590,7 +573,7 @@ func TestAppendBatchUntil(t *testing.T) {
 	e := newListEnv(t)
 	until := t0.Add(time.Second)
 	// The deadline passes while the first wave reads.
-	s := e.storeOn(&readHook{Client: e.db, f: func() { e.clock.advance(2 * time.Second) }})
+	s := e.storeOn(&readHook{Client: e.db, f: func() { e.clock.Advance(2 * time.Second) }})
 	var reqs []hostqueue.AppendRequest
 	for i := range 300 {
 		reqs = append(reqs, hostqueue.AppendRequest{Key: "until" + strconv.Itoa(i) + ".example", Entries: entries("u"+strconv.Itoa(i), 0, 1, 100), Limit: 10, Due: t0})
@@ -635,10 +618,10 @@ func TestDueHostsReadsWhatItNames(t *testing.T) {
 	c := &readCounter{Client: e.db}
 	taker := e.storeOn(c)
 	// Under its lease, as a check holds it: a joined host's sight stands.
-	if ok, err := taker.AcquireShard(t.Context(), vs, "taker", e.clock.now().Add(time.Hour), e.clock.now()); !ok || err != nil {
+	if ok, err := taker.AcquireShard(t.Context(), vs, "taker", e.clock.Now().Add(time.Hour), e.clock.Now()); !ok || err != nil {
 		t.Fatalf("take shard %d: %v, %v", vs, ok, err)
 	}
-	got, err := taker.DueHosts(t.Context(), vs, e.clock.now(), limit)
+	got, err := taker.DueHosts(t.Context(), vs, e.clock.Now(), limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +631,7 @@ func TestDueHostsReadsWhatItNames(t *testing.T) {
 	if n := c.hostReads.Load(); n < limit || n > 32+limit {
 		t.Errorf("DueHosts(limit %d) over a list of %d unknown hosts read %d host items, want about as many as it names (at most a read chunk, 32, beyond)", limit, hosts, n)
 	}
-	all, err := taker.DueHosts(t.Context(), vs, e.clock.now(), 2*hosts)
+	all, err := taker.DueHosts(t.Context(), vs, e.clock.Now(), 2*hosts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -656,7 +639,7 @@ func TestDueHostsReadsWhatItNames(t *testing.T) {
 		t.Errorf("asked for all: %d due, want %d", len(all), hosts)
 	}
 	before := c.hostReads.Load()
-	if _, err := taker.DueHosts(t.Context(), vs, e.clock.now(), 2*hosts); err != nil {
+	if _, err := taker.DueHosts(t.Context(), vs, e.clock.Now(), 2*hosts); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.hostReads.Load() - before; n != 0 {

@@ -57,6 +57,9 @@ type Clock struct {
 // T0 is where every case's clock starts.
 var T0 = time.UnixMilli(1_760_000_000_000)
 
+// NewClock returns a clock at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
