@@ -78,7 +78,7 @@ NGINX_VERSION := 1.22.1-9+deb12u11
 # interface emulator from the project's own folders.
 TOOL_ENV := MOTO_SERVER=$(CURDIR)/$(VENV)/bin/moto_server AWS_LAMBDA_RIE=$(CURDIR)/$(RIE) NGINX=$(NGINX)
 
-.PHONY: lint help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run install bench sim sam-build deploy clean distclean sam-local up
+.PHONY: emulated lint help tools build build-IngestFunction build-CheckFunction validate test go-test tidy vulncheck fuzz run install bench sim sam-build deploy clean distclean sam-local up
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -190,7 +190,7 @@ tidy: ## Fail if `go mod tidy` would change go.mod or go.sum of either module.
 # gofmt and goimports list the files they would change (and fail if any);
 # staticcheck runs in each module on its own (GOWORK=off), as the modules
 # are built.
-GO_DIRS := functions shared internal infra
+GO_DIRS := cmd functions shared internal infra
 lint: $(LINT_STAMP) ## gofmt, goimports and staticcheck, both modules.
 	@bad=$$(gofmt -l $(GO_DIRS); $(BIN)/goimports -l -local $(LOCAL_IMPORTS) $(GO_DIRS)); \
 	if [ -n "$$bad" ]; then echo "lint: not formatted (run gofmt -w and $(BIN)/goimports -w -local $(LOCAL_IMPORTS) on them):"; echo "$$bad" | sort -u; exit 1; fi
@@ -210,14 +210,13 @@ vulncheck: $(VULN_STAMP) ## Report known vulnerabilities the product's code reac
 # under make test's load). A count only takes longer on a loaded machine.
 FUZZTIME ?= 50000x
 fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (an execution count, e.g. 50000x; seed corpus in testdata/).
-	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
-	go test -run='^$$' -fuzz='^FuzzNormalize$$' -fuzztime=$(FUZZTIME) ./shared/urlmsg/
+	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./shared/domain/urlmsg/
+	go test -run='^$$' -fuzz='^FuzzNormalize$$' -fuzztime=$(FUZZTIME) ./shared/domain/urlmsg/
 
-# The command: one binary, urldownloader (infra/cmd/urldownloader, so
-# `go install` names it too). `make run` builds it into .build/ and runs it;
-# local mode needs nothing else, so moto (.venv) is installed first only
-# when ARGS name `--backend moto`. Results go to stdout as JSON lines, so
-# everything else (the build, the tools' install) goes to stderr.
+# The command users install: cmd/urldownloader (local mode, serve,
+# send/receive). `make run` builds it into .build/ and runs it; it needs
+# nothing installed. Results go to stdout as JSON lines, so everything else
+# (the build) goes to stderr.
 #
 # The binary is the recipe shell's child in the terminal's process group,
 # so Ctrl-C reaches it directly; it stops cleanly and exits 130 ("run again
@@ -225,21 +224,29 @@ fuzz: ## Fuzz message parsing and URL normalisation for FUZZTIME each (an execut
 # SIGINT it got itself (exit 130 to the shell) without printing an error.
 # Any other code is make's failure, as usual.
 URLDOWNLOADER := .build/urldownloader
-RUN_MOTO := $(filter moto --backend=moto -backend=moto,$(ARGS))
 run: ## Build .build/urldownloader and run it (local mode: installs nothing): make run ARGS='...'.
-	@$(if $(RUN_MOTO),$(MAKE) --no-print-directory $(VENV_STAMP) >&2)
-	@go build -o $(URLDOWNLOADER) ./infra/cmd/urldownloader >&2
-	@$(if $(RUN_MOTO),$(TOOL_ENV)) $(URLDOWNLOADER) $(ARGS) || { rc=$$?; [ $$rc -eq 130 ] || exit $$rc; }
+	@go build -o $(URLDOWNLOADER) ./cmd/urldownloader >&2
+	@$(URLDOWNLOADER) $(ARGS) || { rc=$$?; [ $$rc -eq 130 ] || exit $$rc; }
+
+# The same job on the emulated AWS stack (moto with the template's
+# resources, the real handlers, optional faults): a developer's rig, kept
+# out of the command users install. Flags: --urls, --out, --param,
+# --endpoint, --faults, --fault-rate, --shards, --check-run, --timeout,
+# the demo site's (go run ./infra/cmd/emulated --help).
+emulated: ## Run a job on the emulated AWS stack (moto, optional --faults): make emulated ARGS='...'.
+	@$(MAKE) --no-print-directory $(VENV_STAMP) >&2
+	@go build -o .build/emulated ./infra/cmd/emulated >&2
+	@$(TOOL_ENV) .build/emulated $(ARGS) || { rc=$$?; [ $$rc -eq 130 ] || exit $$rc; }
 
 # `go install` puts the binary in GOBIN, else $(go env GOPATH)/bin
 # (~/go/bin by default); PREFIX=/usr/local installs into $(PREFIX)/bin.
 PREFIX ?=
 install: ## Install the urldownloader command: into $(go env GOPATH)/bin, or PREFIX=/usr/local for /usr/local/bin.
 	@if [ -n "$(PREFIX)" ]; then \
-		mkdir -p "$(PREFIX)/bin" && go build -trimpath -o "$(PREFIX)/bin/urldownloader" ./infra/cmd/urldownloader && \
+		mkdir -p "$(PREFIX)/bin" && go build -trimpath -o "$(PREFIX)/bin/urldownloader" ./cmd/urldownloader && \
 		echo "installed $(PREFIX)/bin/urldownloader"; \
 	else \
-		go install -trimpath ./infra/cmd/urldownloader && \
+		go install -trimpath ./cmd/urldownloader && \
 		dir=$$(go env GOBIN); dir=$${dir:-$$(go env GOPATH)/bin}; \
 		echo "installed $$dir/urldownloader"; \
 		case ":$$PATH:" in *":$$dir:"*) ;; *) echo "note: $$dir is not on your PATH: add it, e.g. export PATH=\"$$dir:\$$PATH\"";; esac; \

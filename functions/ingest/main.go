@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/urldownloader/urldownloader/shared/wiring"
+	"github.com/urldownloader/urldownloader/shared/runtime/wiring"
 )
 
 func main() {

@@ -16,16 +16,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/infra/emulated"
 	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/body"
-	"github.com/urldownloader/urldownloader/shared/fetch"
-	"github.com/urldownloader/urldownloader/shared/params"
-	"github.com/urldownloader/urldownloader/shared/result"
-	"github.com/urldownloader/urldownloader/shared/s3warc"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/aws/s3warc"
+	"github.com/urldownloader/urldownloader/shared/domain/body"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
 
 // The whole-bodies benchmark (`-only bodies`): bodies of one size per run,
@@ -148,7 +148,7 @@ func (e *benchEnv) bodiesRun(ctx context.Context, sz BodySize, warc bool) (*Bodi
 	s3c, sqsc := billing.NewS3Counter(), billing.NewSQSCounter(nil)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	p, err := local.Start(ctx, local.Options{
+	p, err := emulated.Start(ctx, emulated.Options{
 		Endpoint: e.moto.Endpoint, Prefix: fmt.Sprintf("bodies%d-%d", sz.Size, e.seq.Add(1)), Addresses: fetch.PrivatePolicy(),
 		// Throughput, not politeness, is measured here: no delay.
 		Params: map[string]string{

@@ -16,7 +16,7 @@ import (
 	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/zipf"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
 // CostResult is one billing scenario, from the first ingest to the last
@@ -39,7 +39,7 @@ type CostResult struct {
 	SideReads int
 }
 
-// kindOf names the store's item kinds (see shared/dynamo/layout.go).
+// kindOf names the store's item kinds (see shared/aws/dynamo/layout.go).
 func kindOf(_ string, key map[string]types.AttributeValue) string {
 	pk, _ := key["pk"].(*types.AttributeValueMemberS)
 	sk, _ := key["sk"].(*types.AttributeValueMemberS)
@@ -56,7 +56,7 @@ func kindOf(_ string, key map[string]types.AttributeValue) string {
 	case strings.HasPrefix(sk.Value, "r#"):
 		return "robots"
 	case strings.HasPrefix(pk.Value, "d#") && strings.Contains(sk.Value, "#b#"):
-		// The due index's items (shared/dynamo/duelist.go, bucket.go).
+		// The due index's items (shared/aws/dynamo/duelist.go, bucket.go).
 		return "due bucket"
 	case strings.HasPrefix(pk.Value, "d#"):
 		return "due list"

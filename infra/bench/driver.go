@@ -21,11 +21,11 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
-	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/infra/emulated"
 	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/internal/moto"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/runtime/checkhandler"
 )
 
 // sink stands in for the output queue's consumer side: an SQS endpoint on
@@ -203,7 +203,7 @@ func (q *queueRedirect) option(o *sqs.Options) {
 // bench is one pipeline of the benchmark with its sink and, when metered,
 // its billing meter and SQS counter.
 type bench struct {
-	p      *local.Pipeline
+	p      *emulated.Pipeline
 	ddbLat *latencies
 	store  *countingStore
 	// ingestStore counts the ingest function's store calls.
@@ -245,7 +245,7 @@ func (e *benchEnv) start(ctx context.Context, name string, delay time.Duration, 
 		ddbOpts = append(ddbOpts, b.meter.Option)
 		sqsOpts = append(sqsOpts, b.counter.Option)
 	}
-	p, err := e.pipeline(ctx, name, delay, extra, func(o *local.Options) {
+	p, err := e.pipeline(ctx, name, delay, extra, func(o *emulated.Options) {
 		o.DynamoOptions, o.SQSOptions = ddbOpts, sqsOpts
 		if urlsPerMessage > 0 {
 			o.URLsPerMessage = urlsPerMessage
@@ -472,7 +472,7 @@ func (b *bench) post(ctx context.Context, urls []string) (map[string]urlmsg.Mess
 	return b.handOver(ctx, urls, b.p.Post)
 }
 
-func (b *bench) handOver(ctx context.Context, urls []string, via func(context.Context, []urlmsg.Input) (local.Sent, error)) (map[string]urlmsg.Message, error) {
+func (b *bench) handOver(ctx context.Context, urls []string, via func(context.Context, []urlmsg.Input) (emulated.Sent, error)) (map[string]urlmsg.Message, error) {
 	items := make([]urlmsg.Input, len(urls))
 	for i, u := range urls {
 		items[i] = urlmsg.Input{URL: u}

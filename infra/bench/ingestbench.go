@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
-	"github.com/urldownloader/urldownloader/shared/dynamo"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/params"
-	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/aws/dynamo"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
 )
 
 // The ingest CPU benchmark's batch: what the template's event source

@@ -29,7 +29,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/proc"
-	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
 )
 
 // localRunner runs the local runner binary; dir is its scratch directory
@@ -38,7 +38,7 @@ type localRunner struct {
 	bin, dir string
 }
 
-// runner builds the runner once per bench run (`go build ./infra/cmd/urldownloader`
+// runner builds the runner once per bench run (`go build ./cmd/urldownloader`
 // into a scratch directory removed at the end of the run), unless one was
 // built before (prebuilt).
 func (e *benchEnv) runner(ctx context.Context) (*localRunner, error) {
@@ -76,10 +76,10 @@ var prebuilt struct {
 // buildRunner builds the urldownloader command into dir.
 func buildRunner(ctx context.Context, root, dir string) (string, error) {
 	bin := filepath.Join(dir, "urldownloader")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./infra/cmd/urldownloader")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/urldownloader")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./infra/cmd/urldownloader: %w\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/urldownloader: %w\n%s", err, out)
 	}
 	return bin, nil
 }

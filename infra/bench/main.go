@@ -3,7 +3,7 @@
 // and against Colly on the same loopback site, the DynamoDB units and SQS
 // requests AWS would bill per URL, and the Lambda functions' sizes and
 // start-up. It runs the real engine and the real store on moto (see
-// infra/local), prints one table and writes it, with the machine's details,
+// infra/emulated), prints one table and writes it, with the machine's details,
 // into docs/benchmarks.md between the generated-section markers.
 //
 //	make bench                      # the full run, under 10 minutes on 2 cores

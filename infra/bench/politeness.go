@@ -19,13 +19,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/infra/emulated"
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/moto"
-	"github.com/urldownloader/urldownloader/shared/fetch"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/result"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
 
 // benchEnv is what the parts of a run share.
@@ -106,7 +106,7 @@ func pipelineConns() int {
 
 // pipeline starts a local downloader on the run's moto with the template's
 // defaults, the given fetch delay and cfg.Params.
-func (e *benchEnv) pipeline(ctx context.Context, name string, delay time.Duration, extra map[string]string, mod func(*local.Options)) (*local.Pipeline, error) {
+func (e *benchEnv) pipeline(ctx context.Context, name string, delay time.Duration, extra map[string]string, mod func(*emulated.Options)) (*emulated.Pipeline, error) {
 	params := map[string]string{"FetchDelay": delay.String()}
 	for k, v := range e.cfg.Params {
 		params[k] = v
@@ -114,7 +114,7 @@ func (e *benchEnv) pipeline(ctx context.Context, name string, delay time.Duratio
 	for k, v := range extra {
 		params[k] = v
 	}
-	opts := local.Options{
+	opts := emulated.Options{
 		Endpoint:  e.moto.Endpoint,
 		Prefix:    fmt.Sprintf("bench-%s-%d", name, e.seq.Add(1)),
 		Params:    params,
@@ -131,7 +131,7 @@ func (e *benchEnv) pipeline(ctx context.Context, name string, delay time.Duratio
 	if mod != nil {
 		mod(&opts)
 	}
-	p, err := local.Start(ctx, opts)
+	p, err := emulated.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

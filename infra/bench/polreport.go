@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
 // rowLabel names a politeness row in the tables: its H, and HTTPS when so.
@@ -69,7 +69,7 @@ func (r *Results) politenessSection() string {
 	}
 	w("### 1. Politeness efficiency, side by side with Colly v2\n\n")
 	w("Each row has its own H (hosts), U (URLs per host) and d (the fetch delay); the site answers every page after a fixed %s and serves a robots.txt that disallows `%s`. Ours get, beside the U pages per host, one URL per host under `%s`, which must end `denied` without a request; Colly gets the pages only (it ignores robots.txt by default). Every host is a loopback address of its own (127.0.x.y); HTTPS rows serve a certificate per host, for its IP address, signed by a test CA made at the site's start.\n\n", r.Config.Latency, privatePath, privatePath)
-	w("- *local mode*: `make run` as users run it: the runner (`go build ./infra/cmd/urldownloader`, built once) in its own process with `--urls FILE --out FILE --state NEW_FILE --allow-private --param FetchDelay=d`, its defaults otherwise (SQLite state, %d check loops, template parameter defaults); on HTTPS it trusts the test CA through `SSL_CERT_FILE` (which Go reads on Linux). Wall time runs from starting the process to its exit, every result written and synced.\n", standaloneShards)
+	w("- *local mode*: `make run` as users run it: the runner (`go build ./cmd/urldownloader`, built once) in its own process with `--urls FILE --out FILE --state NEW_FILE --allow-private --param FetchDelay=d`, its defaults otherwise (SQLite state, %d check loops, template parameter defaults); on HTTPS it trusts the test CA through `SSL_CERT_FILE` (which Go reads on Linux). Wall time runs from starting the process to its exit, every result written and synced.\n", standaloneShards)
 	if p0.Moto != nil {
 		w("- *on moto*: the real check engine and DynamoDB store on moto (with internal/moto's patches), the URLs handed over through `POST /urls` (the real ingest handler, %d URLs per request, 8 requests at once: the synchronous entry, stored when it answers; through the SQS input queue the event source mapping's batching window, `IngestBatchingWindowSeconds`, comes first), template defaults otherwise (%d shards, CheckHostPeriod %s, MaxConcurrentHosts %d), results sent to a loopback SQS sink. The deployment is idle when the URLs arrive (each shard's scheduled invocation has run, found nothing and ended; the next is a minute away), so ingest's wake-ups start the work. Wall time runs from handing over the URLs to the last result.\n",
 			urlmsg.MaxItems, p0.ShardCount, p0.CheckHostPeriod, p0.MaxConcurrentHosts)

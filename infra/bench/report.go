@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/infra/standalone"
 	"github.com/urldownloader/urldownloader/internal/billing"
+	"github.com/urldownloader/urldownloader/shared/runtime/localmode"
 )
 
 // standaloneShards is local mode's number of check loops.
-const standaloneShards = standalone.DefaultShardCount
+const standaloneShards = localmode.DefaultShardCount
 
 // Results are everything one run measured.
 type Results struct {

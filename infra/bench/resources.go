@@ -40,8 +40,8 @@ import (
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/proc"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
 // ResourcesConfig sizes the resources scenario.

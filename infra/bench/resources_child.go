@@ -28,16 +28,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
-	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/internal/moto"
-	"github.com/urldownloader/urldownloader/shared/check"
-	"github.com/urldownloader/urldownloader/shared/config"
-	"github.com/urldownloader/urldownloader/shared/fetch"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/sqlite"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
-	"github.com/urldownloader/urldownloader/shared/wiring"
+	"github.com/urldownloader/urldownloader/shared/aws/config"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/embedded/sqlite"
+	"github.com/urldownloader/urldownloader/shared/engine"
+	"github.com/urldownloader/urldownloader/shared/runtime/checkhandler"
+	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
+	"github.com/urldownloader/urldownloader/shared/runtime/wiring"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
 
 // The child's environment, besides the function's own.
@@ -64,7 +64,7 @@ type resChildInput struct {
 	Resolve map[string][]netip.Addr
 	// Ingest: the SQS event, as Lambda would deliver it.
 	Event json.RawMessage
-	// SQLite, when set, is a file for a SQLite store (shared/sqlite) that
+	// SQLite, when set, is a file for a SQLite store (shared/embedded/sqlite) that
 	// stands in for DynamoDB: the child queues Queue in it and the check
 	// engine works it, so the store's speed (moto's) does not bind.
 	SQLite string
@@ -77,7 +77,7 @@ type resChildReport struct {
 	GOMEMLIMIT int64
 	// Budget is the check engine's; Workers its worker bound at the
 	// parameters in force.
-	Budget  check.Budget
+	Budget  engine.Budget
 	Workers int
 	// BaseFDs are open once the function is wired, before the
 	// invocation; PeakFDs the most open while it ran.
@@ -89,7 +89,7 @@ type resChildReport struct {
 	Elapsed           time.Duration
 	// Check: the merged summary, the most workers and fetch
 	// connections at once.
-	Summary     check.Summary
+	Summary     engine.Summary
 	PeakWorkers int
 	PeakConns   int
 	// Ingest: the answer.
@@ -195,7 +195,7 @@ func resChild(mode string) (rep resChildReport, err error) {
 			s.Engine.Store = st
 		}
 		// As functions/check/main.go wires it.
-		s.Params.LimitFetchTimeout(check.FetchTimeoutLimit(checkhandler.RunWindow(cfg.CheckRun)))
+		s.Params.LimitFetchTimeout(engine.FetchTimeoutLimit(checkhandler.RunWindow(cfg.CheckRun)))
 		s.Engine.ParamsReady = s.Params.WaitLoaded
 		h := &checkhandler.Handler{Runner: s.Engine, ShardCount: cfg.ShardCount, Run: cfg.CheckRun, Now: time.Now, Log: log}
 		rep.Budget = s.Engine.Budget
@@ -321,7 +321,7 @@ type resSampler struct {
 	mu                  sync.Mutex
 	fds, workers, conns int
 	heap                int64
-	engine              *check.Engine
+	engine              *engine.Engine
 	openConns           func() int
 	done                chan struct{}
 	stopped             chan struct{}
@@ -356,7 +356,7 @@ func startResSampler(every time.Duration) *resSampler {
 	return s
 }
 
-func (s *resSampler) watch(e *check.Engine, openConns func() int) {
+func (s *resSampler) watch(e *engine.Engine, openConns func() int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.engine, s.openConns = e, openConns

@@ -21,8 +21,8 @@ import (
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
 // RateConfig sizes the requests-per-second row.
@@ -31,7 +31,7 @@ type RateConfig struct {
 	Delay          time.Duration
 	// Run is the invocation's CHECK_RUN_SECONDS.
 	Run time.Duration
-	// SQLite puts the queues in a SQLite store (shared/sqlite) in the
+	// SQLite puts the queues in a SQLite store (shared/embedded/sqlite) in the
 	// child instead of DynamoDB on moto: moto, one Python process, answers
 	// a few dozen calls a second on this machine and would bind the row
 	// (its p50 under this load is seconds), where DynamoDB answers in

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 )
 
 // countingStore counts the domain calls on the store, to explain the

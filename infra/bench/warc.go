@@ -11,7 +11,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/internal/demosite"
-	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // The WARC benchmark (`-only warc`, issue 23): what keeping every exchange

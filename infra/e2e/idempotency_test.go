@@ -11,12 +11,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/urldownloader/urldownloader/functions/ingest/ingesthandler"
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/dynamo"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/aws/dynamo"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
 )
 
 // TestIdempotencyKeyUnderRIE drives the deployed wiring of POST /urls: the

@@ -31,7 +31,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/urldownloader/urldownloader/shared/check"
+	"github.com/urldownloader/urldownloader/shared/engine"
 )
 
 // Kind names one kind of injected fault.
@@ -163,14 +163,14 @@ func (in *Injector) CheckCrash(ctx context.Context) context.Context {
 		return ctx
 	}
 	points := []struct {
-		point check.CrashPoint
+		point engine.CrashPoint
 		kind  Kind
-	}{{check.CrashFetched, CheckCrashMidBatch}, {check.CrashBeforePublish, CheckCrashBeforePublish}, {check.CrashAfterPublish, CheckCrashAfterPublish}}
+	}{{engine.CrashFetched, CheckCrashMidBatch}, {engine.CrashBeforePublish, CheckCrashBeforePublish}, {engine.CrashAfterPublish, CheckCrashAfterPublish}}
 	chosen := points[in.Pick("check-invocation", len(points))]
 	after := 1 + in.Pick("check-invocation-after", 20)
 	var mu sync.Mutex
 	seen := 0
-	return check.WithCrash(ctx, func(point check.CrashPoint, _ string) bool {
+	return engine.WithCrash(ctx, func(point engine.CrashPoint, _ string) bool {
 		if point != chosen.point {
 			return false
 		}

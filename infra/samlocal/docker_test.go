@@ -34,10 +34,10 @@ import (
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/proc"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/dynamo"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/result"
-	"github.com/urldownloader/urldownloader/shared/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/aws/dynamo"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
 const (

@@ -42,7 +42,7 @@ import (
 )
 
 // EndpointVar is the variable the functions read to talk to an emulator
-// instead of AWS (shared/wiring awsenv.go).
+// instead of AWS (shared/runtime/wiring awsenv.go).
 const EndpointVar = "AWS_ENDPOINT_URL"
 
 // EnvImage names the environment variable that gives the invoke image

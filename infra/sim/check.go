@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/shared/check"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/politeness"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/politeness"
+	"github.com/urldownloader/urldownloader/shared/engine"
 )
 
 // The check function: scheduled and woken invocations, the run loop of
-// check.Engine.Run (leases, due-host queries, dispatch, idle exit) and the
+// engine.Engine.Run (leases, due-host queries, dispatch, idle exit) and the
 // host worker of worker.work (rounds of ten, pacing, robots.txt, back-off,
 // give-up, linger, commits). The model follows the code step by step; the
 // comments name the code each step stands for.
@@ -759,7 +759,7 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 	now := s.now
 	d := w.delay()
 	start := max(now, fromWall(w.st.Next(d)))
-	if !check.WaitsInPlace(w.st.LastFetch.Add(d), wall(now)) {
+	if !engine.WaitsInPlace(w.st.LastFetch.Add(d), wall(now)) {
 		// A long delay: the host is released, due again at its next
 		// request (progress).
 		s.m.longDelays++
@@ -796,7 +796,7 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 	}
 	s.at(start, func() {
 		s.invocationSlot(r, cb, func() {
-			if !check.LeaseFences(time.Duration(r.held[w.v]-s.now), p.FetchTimeout, w.delay()) {
+			if !engine.LeaseFences(time.Duration(r.held[w.v]-s.now), p.FetchTimeout, w.delay()) {
 				cb(outStop, 0)
 				return
 			}

@@ -4,12 +4,12 @@ import (
 	"math"
 	"time"
 
-	"github.com/urldownloader/urldownloader/functions/check/checkhandler"
-	"github.com/urldownloader/urldownloader/shared/check"
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/params"
-	"github.com/urldownloader/urldownloader/shared/wake"
-	"github.com/urldownloader/urldownloader/shared/wiring"
+	"github.com/urldownloader/urldownloader/shared/aws/wake"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/engine"
+	"github.com/urldownloader/urldownloader/shared/runtime/checkhandler"
+	"github.com/urldownloader/urldownloader/shared/runtime/wiring"
 )
 
 // Config is one simulated deployment and its traffic. Durations are in
@@ -63,7 +63,7 @@ type Config struct {
 	// ProcessWorkers bounds the host workers of one check invocation across
 	// all the shards it runs (a wake-up runs several side by side); 0: each
 	// run has MaxConcurrentHosts (the code as committed; issue 11's item 1
-	// adds such a budget, check.Budget).
+	// adds such a budget, engine.Budget).
 	ProcessWorkers int
 	// InvocationRPS bounds the requests one check invocation starts a
 	// second, across all its runs (its CPU, its event loop: what the
@@ -249,7 +249,7 @@ var measuredRates = []measuredRate{
 }
 
 // keptBody is what a check worker holds of a body, as the engine budgets it
-// (check.Engine.WorkerLimit): the deployment always has the body bucket,
+// (engine.Engine.WorkerLimit): the deployment always has the body bucket,
 // so a body longer than the inline limit streams there and a worker holds
 // at most InlineBodyBytes and the byte that shows there is more.
 func keptBody(p params.Params) int64 { return min(p.MaxBodyBytes, p.InlineBodyBytes+1) }
@@ -273,13 +273,13 @@ func invocationRPS(cfg Config) float64 {
 }
 
 // Result bodies compressed (ResultBodyEncoding=gzip), measured by
-// shared/result's BenchmarkPack on real HTML found offline
+// shared/domain/result's BenchmarkPack on real HTML found offline
 // (internal/htmlcorpus: the Go distribution's doc/*.html and the HTML
 // documentation under /usr/share/doc; here 234 files of at most
 // InlineBodyBytes, 9.8 MB, median 21 KB: the nodejs API pages, libxslt's,
 // valgrind's, nettle's, Go's memory model...):
 //
-//	go test -run '^$' -bench Pack -benchtime 5x -count 3 ./shared/result/
+//	go test -run '^$' -bench Pack -benchtime 5x -count 3 ./shared/domain/result/
 //
 // gzipTextRatio is what the data field keeps of plain's size, gzip at
 // BestSpeed then base64 over the bodies' bytes as text: 0.2997 (gzip
@@ -330,10 +330,10 @@ func measuredRPS(mb int, maxBody int64) float64 {
 	return hi.RPS
 }
 
-// The engine's constants the model follows (shared/check, the check
+// The engine's constants the model follows (shared/engine, the check
 // handler, the wake queue).
 var (
-	// leaseWait is functions/check/checkhandler's (unexported) leaseWait.
+	// leaseWait is shared/runtime/checkhandler's (unexported) leaseWait.
 	leaseWait = 20 * time.Second
 	// tickMax is RunRequest.Tick's default.
 	tickMax = time.Second
@@ -348,8 +348,8 @@ var (
 	wakeEvery    = wake.DefaultEvery
 )
 
-// leaseTTL is Engine.leaseTTL with no override: check.LeaseTTL.
-func leaseTTL(p params.Params) time.Duration { return check.LeaseTTL(p, 0) }
+// leaseTTL is Engine.leaseTTL with no override: engine.LeaseTTL.
+func leaseTTL(p params.Params) time.Duration { return engine.LeaseTTL(p, 0) }
 
 // runDeadline is the check handler's deadline for a run that starts at t:
 // the Lambda deadline less DeadlineMargin/3; Until is the run length or

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // CostTable renders what the shapes cost on the simulation's meter: units

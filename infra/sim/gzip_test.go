@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/urldownloader/urldownloader/internal/htmlcorpus"
-	"github.com/urldownloader/urldownloader/shared/params"
-	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
 )
 
 // TestGzipTextRatio re-measures gzipTextRatio, the share of its plain

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // TestHeadlineConfigs holds the headline's steps to what the page says the

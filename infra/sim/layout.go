@@ -4,7 +4,7 @@ import "time"
 
 // Layout is how the due index is stored: what the store writes when a
 // host gets work, when its due time moves and when it leaves.
-// LayoutListsBuckets is shared/dynamo's (the default); LayoutGSI is what it
+// LayoutListsBuckets is shared/aws/dynamo's (the default); LayoutGSI is what it
 // replaced, and the others are designs priced against it on the same runs
 // (`sim -cost`). Which hosts are due, and when, is the
 // same in every layout (the model's heap of due hosts): a layout changes
@@ -13,7 +13,7 @@ import "time"
 type Layout int
 
 const (
-	// LayoutGSI is shared/dynamo's before the due lists and buckets: the
+	// LayoutGSI is shared/aws/dynamo's before the due lists and buckets: the
 	// host item's (vs, due) in the KEYS_ONLY GSI, a put when a host enters, a delete when it leaves,
 	// both when its due time moves.
 	LayoutGSI Layout = iota
@@ -42,7 +42,7 @@ const (
 	// consistent index that bound can skip a host that has work). A host
 	// coming back moves its stale entry: delete and put.
 	LayoutExpire
-	// LayoutListsBuckets (shared/dynamo's, duelist.go and bucket.go): a
+	// LayoutListsBuckets (shared/aws/dynamo's, duelist.go and bucket.go): a
 	// due list for the hosts of a batch that has at
 	// least listMin of them on a shard, and a bucket add (TTL deletes)
 	// for the others and for every move: each host takes the cheaper of

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/proc"
-	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // Scenarios are the runs `make sim` makes, in the page's order.

@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
-	"github.com/urldownloader/urldownloader/shared/politeness"
-	"github.com/urldownloader/urldownloader/shared/wiring"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/politeness"
+	"github.com/urldownloader/urldownloader/shared/runtime/wiring"
 )
 
 // Sim is one simulated deployment: the virtual clock, the web, the

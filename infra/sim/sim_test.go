@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/urldownloader/urldownloader/shared/politeness"
+	"github.com/urldownloader/urldownloader/shared/domain/politeness"
 )
 
 // small is a steady scenario small enough for a smoke test: 20,000 hosts,

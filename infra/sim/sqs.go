@@ -3,8 +3,8 @@ package main
 import (
 	"math"
 
-	"github.com/urldownloader/urldownloader/shared/params"
-	"github.com/urldownloader/urldownloader/shared/sqsout"
+	"github.com/urldownloader/urldownloader/shared/aws/sqsout"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // resultStatus is a result message's status.
@@ -141,7 +141,7 @@ const (
 const storedRef = 250
 
 // stored counts the body bucket's requests for one body of n bytes, as
-// shared/s3body sends them for a body not stored before (the simulation's
+// shared/aws/s3body sends them for a body not stored before (the simulation's
 // bodies are all distinct): up to a part (5 MiB), HEAD and PUT; above,
 // CreateMultipartUpload, a PUT per part, CompleteMultipartUpload, HEAD,
 // COPY (and a DELETE of the temporary, which is free).

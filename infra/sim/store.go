@@ -3,10 +3,10 @@ package main
 import (
 	"container/heap"
 
-	"github.com/urldownloader/urldownloader/shared/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 )
 
-// The host-queue store, as shared/dynamo implements hostqueue.Store, on the
+// The host-queue store, as shared/aws/dynamo implements hostqueue.Store, on the
 // DynamoDB model: which items each call reads and writes, with what sizes,
 // and what the due index sees. Evict is the product's own.
 

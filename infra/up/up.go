@@ -15,11 +15,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/urldownloader/urldownloader/infra/local"
+	"github.com/urldownloader/urldownloader/infra/emulated"
 	"github.com/urldownloader/urldownloader/infra/samlocal"
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/proc"
-	"github.com/urldownloader/urldownloader/shared/fetch"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
 
 // API modes: how POST /urls is served.
@@ -55,7 +55,7 @@ type options struct {
 
 // deployment is a running local deployment.
 type deployment struct {
-	pipe     *local.Pipeline
+	pipe     *emulated.Pipeline
 	site     *demosite.Site
 	endpoint string
 	apiURL   string
@@ -82,7 +82,7 @@ func start(ctx context.Context, opts options) (d *deployment, err error) {
 	}
 	d.site = site
 	d.closers = append(d.closers, site.Close)
-	pipe, err := local.Start(ctx, local.Options{
+	pipe, err := emulated.Start(ctx, emulated.Options{
 		// The stage (and so the SSM path /urldownloader/dev/) is the
 		// template's default; the prefix names the table and queues.
 		Prefix: "dev", Addresses: fetch.PrivatePolicy(), Params: opts.Params, ParamTTL: opts.ParamTTL,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/proc"
-	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
 )
 
 // TestPrintedCommandsWork starts the up mode with the in-process API (no

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
 )
 
 // Kind is how a hostile host misbehaves. Each kind's doc says what a

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
-	"github.com/urldownloader/urldownloader/shared/fetch"
-	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
 
 func startHostile(t *testing.T) (*demosite.HostileSite, *fetch.Fetcher) {

@@ -18,7 +18,7 @@ import (
 // receives: O(queue length) per message, so a queue of N messages costs
 // O(N^2). Measured here: 1000 messages took 11 s to send and 46 s to
 // receive; 3000 did not finish in ten minutes. AWS has no such cost, and it
-// made the local stack (`make run ARGS="--backend moto"`, the tests, the
+// made the local stack (`make emulated`, the tests, the
 // benchmark) measure moto's queue rather than the downloader.
 //
 // The patches replace moto's unix_time (utcnow minus the epoch, as

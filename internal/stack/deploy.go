@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
-	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // Options shape one local deployment of the template.
@@ -232,7 +232,7 @@ var creatable = map[string]bool{
 var refused = map[string]string{
 	// A deploy that touched such a resource would reset the value an
 	// operator set live; the code holds the defaults instead.
-	"AWS::SSM::Parameter": "runtime parameter values belong to operators, not to the stack (defaults live in shared/params)",
+	"AWS::SSM::Parameter": "runtime parameter values belong to operators, not to the stack (defaults live in shared/domain/params)",
 }
 
 func (d *deployer) run(ctx context.Context) error {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
-	"github.com/urldownloader/urldownloader/shared/config"
-	"github.com/urldownloader/urldownloader/shared/params"
-	"github.com/urldownloader/urldownloader/shared/ssmparams"
+	"github.com/urldownloader/urldownloader/shared/aws/config"
+	"github.com/urldownloader/urldownloader/shared/aws/ssmparams"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // TestDeployTwice deploys template.yaml twice on one moto server, with
@@ -60,7 +60,7 @@ func checkTable(t *testing.T, cfg aws.Config, st *stack.Stack) {
 	if tbl.BillingModeSummary == nil || tbl.BillingModeSummary.BillingMode != dt.BillingModePayPerRequest {
 		t.Errorf("billing mode = %+v, want PAY_PER_REQUEST", tbl.BillingModeSummary)
 	}
-	// The due index is items of the table (shared/dynamo/duelist.go).
+	// The due index is items of the table (shared/aws/dynamo/duelist.go).
 	if len(tbl.GlobalSecondaryIndexes) != 0 {
 		t.Errorf("GSIs = %d, want none", len(tbl.GlobalSecondaryIndexes))
 	}

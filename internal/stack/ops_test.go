@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/urldownloader/urldownloader/shared/metrics"
+	"github.com/urldownloader/urldownloader/shared/runtime/metrics"
 )
 
 // The operations side of template.yaml: log groups, invocation settings,
@@ -315,7 +315,7 @@ func TestDashboard(t *testing.T) {
 	}
 	for name := range custom {
 		if _, ok := metrics.Lookup(name); !ok {
-			t.Errorf("dashboard shows %s, which shared/metrics does not define", name)
+			t.Errorf("dashboard shows %s, which shared/runtime/metrics does not define", name)
 		}
 	}
 	for _, m := range metrics.All() {

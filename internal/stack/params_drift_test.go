@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/urldownloader/urldownloader/shared/params"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
 // TestTemplateDocumentsEveryParameter: the stack creates no runtime

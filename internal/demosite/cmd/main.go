@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
-	"github.com/urldownloader/urldownloader/shared/result"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
 )
 
 func main() {

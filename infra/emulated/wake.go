@@ -1,0 +1,81 @@
+package emulated
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/urldownloader/urldownloader/shared/runtime/checkhandler"
+)
+
+// wakeConcurrency stands in for the wake event source's ScalingConfig
+// MaximumConcurrency (template.yaml).
+const wakeConcurrency = 16
+
+// WakeInvocations counts the check invocations the wake queue made.
+func (p *Pipeline) WakeInvocations() int { return int(p.wakes.Load()) }
+
+// ServeWakes is the check function's wake-queue event source mapping, until
+// ctx ends: it receives batches of wake-ups and invokes the check handler
+// with each (side by side, up to the mapping's concurrency), deleting a
+// batch once its invocation returns. A template without a wake queue makes
+// it return at once.
+func (p *Pipeline) ServeWakes(ctx context.Context) {
+	esm := p.Stack.WakeEventSource
+	if esm.QueueURL == "" {
+		return
+	}
+	sem := make(chan struct{}, wakeConcurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &esm.QueueURL, MaxNumberOfMessages: int32(min(10, max(1, esm.BatchSize))), WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Error("wake poll", "error", err)
+				time.Sleep(200 * time.Millisecond)
+			}
+			continue
+		}
+		if len(out.Messages) == 0 {
+			continue
+		}
+		ev := checkhandler.Event{}
+		for _, m := range out.Messages {
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), EventSource: "aws:sqs"})
+		}
+		msgs := out.Messages
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ictx, cancel := context.WithTimeout(ctx, p.opts.CheckRun+checkhandler.DeadlineMargin+15*time.Second)
+			_, _ = p.check.Handle(p.opts.Faults.CheckCrash(ictx), ev)
+			cancel()
+			p.wakes.Add(1)
+			var del []sqstypes.DeleteMessageBatchRequestEntry
+			for i, m := range msgs {
+				del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+			}
+			for b := range slices.Chunk(del, 10) {
+				if _, err := p.sqs.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: &esm.QueueURL, Entries: b}); err != nil {
+					p.log.Error("delete wake-ups", "error", err)
+				}
+			}
+		}()
+	}
+}

@@ -1,0 +1,830 @@
+// Package sqlite keeps host queues in one SQLite file, or in memory, through
+// the pure-Go modernc.org/sqlite driver (no cgo): the store of local mode
+// and of the engine's fast tests. It keeps the hostqueue.Store contract of
+// package dynamo (shared/domain/hostqueue/storetest runs one suite against both);
+// schema.go gives the tables and why.
+//
+// Where DynamoDB needs versions and conditional writes retried on
+// conflict, each operation here is one transaction, begun IMMEDIATE so that
+// it holds SQLite's write lock from its first read and cannot lose a race.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/politeness"
+)
+
+var _ hostqueue.Store = (*Store)(nil)
+
+// Store is the SQLite host-queue store. It is safe for concurrent use.
+type Store struct {
+	db  *sql.DB
+	now func() time.Time
+
+	// The connection belongs to serve (conn.go), which runs the queued
+	// operations; mu is held while it runs a batch. SQLite runs one
+	// writer at a time anyway; a single connection is what keeps an
+	// in-memory database alive, and in a file it gives up only reads
+	// running beside a write, which statements of a few microseconds do
+	// not need. Another process, or another Store, on the same file is
+	// kept in step by SQLite's own locks (BEGIN IMMEDIATE, busy_timeout).
+	mu    sync.Mutex
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt // by query, prepared on conn
+	// writeTxs counts the write transactions run (under mu).
+	writeTxs int
+
+	// qmu guards the queue of operations waiting for serve, closed, and
+	// the sends on kick (which tells serve of a new operation; closed by
+	// Close); stopped is closed when serve has returned.
+	qmu     sync.Mutex
+	queue   []*op
+	waiting int // operations queued or running, not yet returned
+	closed  bool
+	kick    chan struct{}
+	stopped chan struct{}
+
+	// hosts caches hosts rows for write transactions (hostcache.go).
+	hosts hostCache
+
+	sweepMu   sync.Mutex
+	nextSweep time.Time
+}
+
+// maxAttempts bounds the report-then-retry rounds of one Append.
+const maxAttempts = 50
+
+// sweepEvery is how often (on the store's clock) a commit also deletes a
+// batch of expired idle state; sweepBatch bounds that batch, so the
+// commit that pays for it stays cheap.
+const (
+	sweepEvery = time.Minute
+	sweepBatch = 500
+)
+
+// New opens (creating it if needed) the store in the SQLite file at path,
+// in WAL mode; now is the clock used for idle TTLs. The caller must Close it.
+func New(path string, now func() time.Time) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, ":memory:") {
+		return nil, fmt.Errorf("open sqlite store: invalid file name %q", path)
+	}
+	// synchronous=NORMAL in WAL mode: a commit survives a crash of the
+	// process (the case a local run must resume from), though the last
+	// ones may be lost to a power cut, which at-least-once delivery
+	// already tolerates by refetching.
+	//
+	// cache_size: SQLite's default page cache is 2 MB a connection, so a
+	// state of a few MB was read back from the file page by page (43,788
+	// preads for a 60,000-URL job over 10,000 hosts on a 5.9 MB file); 64
+	// MiB holds such a job's whole state, and a page is only kept once
+	// read.
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)"
+	s, err := open(dsn, now)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// NewMemory returns a store held in memory, lost when it is closed: the
+// store of fast tests. now is the clock used for idle TTLs; give it the
+// engine's (fake) clock, so that idle state expires on the test's time.
+func NewMemory(now func() time.Time) (*Store, error) {
+	s, err := open(":memory:", now)
+	if err != nil {
+		return nil, fmt.Errorf("open in-memory sqlite store: %w", err)
+	}
+	return s, nil
+}
+
+func open(dsn string, now func() time.Time) (*Store, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, conn: conn, now: now, stmts: map[string]*sql.Stmt{},
+		kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go s.serve()
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	return s.write(ctx, func(tx *txn) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if v < 0 || v > schemaVersion {
+			return fmt.Errorf("schema version %d, this build reads %d", v, schemaVersion)
+		}
+		if v == 0 {
+			if _, err := s.conn.ExecContext(ctx, schema); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
+			v = schemaVersion
+		}
+		for i := v; i < schemaVersion; i++ {
+			if _, err := s.conn.ExecContext(ctx, migrations[i-1]); err != nil {
+				return fmt.Errorf("migrate schema %d to %d: %w", i, i+1, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return fmt.Errorf("write schema version: %w", err)
+		}
+		return nil
+	})
+}
+
+// Close releases the database; an in-memory store's state is gone.
+func (s *Store) Close() error {
+	s.qmu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.kick) // serve runs what is queued, then returns
+	}
+	s.qmu.Unlock()
+	<-s.stopped
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	for _, st := range s.stmts {
+		err = errors.Join(err, st.Close())
+	}
+	clear(s.stmts)
+	if s.conn != nil {
+		err = errors.Join(err, s.conn.Close())
+		s.conn = nil
+	}
+	return errors.Join(err, s.db.Close())
+}
+
+// errReportFirst ends an append's transaction without writing: it found
+// entries to evict that must be reported before the eviction is written.
+var errReportFirst = errors.New("evicted entries to report first")
+
+// Append implements hostqueue.Appender. Entries to evict are reported outside
+// the transaction (OnEvict may be slow, or use the store), then the append
+// runs again: if the queue changed meanwhile, only entries not reported yet
+// are reported before it is written.
+func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+	reported := map[string]bool{}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var res hostqueue.AppendResult
+		var toReport []hostqueue.Entry
+		err := s.write(ctx, func(tx *txn) error {
+			var err error
+			res, toReport, err = s.append(ctx, tx, req, reported)
+			return err
+		})
+		if errors.Is(err, errReportFirst) {
+			if err := req.OnEvict(ctx, toReport); err != nil {
+				return hostqueue.AppendResult{}, fmt.Errorf("report %d evicted urls of %s: %w", len(toReport), req.Key, err)
+			}
+			for _, e := range toReport {
+				reported[e.ID] = true
+			}
+			continue
+		}
+		if err != nil {
+			return hostqueue.AppendResult{}, fmt.Errorf("append %d urls to %s: %w", len(req.Entries), req.Key, err)
+		}
+		return res, nil
+	}
+	return hostqueue.AppendResult{}, fmt.Errorf("append to %s: %w after %d attempts", req.Key, hostqueue.ErrConflict, maxAttempts)
+}
+
+// AppendBatch appends to many hosts at once (hostqueue.BatchAppender):
+// their first attempts are queued AppendChunk at a time; one that must
+// report evicted entries first goes on as Append does.
+func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest) []hostqueue.AppendOutcome {
+	out := make([]hostqueue.AppendOutcome, len(reqs))
+	for lo := 0; lo < len(reqs); lo += AppendChunk {
+		chunk := reqs[lo:min(lo+AppendChunk, len(reqs))]
+		fns := make([]func(tx *txn) error, len(chunk))
+		for i, req := range chunk {
+			fns[i] = func(tx *txn) error {
+				var err error
+				out[lo+i].Result, _, err = s.append(ctx, tx, req, nil)
+				return err
+			}
+		}
+		for i, err := range s.doAll(ctx, fns) {
+			switch {
+			case errors.Is(err, errReportFirst):
+				out[lo+i].Result, out[lo+i].Err = s.Append(ctx, chunk[i])
+			case err != nil:
+				out[lo+i] = hostqueue.AppendOutcome{Err: fmt.Errorf("append %d urls to %s: %w", len(chunk[i].Entries), chunk[i].Key, err)}
+			}
+		}
+	}
+	return out
+}
+
+// AppendChunk is how many appends AppendBatch queues at once: sixteen
+// group transactions per turn of serve. Measured with 3,000 workers
+// loading and committing (BenchmarkIngestUnderLoad, 10,000 hosts): 256
+// callers at a time, as ingest ran before, waited a turn of serve behind
+// the workers' operations for every 256 hosts (9-16 s); 1,024 at once took
+// 3.2-5.0 s; 4,096, 1.5-1.6 s with the workers still at 7,000-8,000
+// operations/s; the whole batch at once, 1.2 s, but it held the workers
+// back to 2,400/s meanwhile, and a batch of 100,000 hosts would hold them
+// for ten times as long.
+const AppendChunk = 16 * GroupSize
+
+func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest, reported map[string]bool) (hostqueue.AppendResult, []hostqueue.Entry, error) {
+	h, err := s.hostForAppend(ctx, tx, req.Key)
+	if err != nil {
+		return hostqueue.AppendResult{}, nil, err
+	}
+	incoming := req.Entries
+	fromPending, fromIncoming, held := hostqueue.Fit(h.pending, len(incoming), req)
+	incoming = incoming[:len(incoming)-held]
+	var evicted []hostqueue.Entry
+	lastEvicted := int64(-1)
+	if fromPending > 0 {
+		if evicted, lastEvicted, err = headEntries(ctx, tx, h.id, fromPending); err != nil {
+			return hostqueue.AppendResult{}, nil, err
+		}
+	}
+	evicted = append(evicted, incoming[:fromIncoming]...)
+	incoming = incoming[fromIncoming:]
+	if req.OnEvict != nil {
+		if fresh := unreported(evicted, reported); len(fresh) > 0 {
+			return hostqueue.AppendResult{}, fresh, errReportFirst
+		}
+	}
+	if lastEvicted >= 0 {
+		if _, err := tx.ExecContext(ctx, qDeleteHead, h.id, lastEvicted); err != nil {
+			return hostqueue.AppendResult{}, nil, fmt.Errorf("evict %d urls: %w", fromPending, err)
+		}
+	}
+	if err := insertEntries(ctx, tx, h.id, h.tail, incoming); err != nil {
+		return hostqueue.AppendResult{}, nil, err
+	}
+	h.tail += int64(len(incoming))
+	h.pending += len(incoming) - fromPending
+	activated := false
+	if h.pending > 0 {
+		h.expires = sql.NullInt64{}
+		if !h.due.Valid {
+			h.due = sql.NullInt64{Int64: req.Due.UnixMilli(), Valid: true}
+			activated = true
+		}
+	}
+	if err := updateHost(ctx, tx, h); err != nil {
+		return hostqueue.AppendResult{}, nil, err
+	}
+	return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), HeldBack: held, Pending: h.pending, Activated: activated}, nil, nil
+}
+
+// hostForAppend returns the host's row, creating it when there is none and
+// starting it afresh when its idle state has expired.
+func (s *Store) hostForAppend(ctx context.Context, tx *txn, key string) (*hostRow, error) {
+	h, err := getHost(ctx, tx, key)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil && !h.expired(s.now()) {
+		return h, nil
+	}
+	if h != nil {
+		// Expired idle state reads as absent: keep only the row's
+		// identity (an idle host has no entries left to renumber).
+		return &hostRow{key: key, id: h.id, vs: h.vs, tail: h.tail}, nil
+	}
+	vs := hostqueue.VirtualShard(key)
+	r, err := tx.ExecContext(ctx, qInsertHost, key, vs)
+	if err != nil {
+		return nil, fmt.Errorf("create host: %w", err)
+	}
+	id, err := r.LastInsertId()
+	if err != nil {
+		return nil, fmt.Errorf("create host: %w", err)
+	}
+	return &hostRow{key: key, id: id, vs: vs}, nil
+}
+
+// Load implements hostqueue.Queues.
+func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host, error) {
+	var out *hostqueue.Host
+	err := s.read(ctx, func(tx *txn) error {
+		h, err := s.liveHost(ctx, tx, key)
+		if err != nil || h == nil {
+			return err
+		}
+		out, err = toHost(ctx, tx, key, h, want)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", key, err)
+	}
+	if out == nil {
+		return nil, fmt.Errorf("load %s: %w", key, hostqueue.ErrNotFound)
+	}
+	return out, nil
+}
+
+// Commit implements hostqueue.Queues.
+func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
+	done := make(map[string]bool, len(c.Done))
+	for _, id := range c.Done {
+		done[id] = true
+	}
+	var out *hostqueue.Host
+	err := s.write(ctx, func(tx *txn) error {
+		h, err := s.liveHost(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if h == nil {
+			return hostqueue.ErrNotFound
+		}
+		if len(done) > 0 {
+			removed, err := popDone(ctx, tx, h.id, done)
+			if err != nil {
+				return err
+			}
+			h.pending -= removed
+		}
+		if lf := c.LastFetch.UnixMilli(); !c.LastFetch.IsZero() && lf > h.lastFetch {
+			h.lastFetch = lf
+		}
+		h.pauseUntil = msOf(c.PauseUntil)
+		h.errors = c.Errors
+		h.failingSince, h.lastError = msOf(c.FailingSince), c.LastError
+		h.rateDelay, h.rateSince, h.lastTook = c.RateDelay.Milliseconds(), msOf(c.RateSince), c.LastTook.Milliseconds()
+		h.attempts = nil
+		for id, n := range c.Attempts {
+			if !done[id] && n > 0 {
+				if h.attempts == nil {
+					h.attempts = map[string]int{}
+				}
+				h.attempts[id] = n
+			}
+		}
+		if c.Release {
+			if h.pending > 0 {
+				// Continue leaves the due time alone: the host is
+				// still due, as it was when the holder took it.
+				if !c.Continue || !h.due.Valid {
+					h.due = sql.NullInt64{Int64: c.NextDue.UnixMilli(), Valid: true}
+				}
+				h.expires = sql.NullInt64{}
+			} else {
+				h.due = sql.NullInt64{}
+				h.attempts = nil
+				h.expires = s.idleExpiry(c.IdleTTL)
+			}
+		}
+		if err := s.storeRobots(ctx, tx, key, h, c.Robots); err != nil {
+			return err
+		}
+		if err := updateHost(ctx, tx, h); err != nil {
+			return err
+		}
+		out, err = toHost(ctx, tx, key, h, c.Want)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", key, err)
+	}
+	s.maybeSweep(ctx)
+	return out, nil
+}
+
+// idleExpiry is when an idle host's state, kept for ttl from now, expires;
+// a ttl of zero or less keeps it without expiry.
+func (s *Store) idleExpiry(ttl time.Duration) sql.NullInt64 {
+	if ttl <= 0 {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: s.now().Add(ttl).UnixMilli(), Valid: true}
+}
+
+// popDone removes entries from the head of a host's queue as long as their
+// IDs are in done, and returns how many it removed.
+func popDone(ctx context.Context, tx *txn, host int64, done map[string]bool) (int, error) {
+	page := len(done) + 1
+	removed, last := 0, int64(-1)
+	for more := true; more; {
+		var rows *sql.Rows
+		var err error
+		if last < 0 {
+			rows, err = tx.QueryContext(ctx, qFirstIDs, host, page)
+		} else {
+			rows, err = tx.QueryContext(ctx, qHeadIDs, host, last, page)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read queue head: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			var seq int64
+			var id string
+			if err := rows.Scan(&seq, &id); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("read queue head: %w", err)
+			}
+			n++
+			if !done[id] {
+				more = false
+				break
+			}
+			removed, last = removed+1, seq
+		}
+		err = errors.Join(rows.Err(), rows.Close())
+		if err != nil {
+			return 0, fmt.Errorf("read queue head: %w", err)
+		}
+		if n < page {
+			more = false
+		}
+	}
+	if removed == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, qDeleteHead, host, last); err != nil {
+		return 0, fmt.Errorf("remove %d done urls: %w", removed, err)
+	}
+	return removed, nil
+}
+
+// DueHosts implements hostqueue.Queues.
+func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var keys []string
+	err := s.read(ctx, func(tx *txn) error {
+		rows, err := tx.QueryContext(ctx, qDueHosts, vshard, now.UnixMilli(), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query due hosts of shard %d: %w", vshard, err)
+	}
+	return keys, nil
+}
+
+// AcquireShard implements hostqueue.Leases: one upsert that takes the lease
+// when it is free, expired (until before now) or already the owner's.
+func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, until, now time.Time) (bool, error) {
+	var took bool
+	err := s.write(ctx, func(tx *txn) error {
+		r, err := tx.ExecContext(ctx, qAcquire, vshard, owner, until.UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err := r.RowsAffected()
+		took = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("lease shard %d: %w", vshard, err)
+	}
+	return took, nil
+}
+
+// ReleaseShard implements hostqueue.Leases; a lease another owner holds is
+// left alone.
+func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) error {
+	err := s.write(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, qRelease, vshard, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release shard %d: %w", vshard, err)
+	}
+	return nil
+}
+
+// Sweep deletes the idle host state and robots.txt answers that have
+// expired, and returns how many rows it deleted. Expired state already
+// reads as absent; sweeping only reclaims its space. Commits sweep a batch
+// now and then on their own; a long-lived process may also call Sweep.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.sweep(ctx, sweepBatch)
+		total += n
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) sweep(ctx context.Context, batch int) (int, error) {
+	now := s.now()
+	var n int64
+	err := s.write(ctx, func(tx *txn) error {
+		s.hosts.drop()
+		r, err := tx.ExecContext(ctx, qSweepHosts, now.UnixMilli(), batch)
+		if err != nil {
+			return err
+		}
+		if n, err = r.RowsAffected(); err != nil {
+			return err
+		}
+		r, err = tx.ExecContext(ctx, qSweepRobots, now.Add(-robotsKeep).UnixMilli(), batch)
+		if err != nil {
+			return err
+		}
+		m, err := r.RowsAffected()
+		n += m
+		return err
+	})
+	if err != nil {
+		return int(n), fmt.Errorf("sweep expired state: %w", err)
+	}
+	return int(n), nil
+}
+
+// maybeSweep deletes one batch of expired state when the last sweep is
+// sweepEvery old. Best effort: expired state reads as absent either way.
+func (s *Store) maybeSweep(ctx context.Context) {
+	now := s.now()
+	s.sweepMu.Lock()
+	due := !now.Before(s.nextSweep)
+	if due {
+		s.nextSweep = now.Add(sweepEvery)
+	}
+	s.sweepMu.Unlock()
+	if due {
+		_, _ = s.sweep(ctx, sweepBatch)
+	}
+}
+
+// hostRow is a hosts row (see schema.go).
+type hostRow struct {
+	key          string
+	id           int64
+	vs           int
+	due          sql.NullInt64
+	tail         int64
+	pending      int
+	lastFetch    int64
+	pauseUntil   int64
+	errors       int
+	failingSince int64
+	lastError    string
+	rateDelay    int64 // ms
+	rateSince    int64
+	lastTook     int64 // ms
+	attempts     map[string]int
+	robots       map[string]inlineRobots
+	// robotsJSON is robots as stored, nil once storeRobots changed it:
+	// a commit that leaves the answers alone writes them back without
+	// encoding them again.
+	robotsJSON []byte
+	expires    sql.NullInt64
+}
+
+func (h *hostRow) expired(now time.Time) bool {
+	return h.expires.Valid && h.expires.Int64 <= now.UnixMilli()
+}
+
+// getHost returns the host's row as stored, expired or not; nil when there
+// is none.
+func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
+	cached := tx.write || tx.s.hosts.exclusive
+	if cached {
+		if h, ok := tx.s.hosts.get(key); ok {
+			return h, nil
+		}
+	}
+	h := hostRow{key: key}
+	var attempts, robots []byte
+	err := tx.QueryRowContext(ctx, qHost, key).Scan(
+		&h.id, &h.vs, &h.due, &h.tail, &h.pending, &h.lastFetch, &h.pauseUntil, &h.errors,
+		&h.failingSince, &h.lastError, &h.rateDelay, &h.rateSince, &h.lastTook, &attempts, &robots, &h.expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read host: %w", err)
+	}
+	if len(attempts) > 0 {
+		if err := json.Unmarshal(attempts, &h.attempts); err != nil {
+			return nil, fmt.Errorf("decode attempts: %w", err)
+		}
+	}
+	if len(robots) > 0 {
+		if err := json.Unmarshal(robots, &h.robots); err != nil {
+			return nil, fmt.Errorf("decode robots: %w", err)
+		}
+		h.robotsJSON = robots
+	}
+	if cached {
+		tx.s.hosts.put(&h)
+	}
+	return &h, nil
+}
+
+// liveHost returns the host's row, nil when there is none or its idle
+// state has expired.
+func (s *Store) liveHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
+	h, err := getHost(ctx, tx, key)
+	if err != nil || h == nil || h.expired(s.now()) {
+		return nil, err
+	}
+	return h, nil
+}
+
+func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
+	attempts, err := jsonOrNil(h.attempts)
+	if err != nil {
+		return err
+	}
+	robots := h.robotsJSON
+	if robots == nil {
+		if robots, err = jsonOrNil(h.robots); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, qUpdateHost,
+		h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
+		h.lastError, h.rateDelay, h.rateSince, h.lastTook, attempts, robots, h.expires, h.id)
+	if err != nil {
+		return fmt.Errorf("write host: %w", err)
+	}
+	h.robotsJSON = robots
+	if tx.write {
+		tx.s.hosts.put(h)
+	}
+	return nil
+}
+
+func jsonOrNil[M ~map[string]V, V any](m M) ([]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode host state: %w", err)
+	}
+	return b, nil
+}
+
+// headEntries returns the first n entries of a host's queue and the
+// sequence number of the last of them.
+func headEntries(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.Entry, int64, error) {
+	rows, err := tx.QueryContext(ctx, qHead, host, n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read queue head: %w", err)
+	}
+	defer rows.Close()
+	// n may be far above the queue's length (the engine's give-up asks for
+	// every entry with a huge n): no room is reserved up front for it.
+	out := make([]hostqueue.Entry, 0, min(n, 64))
+	last := int64(-1)
+	for rows.Next() {
+		var e hostqueue.Entry
+		if err := rows.Scan(&last, &e.ID, &e.URL, &e.ETag, &e.LastModified, &e.ValidatorsURL, &e.Hops); err != nil {
+			return nil, 0, fmt.Errorf("read queue head: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read queue head: %w", err)
+	}
+	return out, last, nil
+}
+
+// insertSizes are the row counts of the prepared INSERTs an append is cut
+// into, largest first: a statement costs more than a row, and a few fixed
+// shapes keep the statement cache small.
+var insertSizes = []int{64, 16, 4, 1}
+
+var insertQueries = func() map[int]string {
+	m := map[int]string{}
+	for _, n := range insertSizes {
+		m[n] = "INSERT INTO entries (host, seq, id, url, etag, last_modified, validators_url, hops) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+	}
+	return m
+}()
+
+func insertEntries(ctx context.Context, tx *txn, host, seq int64, es []hostqueue.Entry) error {
+	// Room for the largest statement this append makes, not for the
+	// largest there is: 7 KiB per host for a few URLs was a twelfth of
+	// the process's allocations at 10,000 hosts.
+	args := make([]any, 0, 8*min(len(es), insertSizes[0]))
+	for len(es) > 0 {
+		n := insertSizes[len(insertSizes)-1]
+		for _, size := range insertSizes {
+			if size <= len(es) {
+				n = size
+				break
+			}
+		}
+		args = args[:0]
+		for i, e := range es[:n] {
+			args = append(args, host, seq+int64(i), e.ID, e.URL, e.ETag, e.LastModified, e.StoredValidatorsURL(), e.Hops)
+		}
+		if _, err := tx.ExecContext(ctx, insertQueries[n], args...); err != nil {
+			return fmt.Errorf("insert %d urls: %w", n, err)
+		}
+		es, seq = es[n:], seq+int64(n)
+	}
+	return nil
+}
+
+func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*hostqueue.Host, error) {
+	out := &hostqueue.Host{
+		Key:          key,
+		VirtualShard: h.vs,
+		Pending:      h.pending,
+		Attempts:     h.attempts,
+		State: politeness.State{
+			LastFetch: timeOf(h.lastFetch), PauseUntil: timeOf(h.pauseUntil), Errors: h.errors,
+			FailingSince: timeOf(h.failingSince), LastError: h.lastError,
+			RateDelay: time.Duration(h.rateDelay) * time.Millisecond, RateSince: timeOf(h.rateSince),
+			LastTook: time.Duration(h.lastTook) * time.Millisecond,
+		},
+	}
+	if h.due.Valid {
+		out.Due = time.UnixMilli(h.due.Int64)
+	}
+	for origin, ir := range h.robots {
+		if ir.StoredApart {
+			if out.RobotsItems == nil {
+				out.RobotsItems = map[string]bool{}
+			}
+			out.RobotsItems[origin] = true
+			continue
+		}
+		if out.Robots == nil {
+			out.Robots = map[string]hostqueue.Robots{}
+		}
+		out.Robots[origin] = hostqueue.Robots{Status: ir.Status, Body: ir.Body, FetchedAt: time.UnixMilli(ir.FetchedAt)}
+	}
+	if want > 0 && h.pending > 0 {
+		// No more than are queued: the head is held for the whole
+		// session, and room for a round of 64 kept beside a host's few
+		// URLs was 6 KiB a host (60 MiB at 10,000 hosts).
+		head, _, err := headEntries(ctx, tx, h.id, min(want, h.pending))
+		if err != nil {
+			return nil, err
+		}
+		out.Head = head
+	}
+	return out, nil
+}
+
+func unreported(es []hostqueue.Entry, reported map[string]bool) []hostqueue.Entry {
+	var out []hostqueue.Entry
+	for _, e := range es {
+		if !reported[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// msOf is t in Unix milliseconds, 0 for the zero time.
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// timeOf is the inverse of msOf.
+func timeOf(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

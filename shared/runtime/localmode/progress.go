@@ -1,0 +1,193 @@
+package localmode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/domain/robots"
+	"github.com/urldownloader/urldownloader/shared/engine"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
+)
+
+// Progress is a live view of a run, for a progress line.
+type Progress struct {
+	// Expected counts the URLs owed a result in this run so far, Results
+	// the results written; Backlog those still owed one.
+	Expected, Results, Backlog int
+	// Requests counts the HTTP requests sent so far, InFlight those not
+	// answered yet.
+	Requests, InFlight int64
+	// Hosts counts the host workers at work now (each works one host).
+	Hosts int
+	// Waiting says why hosts with queued URLs send no request now
+	// (waiting.go), read from the state every few seconds.
+	Waiting []Wait
+}
+
+// Progress returns the run's progress now. It is safe to call while Run
+// runs.
+func (rt *Runtime) Progress() Progress {
+	var p Progress
+	t := rt.tally
+	t.mu.Lock()
+	p.Expected, p.Results, p.Backlog = t.expected, t.results, t.owed
+	t.mu.Unlock()
+	p.Requests, p.InFlight = rt.requests.Load(), rt.inFlight.Load()
+	p.Waiting = rt.waiting()
+	for _, e := range rt.engines {
+		n, _ := e.Workers()
+		p.Hosts += n
+	}
+	return p
+}
+
+// HostLoad is the work of one politeness queue: URLs, each a Delay apart.
+type HostLoad struct {
+	Key   string
+	URLs  int
+	Delay time.Duration
+}
+
+// Time is the least time the queue's URLs take: one Delay before each
+// (the first waits for robots.txt, itself a request to the host).
+func (h HostLoad) Time() time.Duration { return time.Duration(h.URLs) * h.Delay }
+
+// Bound returns the politeness bound of a job: the least time its hosts'
+// URLs take when each queue is worked one request per Delay, all queues at
+// once. That is the slowest queue's Time, returned with the queue.
+func Bound(hosts []HostLoad) (time.Duration, HostLoad) {
+	var worst HostLoad
+	for _, h := range hosts {
+		if h.Time() > worst.Time() || (h.Time() == worst.Time() && h.Key < worst.Key && h.Time() > 0) {
+			worst = h
+		}
+	}
+	return worst.Time(), worst
+}
+
+// QueueKey returns the politeness queue a URL's host (host[:port]) is
+// paced in, under the run's QueueMode.
+func (rt *Runtime) QueueKey(host string) string {
+	return hostqueue.QueueKey(host, rt.params.QueueMode == params.QueueByDomain)
+}
+
+// HostDelay returns the pause the engine keeps between two requests to a
+// queue: FetchDelay, or the Crawl-delay its robots.txt asked for when
+// longer (known once this process has read it; at most MaxCrawlDelay,
+// beyond which the host's URLs are denied instead).
+func (rt *Runtime) HostDelay(key string) time.Duration {
+	return max(rt.params.FetchDelay, min(rt.crawl.get(key), rt.params.MaxCrawlDelay))
+}
+
+// HostsLeft returns, for each queue with URLs still queued in the state,
+// how many and its delay: what the rest of the run must wait at least
+// (Bound). It reads the store once per queue, so call it every few seconds,
+// not in a tight loop.
+func (rt *Runtime) HostsLeft(ctx context.Context) ([]HostLoad, error) {
+	var out []HostLoad
+	far := time.Now().AddDate(100, 0, 0)
+	for v := range hostqueue.VirtualShards {
+		keys, err := rt.store.DueHosts(ctx, v, far, 1<<30)
+		if err != nil {
+			return nil, fmt.Errorf("due hosts of virtual shard %d: %w", v, err)
+		}
+		for _, key := range keys {
+			h, err := rt.store.Load(ctx, key, 0)
+			if errors.Is(err, hostqueue.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", key, err)
+			}
+			if h.Pending > 0 {
+				out = append(out, HostLoad{Key: key, URLs: h.Pending, Delay: rt.HostDelay(key)})
+			}
+		}
+	}
+	return out, nil
+}
+
+// watchCrawlDelays puts each engine's fetcher behind one that notes the
+// Crawl-delays of the robots.txt answers going by (HostDelay).
+func (rt *Runtime) watchCrawlDelays() {
+	rt.crawl = &crawlDelays{userAgent: rt.params.UserAgent, queueKey: rt.QueueKey}
+	for _, e := range rt.engines {
+		inner := e.Fetcher
+		e.Fetcher = func(p params.Params) engine.Fetcher { return robotsWatch{f: inner(p), crawl: rt.crawl} }
+	}
+}
+
+// robotsWatch passes requests on and shows the answers to crawl.
+type robotsWatch struct {
+	f     engine.Fetcher
+	crawl *crawlDelays
+}
+
+func (w robotsWatch) Fetch(ctx context.Context, req fetch.Request) (*fetch.Response, error) {
+	resp, err := w.f.Fetch(ctx, req)
+	w.crawl.saw(req, resp)
+	return resp, err
+}
+
+func (w robotsWatch) CloseHost(host string) { closeHost(w.f, host) }
+
+// closeHost passes a worker's CloseHost on to the fetcher underneath a
+// wrapper, when it keeps connections (engine.HostCloser).
+func closeHost(f engine.Fetcher, host string) {
+	if c, ok := f.(engine.HostCloser); ok {
+		c.CloseHost(host)
+	}
+}
+
+// crawlDelays keeps the Crawl-delay each queue's robots.txt asked for, as
+// the fetcher saw them go by: the engine keeps its own per worker, this
+// copy is for the progress line and the summary.
+type crawlDelays struct {
+	userAgent string
+	queueKey  func(host string) string
+
+	mu sync.Mutex
+	by map[string]time.Duration
+}
+
+func (c *crawlDelays) get(key string) time.Duration {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.by[key]
+}
+
+// saw takes a response to a request; only robots.txt answers count.
+func (c *crawlDelays) saw(req fetch.Request, resp *fetch.Response) {
+	if c == nil || resp == nil || !strings.HasSuffix(req.URL, "/robots.txt") {
+		return
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil || u.Path != "/robots.txt" {
+		return
+	}
+	rules, err := robots.Parse(resp.HTTPStatus, resp.Body)
+	if err != nil || rules == nil {
+		return
+	}
+	d := rules.CrawlDelay(c.userAgent)
+	if d <= 0 {
+		return
+	}
+	key := c.queueKey(u.Host)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]time.Duration{}
+	}
+	c.by[key] = max(c.by[key], d)
+}
