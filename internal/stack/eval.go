@@ -176,6 +176,51 @@ func (e *evaluator) intrinsic(fn string, arg any) (any, error) {
 		}
 		b, err := e.boolean(a[0])
 		return !b, err
+	case "Fn::Contains":
+		// A rule function: whether the list holds the string.
+		a, ok := arg.([]any)
+		if !ok || len(a) != 2 {
+			return nil, fmt.Errorf("want [[Values], Value], got %v", arg)
+		}
+		list, err := e.eval(a[0])
+		if err != nil {
+			return nil, err
+		}
+		items, ok := list.([]any)
+		if !ok {
+			return nil, fmt.Errorf("want a list of values, got %v", list)
+		}
+		v, err := e.str(a[1])
+		if err != nil {
+			return nil, err
+		}
+		return slices.ContainsFunc(items, func(it any) bool { return scalar(it) == v }), nil
+	case "Fn::FindInMap":
+		a, ok := arg.([]any)
+		if !ok || len(a) != 3 {
+			return nil, fmt.Errorf("want [MapName, TopLevelKey, SecondLevelKey], got %v", arg)
+		}
+		var keys [3]string
+		for i, k := range a {
+			s, err := e.str(k)
+			if err != nil {
+				return nil, err
+			}
+			keys[i] = s
+		}
+		m, ok := e.t.mappings[keys[0]]
+		if !ok {
+			return nil, fmt.Errorf("no mapping %s", keys[0])
+		}
+		top, ok := mapOf(m)[keys[1]]
+		if !ok {
+			return nil, fmt.Errorf("mapping %s has no key %q", keys[0], keys[1])
+		}
+		v, ok := mapOf(top)[keys[2]]
+		if !ok {
+			return nil, fmt.Errorf("mapping %s.%s has no key %q", keys[0], keys[1], keys[2])
+		}
+		return v, nil
 	case "Fn::Join":
 		a, ok := arg.([]any)
 		if !ok || len(a) != 2 {

@@ -72,6 +72,8 @@ type Template struct {
 	params     map[string]Parameter
 	paramOrder []string
 	conditions map[string]any
+	mappings   map[string]any // Fn::FindInMap's tables
+	rules      map[string]any // checked by resolveParams (rules.go)
 	resources  map[string]resource
 	order      []string // resource logical ids in the translator's order
 }
@@ -147,6 +149,8 @@ func Parse(data []byte) (*Template, error) {
 		doc:        top,
 		params:     map[string]Parameter{},
 		conditions: mapOf(top["Conditions"]),
+		mappings:   mapOf(top["Mappings"]),
+		rules:      mapOf(top["Rules"]),
 		resources:  map[string]resource{},
 	}
 	for _, name := range tr.ParameterOrder {
@@ -396,6 +400,9 @@ func (t *Template) resolveParams(overrides map[string]string) (map[string]string
 		out[name] = v
 	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := t.checkRules(out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -68,6 +68,9 @@ func TestEvaluate(t *testing.T) {
 Parameters:
   Stage: {Type: String, Default: dev}
   N: {Type: Number, Default: 3}
+Mappings:
+  Sizes:
+    "3": {Max: 4}
 Conditions:
   IsDev: !Equals [!Ref Stage, dev]
   Big: !Or [!Equals [!Ref N, "9"], !Equals [!Ref N, "10"]]
@@ -97,6 +100,9 @@ Resources:
 		{"And", map[string]any{"Fn::And": []any{map[string]any{"Condition": "IsDev"}, map[string]any{"Condition": "Big"}}}, false},
 		{"Join", map[string]any{"Fn::Join": []any{",", []any{"a", map[string]any{"Ref": "N"}, 7}}}, "a,3,7"},
 		{"Select Split", map[string]any{"Fn::Select": []any{"1", map[string]any{"Fn::Split": []any{"/", "a/b/c"}}}}, "b"},
+		{"FindInMap", map[string]any{"Fn::FindInMap": []any{"Sizes", map[string]any{"Ref": "N"}, "Max"}}, float64(4)},
+		{"Contains", map[string]any{"Fn::Contains": []any{[]any{"1", "3"}, map[string]any{"Ref": "N"}}}, true},
+		{"Contains not", map[string]any{"Fn::Contains": []any{[]any{"1", "2"}, map[string]any{"Ref": "N"}}}, false},
 		{"NoValue drops", map[string]any{"k": map[string]any{"Ref": "AWS::NoValue"}, "l": []any{1, map[string]any{"Ref": "AWS::NoValue"}}}, map[string]any{"l": []any{1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +125,8 @@ Resources:
 		{"unsupported function", map[string]any{"Fn::Base64": "x"}},
 		{"Sub of unknown", map[string]any{"Fn::Sub": "${Nope}"}},
 		{"GetAtt without attribute", map[string]any{"Fn::GetAtt": []any{"Q"}}},
+		{"FindInMap unknown key", map[string]any{"Fn::FindInMap": []any{"Sizes", "7", "Max"}}},
+		{"FindInMap unknown map", map[string]any{"Fn::FindInMap": []any{"Nope", "3", "Max"}}},
 	} {
 		t.Run("error/"+tc.name, func(t *testing.T) {
 			if got, err := e.eval(tc.in); err == nil {
