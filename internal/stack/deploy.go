@@ -102,6 +102,9 @@ type Function struct {
 	Env        map[string]string
 	Timeout    time.Duration
 	MemorySize int
+	// EphemeralStorageMB is the size of the function's /tmp in MiB
+	// (EphemeralStorage.Size; Lambda's default 512).
+	EphemeralStorageMB int
 }
 
 // EventSourceMapping is an SQS event of a function, as Lambda's event
@@ -670,6 +673,9 @@ func (d *deployer) describe() error {
 		f.Timeout = time.Duration(timeout) * time.Second
 		if f.MemorySize, err = d.wholeNumber(r.Properties, "MemorySize", 128); err != nil {
 			return fmt.Errorf("%s: %w", id, err)
+		}
+		if f.EphemeralStorageMB, err = d.wholeNumber(mapOf(r.Properties["EphemeralStorage"]), "Size", 512); err != nil {
+			return fmt.Errorf("%s: EphemeralStorage: %w", id, err)
 		}
 		st.Functions[id] = f
 	}

@@ -169,6 +169,7 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 		"BODY_RETENTION_DAYS":      "14",
 		"WARC_OUTPUT":              "false",
 		"OUTPUT_MAX_MESSAGE_BYTES": "262144",
+		"EPHEMERAL_STORAGE_MB":     "512",
 	}
 	if !maps.Equal(env, want) {
 		t.Errorf("Env() =\n%v\nwant\n%v", env, want)
@@ -192,8 +193,8 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 	if f := st.Functions[stack.IngestFunction]; f.Timeout != time.Minute || f.MemorySize != 256 {
 		t.Errorf("ingest: timeout %v, memory %d; want 1m, 256", f.Timeout, f.MemorySize)
 	}
-	if f := st.Functions[stack.CheckFunction]; f.Timeout != 2*time.Minute || f.MemorySize != 512 {
-		t.Errorf("check: timeout %v, memory %d; want 2m, 512", f.Timeout, f.MemorySize)
+	if f := st.Functions[stack.CheckFunction]; f.Timeout != 2*time.Minute || f.MemorySize != 512 || f.EphemeralStorageMB != 512 {
+		t.Errorf("check: timeout %v, memory %d, /tmp %d MiB; want 2m, 512, 512", f.Timeout, f.MemorySize, f.EphemeralStorageMB)
 	}
 	wantESM := stack.EventSourceMapping{
 		Function: stack.IngestFunction, QueueURL: st.InputQueueURL,
