@@ -15,9 +15,9 @@ import (
 	"github.com/urldownloader/urldownloader/shared/runtime/checkhandler"
 )
 
-// wakeConcurrency stands in for the wake event source's ScalingConfig
-// MaximumConcurrency (template.yaml).
-const wakeConcurrency = 16
+// unsetWakeConcurrency bounds the wake-ups run at once when the template
+// sets no MaximumConcurrency (template.yaml derives it from ShardCount).
+const unsetWakeConcurrency = 16
 
 // WakeInvocations counts the check invocations the wake queue made.
 func (p *Pipeline) WakeInvocations() int { return int(p.wakes.Load()) }
@@ -32,7 +32,11 @@ func (p *Pipeline) ServeWakes(ctx context.Context) {
 	if esm.QueueURL == "" {
 		return
 	}
-	sem := make(chan struct{}, wakeConcurrency)
+	conc := esm.MaximumConcurrency
+	if conc <= 0 {
+		conc = unsetWakeConcurrency
+	}
+	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for ctx.Err() == nil {

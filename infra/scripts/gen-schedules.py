@@ -3,7 +3,7 @@
 
 template.yaml is the committed, hand-readable source; this script only
 writes its repetitive part (conditions, one EventBridge rule and one Lambda
-permission per shard) so that changing the shard limit stays a one-line
+permission per shard, the wake queue's concurrency per ShardCount) so that changing the shard limit stays a one-line
 edit. It rewrites the lines between each "# BEGIN generated: <part>" and
 "# END generated: <part>" marker pair of template.yaml:
 
@@ -64,7 +64,20 @@ def resources() -> str:
     return "\n".join(out)
 
 
-PARTS = {"shard conditions": conditions, "shard schedules": resources}
+def wake_concurrency() -> str:
+    # One wake-up invocation per shard, and never below Lambda's least
+    # MaximumConcurrency, 2.
+    lines = []
+    for count in range(1, MAX_SHARDS + 1):
+        lines.append(f'{INDENT}{INDENT}"{count}": {{Max: {max(2, count)}}}')
+    return "\n".join(lines)
+
+
+PARTS = {
+    "shard conditions": conditions,
+    "shard schedules": resources,
+    "wake concurrency": wake_concurrency,
+}
 TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "template.yaml"
 
 

@@ -133,6 +133,9 @@ func TestTemplate(t *testing.T) {
 	if c.ShardCount < 1 || c.CheckRun <= 0 || c.CheckTimeout <= c.CheckRun || c.IngestMaxConc < 2 || c.WakeBatchSize < 1 || c.CheckMemoryMB < 128 {
 		t.Errorf("implausible settings from the template: %+v", c)
 	}
+	if c.WakeMaxConc != max(2, c.ShardCount) {
+		t.Errorf("wake concurrency %d at ShardCount %d, want the template's max(2, ShardCount)", c.WakeMaxConc, c.ShardCount)
+	}
 }
 
 // TestInvocationRPS: an invocation held to a few requests a second makes

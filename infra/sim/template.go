@@ -16,7 +16,7 @@ import (
 // IngestBatchingWindowSeconds, IngestMaxConcurrency, the provisioned
 // capacity mode's target and bounds), the functions'
 // timeouts and memory, the check run's length, the wake mapping's batch
-// size and concurrency, the input queue's visibility timeout and
+// size and concurrency (by the default ShardCount), the input queue's visibility timeout and
 // maxReceiveCount. It returns what it could not read.
 func fromTemplate(c *Config) error {
 	path, err := stack.FindTemplate()
@@ -42,6 +42,16 @@ func fromTemplate(c *Config) error {
 		case map[string]any:
 			ref, _ := x["Ref"].(string)
 			v = params[ref]
+			// [Map, {"Ref": Parameter}, Key]: the wake concurrency by ShardCount.
+			if in, ok := x["Fn::FindInMap"].([]any); ok && len(in) == 3 {
+				m, _ := in[0].(string)
+				top, _ := in[1].(map[string]any)
+				ref, _ := top["Ref"].(string)
+				key, _ := in[2].(string)
+				if f, ok := t.Lookup("Mappings", m, params[ref], key).(float64); ok {
+					v = strconv.FormatFloat(f, 'f', -1, 64)
+				}
+			}
 		default:
 			missing = append(missing, strings.Join(keys, "."))
 			return

@@ -124,6 +124,9 @@ type EventSourceMapping struct {
 	// this many times goes to DLQURL on the next receive. 0: no DLQ.
 	MaxReceiveCount int
 	DLQURL          string
+	// MaximumConcurrency is ScalingConfig's: the most invocations the
+	// mapping runs at once (0: unset, Lambda scales to its own limit).
+	MaximumConcurrency int
 }
 
 // Schedule is an enabled EventBridge rule that invokes a function.
@@ -750,7 +753,7 @@ func (d *deployer) eventSourceMappings() error {
 			MaximumBatchingWindowInSeconds *num
 			FunctionResponseTypes          []string
 			Enabled                        *flag
-			ScalingConfig                  json.RawMessage
+			ScalingConfig                  *struct{ MaximumConcurrency *num }
 			FilterCriteria                 json.RawMessage
 		}
 		if err := d.decode(resource{ID: id, Type: r.Type, Properties: props}, &c); err != nil {
@@ -767,6 +770,9 @@ func (d *deployer) eventSourceMappings() error {
 			esm.MaximumBatchingWindowInSeconds = int(*c.MaximumBatchingWindowInSeconds)
 		}
 		esm.ReportBatchItemFailures = slices.Contains(c.FunctionResponseTypes, "ReportBatchItemFailures")
+		if c.ScalingConfig != nil && c.ScalingConfig.MaximumConcurrency != nil {
+			esm.MaximumConcurrency = int(*c.ScalingConfig.MaximumConcurrency)
+		}
 		queueID, q, ok := d.byArn(c.EventSourceArn)
 		if !ok {
 			return fmt.Errorf("%s: event source %s is not a queue of the template", id, c.EventSourceArn)

@@ -199,7 +199,7 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 	wantESM := stack.EventSourceMapping{
 		Function: stack.IngestFunction, QueueURL: st.InputQueueURL,
 		BatchSize: 10000, MaximumBatchingWindowInSeconds: 5, ReportBatchItemFailures: true,
-		MaxReceiveCount: 5, DLQURL: st.InputDLQURL,
+		MaxReceiveCount: 5, DLQURL: st.InputDLQURL, MaximumConcurrency: 10,
 	}
 	if st.IngestEventSource != wantESM {
 		t.Errorf("IngestEventSource = %+v\nwant %+v", st.IngestEventSource, wantESM)
@@ -208,7 +208,7 @@ func checkFunctions(t *testing.T, st *stack.Stack, shards int) {
 	if !ok || wake.Ref == "" {
 		t.Fatalf("no WakeQueue resource: %+v", st.Resources)
 	}
-	wantWake := stack.EventSourceMapping{Function: stack.CheckFunction, QueueURL: wake.Ref, BatchSize: 1}
+	wantWake := stack.EventSourceMapping{Function: stack.CheckFunction, QueueURL: wake.Ref, BatchSize: 1, MaximumConcurrency: max(2, shards)}
 	if st.WakeEventSource != wantWake {
 		t.Errorf("WakeEventSource = %+v\nwant %+v", st.WakeEventSource, wantWake)
 	}

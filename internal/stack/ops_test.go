@@ -155,6 +155,22 @@ func TestInputMappingHasMaximumConcurrency(t *testing.T) {
 	}
 }
 
+// TestWakeConcurrencyFollowsShards: wake-ups run one shard each and a
+// shard has one holder, so the wake queue's mapping runs at most
+// ShardCount invocations (Lambda's least is 2, its most 1,000) and cannot
+// take the account's concurrency.
+func TestWakeConcurrencyFollowsShards(t *testing.T) {
+	tpl := loadTemplate(t)
+	id := ofFunction(t, tpl, "AWS::Lambda::EventSourceMapping", CheckFunction)
+	for _, count := range tpl.params["ShardCount"].AllowedValues {
+		e := deployed(t, tpl, map[string]string{"ShardCount": count})
+		n, _ := strconv.Atoi(count)
+		if got, want := str(at(e.props(t, id), "ScalingConfig.MaximumConcurrency")), strconv.Itoa(max(2, n)); got != want {
+			t.Errorf("ShardCount %d: wake MaximumConcurrency %s, want %s", n, got, want)
+		}
+	}
+}
+
 func TestTableIsProtectedInProd(t *testing.T) {
 	tpl := loadTemplate(t)
 	table := tpl.resources[HostsTable]
