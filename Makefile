@@ -187,11 +187,14 @@ tidy: ## Fail if `go mod tidy` would change go.mod or go.sum of either module.
 	GOWORK=off go mod tidy -diff
 	cd infra && GOWORK=off go mod tidy -diff
 
+# Commit subjects are `area: what changed`, at most 72 characters, from the
+# commit that added the check on (infra/scripts/check-commits.sh).
 # gofmt and goimports list the files they would change (and fail if any);
 # staticcheck runs in each module on its own (GOWORK=off), as the modules
 # are built.
 GO_DIRS := cmd functions shared internal infra
-lint: $(LINT_STAMP) ## gofmt, goimports and staticcheck, both modules.
+lint: $(LINT_STAMP) ## gofmt, goimports and staticcheck, both modules; commit subjects.
+	@infra/scripts/check-commits.sh
 	@bad=$$(gofmt -l $(GO_DIRS); $(BIN)/goimports -l -local $(LOCAL_IMPORTS) $(GO_DIRS)); \
 	if [ -n "$$bad" ]; then echo "lint: not formatted (run gofmt -w and $(BIN)/goimports -w -local $(LOCAL_IMPORTS) on them):"; echo "$$bad" | sort -u; exit 1; fi
 	GOWORK=off $(BIN)/staticcheck ./...
