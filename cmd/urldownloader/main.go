@@ -4,7 +4,7 @@
 // stack is a developer's command of its own (infra/cmd/emulated).
 // Without --urls it serves a small demo site on loopback hosts and
 // downloads it. --help lists the flags by mode, the parameters and the exit
-// codes (usage.go). See the README's "Local mode".
+// codes (usage.go). See docs/local-mode.md.
 package main
 
 import (
@@ -55,7 +55,7 @@ func run() int {
 	flag.Bool("demo-hostile", false, "demo site: add hostile hosts (refused, hanging, dripping, resetting, robots.txt 503/429/600 KiB, a redirect loop, a Retry-After beyond GiveUpAfter, a name that does not resolve) and show how each ended; sets GiveUpAfter=20s FetchTimeout=2s MaxBackoff=4s CheckHostPeriod=2s unless given")
 	flag.Int("hostile-pages", 3, "with --demo-hostile: URLs per hostile host")
 	flag.Bool("v", false, "log the functions' JSON logs to stderr")
-	hostRules := flag.String("host-rules", "", "per-host rules: a file holding the HostRules parameter's JSON list (see README, Per-host rules)")
+	hostRules := flag.String("host-rules", "", "per-host rules: a file holding the HostRules parameter's JSON list (see docs/politeness.md, Per-host rules)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "urldownloader: unexpected arguments %q\n", flag.Args())

@@ -150,7 +150,7 @@ func printFlag(w io.Writer, f *flag.Flag, mode string) {
 // printParams lists every runtime parameter with its default, from the
 // parameter table itself.
 func printParams(w io.Writer) {
-	fmt.Fprintf(w, "\nParameters (--param Name=Value, repeatable; the same in every mode; see the README's Parameters):\n")
+	fmt.Fprintf(w, "\nParameters (--param Name=Value, repeatable; the same in every mode; see docs/parameters.md):\n")
 	defaults := params.Defaults().Format()
 	names := params.Names()
 	width := 0

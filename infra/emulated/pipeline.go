@@ -151,7 +151,7 @@ type Pipeline struct {
 	log       *slog.Logger
 
 	// accepted is when ingest first accepted a URL of each host (returned
-	// success for its record): where the README's time bounds start.
+	// success for its record): where docs/guarantees.md's time bounds start.
 	acceptedMu sync.Mutex
 	accepted   map[string]time.Time
 }

@@ -436,7 +436,7 @@ func oversized() string {
 	return b.String()
 }
 
-// curlPost posts body with curl, as the README tells a user to.
+// curlPost posts body with curl, as docs/local-mode.md shows.
 func curlPost(t *testing.T, ctx context.Context, target, body string) (int, string) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "body.json")

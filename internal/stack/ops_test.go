@@ -240,7 +240,7 @@ func TestAlarms(t *testing.T) {
 	for _, id := range found {
 		w, ok := want[id]
 		if !ok {
-			t.Errorf("alarm %s is not tested here (nor, perhaps, in the README's Operations section)", id)
+			t.Errorf("alarm %s is not tested here (nor, perhaps, in docs/deploying.md's Alarms)", id)
 			continue
 		}
 		p := e.props(t, id)

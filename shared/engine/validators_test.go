@@ -81,7 +81,7 @@ func (e *env) resultOf(id string) result.Result {
 
 // resubmission is the input that asks for res's URL again, conditionally:
 // the result's url, etag, lastModified and validatorsUrl as they are, as
-// the README tells a user to send them.
+// docs/messages.md tells a user to send them.
 func resubmission(t *testing.T, res result.Result) string {
 	t.Helper()
 	b, err := json.Marshal(struct {

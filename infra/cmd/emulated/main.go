@@ -52,7 +52,7 @@ func run() int {
 	faultSeed := flag.Int64("faults", 0, "make the run hostile, reproducibly from this seed (0: no faults): killed invocations, DynamoDB throttling/5xx/conflicts, SQS partial failures, duplicated schedules, redelivered input")
 	faultRate := flag.Float64("fault-rate", 0.05, "with --faults: probability of each kind of fault at each opportunity")
 	verbose := flag.Bool("v", false, "log the functions' JSON logs to stderr")
-	hostRules := flag.String("host-rules", "", "per-host rules: a file holding the HostRules parameter's JSON list (see README, Per-host rules)")
+	hostRules := flag.String("host-rules", "", "per-host rules: a file holding the HostRules parameter's JSON list (see docs/politeness.md, Per-host rules)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "urldownloader: unexpected arguments %q\n", flag.Args())

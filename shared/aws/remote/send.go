@@ -93,7 +93,7 @@ type SendReport struct {
 // the progress file says were sent.
 var ErrInputChanged = errors.New("list differs from the one this progress file recorded")
 
-// Send reads o.List and puts its URLs on the input queue as the README
+// Send reads o.List and puts its URLs on the input queue as docs/messages.md
 // recommends for cost: within each window of the list, a host's URLs
 // together, several per message, ten messages per SendMessageBatch.
 // Entries a batch fails are retried with backoff; one the queue refuses as

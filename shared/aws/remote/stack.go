@@ -1,6 +1,6 @@
 // Package remote is the client side of a deployed stack: `urldownloader
-// send` puts a URL list on its input queue, grouped and packed as the
-// README recommends for cost, resuming where it stopped, and
+// send` puts a URL list on its input queue, grouped and packed as
+// docs/messages.md recommends for cost, resuming where it stopped, and
 // `urldownloader receive` takes results off its output queue into a JSON
 // lines file, bodies from the body bucket on request, deleting only what
 // is written and synced. The queues come from the stack's CloudFormation

@@ -186,7 +186,7 @@ const DefaultUserAgent = "urldownloader/1.0 (+https://github.com/urldownloader/u
 // queue request per 64 KiB it spans, sent and received ($0.80 per million
 // per chunk), while a stored one costs an S3 PUT ($5 per million), a
 // HEAD and the consumer's GET ($0.40 each), and storage; so inline is the
-// cheaper up to the message limit (see README, Cost of whole bodies).
+// cheaper up to the message limit (see docs/messages.md, Large bodies).
 const DefaultInlineBodyBytes = 240 << 10
 
 // DefaultMaxBodyBytes is 10 MiB, Colly's MaxBodySize (and the fetcher's own
@@ -194,7 +194,7 @@ const DefaultInlineBodyBytes = 240 << 10
 // the box a page, a feed, a PDF or an image comes back whole rather than cut,
 // as a downloader's users expect, while a body that never ends still stops
 // at a size one FetchTimeout (10s, Colly's too) can carry at 8 Mbit/s and
-// that costs cents per thousand to keep (README, Cost of whole bodies).
+// that costs cents per thousand to keep (docs/benchmarks.md, Whole bodies).
 // It costs the check function no workers beyond the inline limit: a body
 // above InlineBodyBytes streams to the body bucket (one S3 object, or a
 // WARC record with WarcOutput) through a shared buffer, so a worker is

@@ -28,7 +28,7 @@ func (p ParamFlags) Set(v string) error {
 	return nil
 }
 
-// The exit codes, as --help and the README list them.
+// The exit codes, as --help and docs/local-mode.md list them.
 const (
 	ExitOK          = 0   // no URL failed (IsFailure)
 	ExitFailed      = 1   // some URLs failed, or lines were rejected, or the run failed

@@ -343,6 +343,6 @@ func TestMetricNamesAreUniqueWithKnownUnits(t *testing.T) {
 		lines(t, buf.Bytes())
 	}
 	if len(seen) != 15 {
-		t.Errorf("%d metrics; a new one needs its place in the dashboard and the README", len(seen))
+		t.Errorf("%d metrics; a new one needs its place in the dashboard and docs/deploying.md", len(seen))
 	}
 }

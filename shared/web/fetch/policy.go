@@ -337,7 +337,7 @@ func lookup(ranges []specialRange, ip netip.Addr) *specialRange {
 // by a network inside the entry that holds the address (an address of its
 // own needs its /32 or /128), never with the private set, even where they
 // lie inside it (100.100.100.200 in CGNAT, fd00:ec2::254 in unique
-// local). The README's "Address guard" (under Politeness) lists the same
+// local). docs/politeness.md's "Address guard" lists the same
 // table.
 //
 //	169.254.169.254    AWS IMDS; also GCP, Azure, Oracle Cloud, OpenStack,
