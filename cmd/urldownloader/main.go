@@ -25,14 +25,10 @@ func main() {
 	}
 	if os.Getenv("GOGC") == "" {
 		// The heap of a large job is mostly short-lived (responses,
-		// results on their way out): collecting at 75% growth instead of
-		// Go's 100% held the 10,000-host row at 408 MiB against 541-646
-		// MiB. With every host at once (plain HTTP on the fetcher's own
-		// connections, the admission's slow start), 50% held it at
-		// 459-468 MiB against 531 MiB at 75%, within the CPU target
-		// (docs/benchmarks.md, section 1); collecting more often also
-		// shrinks the stacks of workers sleeping between requests.
-		// GOGC in the environment still decides.
+		// results on their way out), so collecting more often than Go's
+		// default lowers the peak within the CPU target and shrinks the
+		// stacks of workers sleeping between requests (docs/benchmarks.md,
+		// section 1). GOGC in the environment still decides.
 		debug.SetGCPercent(localGCPercent)
 	}
 	os.Exit(cli.Profiled(run))

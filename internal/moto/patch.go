@@ -16,10 +16,9 @@ import (
 // the approximate message counts (a scan of all its messages with two
 // datetime conversions per message), for every message it sends and
 // receives: O(queue length) per message, so a queue of N messages costs
-// O(N^2). Measured here: 1000 messages took 11 s to send and 46 s to
-// receive; 3000 did not finish in ten minutes. AWS has no such cost, and it
-// made the local stack (`make emulated`, the tests, the
-// benchmark) measure moto's queue rather than the downloader.
+// O(N^2). AWS has no such cost, and it made the emulated stack (`make
+// emulated`, the tests, the benchmark) measure moto's queue rather than
+// the downloader.
 //
 // The patches replace moto's unix_time (utcnow minus the epoch, as
 // datetimes) with time.time(), which is the same number, the retention
@@ -36,8 +35,8 @@ import (
 // Every request, last, finds its service under one global lock by listing
 // moto's package directory (a stat per entry) and trying up to hundreds of
 // URL patterns: the patch remembers each host's answer, which never
-// changes. And werkzeug's log line per request (a fifth of moto's time
-// under load) is turned off.
+// changes. And werkzeug's log line per request (a large share of moto's
+// time under load) is turned off.
 //
 // DynamoDB's operations, last, run one at a time (one lock in the server):
 // moto makes neither a conditional write nor an update's actions atomic,

@@ -9,51 +9,32 @@ import (
 // together, and finds that rate by watching how late their requests start.
 //
 // A host worker asks for one request per delay; a process admits as many as
-// its budget (memory, descriptors) allows. On a small machine that is more
-// than its CPU can serve: at 10,000 hosts with a 1 s delay on 2 cores, every
-// host was admitted in the first second, and the CPU, not the delays, then
-// paced the requests: each one started late, the politeness bound was far
-// off, and the workers of hosts waiting for CPU held their goroutines,
-// connections and buffers for the whole job (766 MiB). Admitting only the
-// rate the process keeps up with fetches as fast (the CPU is as busy), with
-// less memory and less work for the garbage collector.
+// its budget (memory, descriptors) allows, which on a small machine is more
+// than its CPU can serve. The CPU, not the delays, then paces the requests:
+// each starts late, and the workers of hosts waiting for CPU hold their
+// goroutines, connections and buffers for the whole job. Admitting only the
+// rate the process keeps up with fetches as fast, in less memory
+// (docs/benchmarks.md, section 1).
 //
 // The signal is lateness: how long after its planned start (the host's
-// delay, Retry-After, spread) a request really starts. A process that keeps
-// up starts them within a few milliseconds; one that does not, later and
-// later. Every Period the mean lateness of the requests started in it
-// decides: above Late, and not well below the period before's, the allowed
-// rate drops to the highest rate requests really started at lately, and at
-// least a tenth below what is in use (no host is admitted until enough
-// finish); below a quarter of Late, with the bound reached, it grows by
-// half. Dropping only a tenth at a time, a process admitted at 4,000
-// requests/s that started 2,700 stayed behind for seconds, its lateness
-// swinging between 20 and 750 ms. It never drops below Min, and a process
-// with nothing admitted always admits a host, so work goes on.
+// delay, Retry-After, spread) a request really starts. Every Period the
+// mean lateness of the requests started in it decides:
 //
-// Lateness lags: requests queued while the process was behind still start
-// late for a period or two after it has caught up. A lateness above Late
-// that falls by a quarter or more from one period to the next is that
-// backlog draining, and the allowance holds instead of dropping. Cutting
-// on it too, at 10,000 hosts of 5 URLs, took the allowance to half of
-// what the process served just as the first wave of hosts ended together:
-// the last thousand hosts were admitted seconds later and ran alone, at a
-// sixth of the rate, for the 5 s their URLs take at the delay.
-//
-// Until the first cut the allowance doubles instead (a slow start, as
-// TCP's): the Start is a guess for any machine and any mix of plain and
-// TLS hosts, and growing from it by half a second left 10,000 hosts of a
-// 60,000-URL job starting over 4.5 s while the CPU was half idle. A
-// worker whose request ends a period in which the allowance grew wakes
-// the runs left waiting for it (observe's result), instead of their next
-// tick.
-//
-// A process that keeps up (lateness at most Late) with the hosts it has
-// may replace each one that ends: the allowance is then never below what
-// is in use. Left below it after a cut, the allowance grew back by half a
-// period only while lateness stayed under a quarter of Late, and at 5,800
-// hosts in use and 3,600 allowed no host was admitted until 2,200 had
-// ended, together, seconds later.
+//   - above Late, the allowance drops to the highest rate requests really
+//     started at lately, and at least a tenth below what is in use (no host
+//     is admitted until enough finish): dropping less at a time leaves the
+//     process behind for seconds. It never drops below Min, and a process
+//     with nothing admitted always admits a host, so work goes on.
+//   - above Late but a quarter or more below the period before's, it holds:
+//     that is the backlog of a slow period draining, and cutting on it
+//     starves the hosts admitted next.
+//   - at most Late, it is never below what is in use: each host that ends
+//     may be replaced.
+//   - below a quarter of Late, with the bound reached, it doubles until the
+//     first cut (a slow start, as TCP's: Start is a guess for any machine
+//     and mix of hosts) and grows by half from then. A worker whose request
+//     ends a period in which it grew wakes the runs left waiting for it
+//     (observe's result) instead of their next tick.
 type Admission struct {
 	// Start is the request rate (requests per second) admitted at first.
 	Start float64

@@ -38,8 +38,8 @@ type dupes struct {
 	// queued holds, by key, the first id of the queued entries read so
 	// far (the session's load and each commit's answer), and copied the
 	// keys read with a second, distinct id: all a fetch asks is whether
-	// its URL has a copy waiting. A set of ids per key was 3 KiB a host
-	// of a few URLs, held for the whole session.
+	// its URL has a copy waiting, and a set of ids per key would be held
+	// for the whole session.
 	queued map[dupeKey]string
 	copied map[dupeKey]bool
 	// kept is the inline body bytes held in fetched.

@@ -135,8 +135,8 @@ type Engine struct {
 	// more (local mode once its input is read and queued, and nothing of
 	// key's is held back). A session that emptied such a host's queue
 	// closes its connections at its end: kept idle, they would only hold a
-	// descriptor, two goroutines and their buffers (about 25 KiB) until
-	// they timed out, a quarter of the process's memory at 10,000 hosts.
+	// descriptor, two goroutines and their buffers each until they timed
+	// out, which adds up with thousands of hosts.
 	// Nil: no host is ever finished (a queue on AWS takes URLs any time).
 	Finished func(key string) bool
 	// Spread, when set, is how long a host new to the run (no last fetch

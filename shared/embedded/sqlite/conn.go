@@ -86,13 +86,11 @@ type op struct {
 // batch share one read transaction, its writes one write transaction
 // (group commit, below). Callers only queue their operation and wait.
 //
-// Why not a mutex around the connection: at 10,000 hosts, thousands of
-// workers contended for it, and a lock handed from goroutine to goroutine
-// spent more time waiting for its next holder to be scheduled than running
-// statements; the lock was held three quarters of the wall time for a
-// third of a core of SQLite work, so ingest and commits queued for
-// seconds. And each worker that ran SQLite's deep call chains on its own
-// stack grew it: stacks were 188 MiB at 10,000 hosts.
+// Why not a mutex around the connection: with thousands of workers, a lock
+// handed from goroutine to goroutine spends more time waiting for its next
+// holder to be scheduled than running statements, so ingest and commits
+// queue behind it; and each worker running SQLite's deep call chains on its
+// own stack grows that stack.
 
 // do queues fn and waits for its outcome. A queued operation always runs
 // (or is refused for its context) before do returns, so no write can land

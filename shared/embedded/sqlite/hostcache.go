@@ -7,9 +7,9 @@ import (
 )
 
 // hostCache holds copies of the hosts rows that write transactions read or
-// wrote, so that a host's next commit does not read its row back: at
-// 10,000 hosts that read (a statement and the decoding of the row's
-// robots.txt answers) was 7% of the process's CPU. Write transactions use
+// wrote, so that a host's next commit does not read its row back (a
+// statement and the decoding of the row's robots.txt answers, on every
+// commit of every host). Write transactions use
 // it, and reads too in a store that is alone (ExclusiveHosts); only serve
 // (conn.go) touches it.
 //

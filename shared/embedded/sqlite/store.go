@@ -243,14 +243,10 @@ func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest)
 }
 
 // AppendChunk is how many appends AppendBatch queues at once: sixteen
-// group transactions per turn of serve. Measured with 3,000 workers
-// loading and committing (BenchmarkIngestUnderLoad, 10,000 hosts): 256
-// callers at a time, as ingest ran before, waited a turn of serve behind
-// the workers' operations for every 256 hosts (9-16 s); 1,024 at once took
-// 3.2-5.0 s; 4,096, 1.5-1.6 s with the workers still at 7,000-8,000
-// operations/s; the whole batch at once, 1.2 s, but it held the workers
-// back to 2,400/s meanwhile, and a batch of 100,000 hosts would hold them
-// for ten times as long.
+// group transactions per turn of serve. Smaller chunks wait a turn of
+// serve behind the workers' operations each, so a large batch queues
+// slowly; a whole batch at once holds the workers back while it runs.
+// BenchmarkIngestUnderLoad measures both sides.
 const AppendChunk = 16 * GroupSize
 
 func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest, reported map[string]bool) (hostqueue.AppendResult, []hostqueue.Entry, error) {
@@ -792,8 +788,8 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 	}
 	if want > 0 && h.pending > 0 {
 		// No more than are queued: the head is held for the whole
-		// session, and room for a round of 64 kept beside a host's few
-		// URLs was 6 KiB a host (60 MiB at 10,000 hosts).
+		// session, and room for a full round beside a host's few URLs
+		// would be held with it, for every host at once.
 		head, _, err := headEntries(ctx, tx, h.id, min(want, h.pending))
 		if err != nil {
 			return nil, err

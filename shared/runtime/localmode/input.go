@@ -78,9 +78,8 @@ const maxLine = urlmsg.MaxPayloadBytes
 // (being parsed, queued or held back); one batch takes at most half of
 // it, so that the reader fills the next batch while one is ingested. A batch
 // the budget cuts short ends as soon as the reader waits for room (see
-// collect), not after IngestWindow: at 16 MiB a 60,000-line list (19 MiB
-// as lineCost counts it) came in two batches after a 200 ms wait, and at
-// 32 MiB a 105,000-line list (37 MiB) the same, cut at 98,866 lines.
+// collect), not after IngestWindow, so a list larger than the budget
+// comes in a few batches without waiting out the window.
 const inputBudget = 32 << 20
 
 // lineCost is what lines take of the budget: their text, their parsed
@@ -254,10 +253,9 @@ func (f *feeder) run(ctx context.Context, stop <-chan struct{}) error {
 	defer budget.close()
 
 	// One batch is ingested while the next is collected: reading and
-	// parsing the list overlaps with queueing it (in turn they took 0.65 s
-	// each for 105,000 lines over 5,000 hosts, and no host started before
-	// both had run). Batches are ingested one at a time, in order, so
-	// each records the progress the one before it left.
+	// parsing the list overlaps with queueing it, so hosts start before
+	// the whole list is read. Batches are ingested one at a time, in
+	// order, so each records the progress the one before it left.
 	var inflight chan ingested
 	wait := func() error {
 		if inflight == nil {

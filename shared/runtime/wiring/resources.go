@@ -28,9 +28,9 @@ import (
 //     default 240 KiB inline limit: a longer body streams to the body
 //     store): 198 workers in the check function's 512 MiB. Were every
 //     worker at its worst at once, half the memory would be live and the
-//     GC would keep the heap under GOMEMLIMIT by working harder; measured
-//     on slow 200 KB pages a worker costs about 0.65 MiB of RSS (see
-//     docs/benchmarks.md, resources), a third of the memory at this bound.
+//     GC would keep the heap under GOMEMLIMIT by working harder; a worker's
+//     real use is well below its worst (docs/benchmarks.md, Resources per
+//     invocation).
 //   - Descriptors: fdBudget in all, well under Lambda's 1,024. The SDK
 //     clients' connections are capped (sdkConns: DynamoDB, SQS, SSM, S3), the
 //     runtime keeps a handful (runtimeFDs), and the rest are the fetcher's
@@ -54,8 +54,8 @@ const (
 	fdBudget = 800
 	// runtimeFDs are the descriptors the process holds besides
 	// connections: stdin/out/err, the epoll and its wake-up pipe, the
-	// Lambda runtime API's connection, a DNS lookup in flight. Measured:
-	// see docs/benchmarks.md (resources).
+	// Lambda runtime API's connection, a DNS lookup in flight
+	// (docs/benchmarks.md, Resources per invocation).
 	runtimeFDs = 24
 	// dynamoConns, sqsConns and ssmConns cap each SDK client's
 	// connections. A check worker makes one store call at a time, a few
@@ -139,11 +139,10 @@ const (
 )
 
 // Local mode's admission (engine.Admission): it starts at
-// localStartRate requests a second per core, what a core serves over plain
-// HTTP beside the site it fetches from (10,000 hosts at a 1 s delay ran at
-// 7,200-8,000 requests/s on 2 cores, docs/benchmarks.md), and holds
-// requests within localLate of their planned start on average. Started at
-// 2,000 a core, 5,000 hosts waited a second for the first growth.
+// localStartRate requests a second per core, below what a core serves over
+// plain HTTP beside the site it fetches from (docs/benchmarks.md, section
+// 1), so a large list does not wait for the allowance to grow, and holds
+// requests within localLate of their planned start on average.
 const (
 	localStartRate = 3000
 	localMinRate   = 100
