@@ -224,25 +224,19 @@ type measuredRate struct {
 // under the function's budget at that size (workers, GOMEMLIMIT) and
 // Lambda's 1,024 descriptors, with the queues in a SQLite store in place
 // of DynamoDB, 5,000 hosts of 3 URLs due at once at d = 1 s on a loopback
-// farm, one 55 s run. The row with DynamoDB on moto is bound by moto (a
-// p50 of seconds a call under that load), not by the engine; the
-// simulation models DynamoDB's latency itself, so it takes the figures
-// without the store. Measured on a shared 2-core machine, which does not
-// impose Lambda's CPU share (0.29 of a vCPU at 512 MB, 0.58 at 1,024): the
+// farm, one 55 s run. The row with DynamoDB on moto is bound by moto, not
+// by the engine; the simulation models DynamoDB's latency itself, so it
+// takes the figures without the store. The machine does not impose
+// Lambda's CPU share (0.29 of a vCPU at 512 MB, 0.58 at 1,024): the
 // benchmark's table shows the cores each used against that share.
 //
 // A table, not read from a file the bench writes: `make sim` stays
 // deterministic and runs without a benchmark run before it, on any
 // machine; re-measure with the command above and put its requests/s here.
-// Sorted by MemoryMB; invocationRPS interpolates between the sizes.
-//
-// Measured 2026-12-02 05:30 UTC on the 2-core machine, quiet (`make bench
-// ARGS='-only resources -check-memory 512,1024'`): 512 MB, 198 workers,
-// 196 requests/s (0.40 cores used, Lambda gives 0.29); 1,024 MB, 443
-// workers, 438 requests/s (0.49 cores, Lambda gives 0.58). Both are bound
-// by their workers (about one request a worker-second at d = 1 s); at 512
-// MB the process used more CPU than Lambda gives, so on Lambda its rate
-// may be lower.
+// Sorted by MemoryMB; invocationRPS interpolates between the sizes. Both
+// sizes are bound by their workers (about one request a worker-second at
+// d = 1 s); at 512 MB the process used more CPU than Lambda gives, so on
+// Lambda its rate may be lower.
 var measuredRates = []measuredRate{
 	{MemoryMB: 512, RPS: 196},
 	{MemoryMB: 1024, RPS: 438},
@@ -275,19 +269,16 @@ func invocationRPS(cfg Config) float64 {
 // Result bodies compressed (ResultBodyEncoding=gzip), measured by
 // shared/domain/result's BenchmarkPack on real HTML found offline
 // (internal/htmlcorpus: the Go distribution's doc/*.html and the HTML
-// documentation under /usr/share/doc; here 234 files of at most
-// InlineBodyBytes, 9.8 MB, median 21 KB: the nodejs API pages, libxslt's,
-// valgrind's, nettle's, Go's memory model...):
+// documentation under /usr/share/doc):
 //
 //	go test -run '^$' -bench Pack -benchtime 5x -count 3 ./shared/domain/result/
 //
 // gzipTextRatio is what the data field keeps of plain's size, gzip at
-// BestSpeed then base64 over the bodies' bytes as text: 0.2997 (gzip
-// alone, 4.2 times smaller); TestGzipTextRatio re-measures it wherever
-// the corpus is installed. gzipNsPerByte is the CPU packing adds to
-// plain per byte of body: 18-19 against 6-7 ns of process CPU a byte
-// (cpu-ns/B, three runs on a shared 2-core AMD EPYC under a load of 10;
-// Lambda's Graviton cores are taken as fast).
+// BestSpeed then base64 over the bodies' bytes as text; TestGzipTextRatio
+// re-measures it wherever the corpus is installed. gzipNsPerByte is the
+// CPU packing adds to plain per byte of body (cpu-ns/B; Lambda's Graviton
+// cores are taken as fast). Figures: docs/benchmarks.md, "Cost design",
+// the bullet "Results' bodies compressed".
 const (
 	gzipTextRatio = 0.30
 	gzipNsPerByte = 12

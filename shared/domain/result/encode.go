@@ -75,8 +75,8 @@ func Pack(body []byte, enc params.BodyEncoding) Inline {
 // most of a megabyte, and making one per result would cost more CPU than
 // the compressing. BestSpeed: every inline body is compressed once on the
 // check function's CPU, and level 1 takes a third of the default's time
-// for a few percent more bytes on web pages (see docs/benchmarks.md,
-// "Result bodies compressed", for the ratio measured).
+// for a few percent more bytes on web pages (docs/benchmarks.md, "Cost
+// design", the bullet "Results' bodies compressed", has the ratio).
 var gzipWriters = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	return zw
