@@ -38,7 +38,7 @@ import (
 const DefaultState = ".state/run.db"
 
 var (
-	backendFlag = flag.String("backend", "local", "local: one process on an embedded SQLite state (resumable); moto: moved to the developer command make emulated (infra/cmd/emulated)")
+	backendFlag = flag.String("backend", "local", "local, the only backend: one process on an embedded SQLite state (resumable); the emulated AWS stack is the developer command make emulated")
 	stateFlag   = flag.String("state", "", "local backend: SQLite file keeping the queues, politeness state and input progress; the same file resumes a stopped run; without --urls or --listen, finish what it holds (default "+DefaultState+"; the demo site uses a fresh in-memory state)")
 	bodiesFlag  = flag.String("bodies", "", "local backend: folder for bodies larger than InlineBodyBytes, content-addressed (default: 'bodies' beside the state file, .state/bodies)")
 	listenFlag  = flag.String("listen", "", "local backend: serve POST /urls on this address (e.g. 127.0.0.1:8080) and keep running until Ctrl-C")

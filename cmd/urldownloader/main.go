@@ -43,7 +43,7 @@ func run() int {
 	flag.String("out", "", "write results as JSON lines to this file (default stdout)")
 	flag.Var(params, "param", "runtime parameter Name=Value, repeatable (e.g. --param FetchDelay=200ms)")
 	flag.Duration("timeout", 0, "give up after this long, print what is missing and exit 1")
-	flag.Int("shards", 0, "check loops (local) or the template's ShardCount (moto), 1 to 16")
+	flag.Int("shards", 0, "check loops, 1 to 16")
 	flag.Duration("check-run", 0, "how long each check invocation keeps starting requests")
 	flag.Int("demo-hosts", 3, "demo site: loopback hosts to serve")
 	flag.Int("demo-pages", 4, "demo site: pages per host")

@@ -160,7 +160,7 @@ func printParams(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, n, defaults[n])
 	}
-	fmt.Fprintf(w, "  (--demo-hostile, and --demo-large set a few of these for their run unless given)\n")
+	fmt.Fprintf(w, "  (--demo-hostile and --demo-large set a few of these for their run unless given)\n")
 }
 
 func statusNames(ss []result.Status) []string {

@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	DemoLarge = flag.Bool("demo-large", false, "demo site: add large pages (1 MB, 5 MB, 20 MB, and one 1 MB body on two hosts) beside the small ones, so results show both bodies inline and bodies stored by content (local: in --bodies; moto: in the template's bucket); sets MaxBodyBytes=64MiB FetchTimeout=30s unless given")
+	DemoLarge = flag.Bool("demo-large", false, "demo site: add large pages (1 MB, 5 MB, 20 MB, and one 1 MB body on two hosts) beside the small ones, so results show both bodies inline and bodies stored by content (in --bodies, or in the emulated stack's bucket); sets MaxBodyBytes=64MiB FetchTimeout=30s unless given")
 )
 
 // LargeDefaults let the large pages through whole: the default
