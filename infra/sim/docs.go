@@ -45,7 +45,7 @@ func writeDocs(reps []*Report, seed uint64, took time.Duration) error {
 	if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
 		return err
 	}
-	img, err := plot(reps)
+	img, err := plotRuns(reps)
 	if err != nil {
 		return err
 	}

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"math"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"github.com/urldownloader/urldownloader/infra/plot"
 )
 
 // The page's plot: URLs per second (top) and the hottest due-index key's
@@ -36,36 +30,8 @@ const (
 	plotBucket  = 10 // seconds a point
 )
 
-type canvas struct{ img *image.RGBA }
-
-func (c *canvas) text(x, y int, s string, col color.Color) {
-	d := &font.Drawer{Dst: c.img, Src: image.NewUniform(col), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
-}
-
-func (c *canvas) rect(r image.Rectangle, col color.Color) {
-	draw.Draw(c.img, r, &image.Uniform{col}, image.Point{}, draw.Src)
-}
-
-func (c *canvas) line(x0, y0, x1, y1 float64, width int, col color.Color, dash int) {
-	dx, dy := x1-x0, y1-y0
-	n := int(math.Max(math.Abs(dx), math.Abs(dy))) + 1
-	for i := 0; i <= n; i++ {
-		if dash > 0 && (i/dash)%2 == 1 {
-			continue
-		}
-		t := float64(i) / float64(n)
-		x, y := int(math.Round(x0+dx*t)), int(math.Round(y0+dy*t))
-		for a := -width / 2; a <= (width-1)/2; a++ {
-			for b := -width / 2; b <= (width-1)/2; b++ {
-				c.img.Set(x+a, y+b, col)
-			}
-		}
-	}
-}
-
-// plot draws the runs of plotted found in reps.
-func plot(reps []*Report) ([]byte, error) {
+// plotRuns draws the runs of plotted found in reps.
+func plotRuns(reps []*Report) ([]byte, error) {
 	const (
 		W, H      = 1000, 720
 		left, pw  = 80, 880
@@ -74,8 +40,7 @@ func plot(reps []*Report) ([]byte, error) {
 		top2      = top1 + ph + 70
 		legendTop = top2 + ph + 50
 	)
-	c := &canvas{img: image.NewRGBA(image.Rect(0, 0, W, H))}
-	c.rect(c.img.Bounds(), color.White)
+	c := plot.New(W, H)
 	type series struct {
 		name     string
 		col      color.RGBA
@@ -112,33 +77,33 @@ func plot(reps []*Report) ([]byte, error) {
 			}
 		}
 	}
-	ymax1 = niceCeil(ymax1 * 1.05)
+	ymax1 = plot.NiceCeil(ymax1 * 1.05)
 	ymax2 := 1200.0
 	panel := func(top int, title string, ymax float64, limit float64) func(pts []float64, col color.Color) {
 		black, grid := color.RGBA{0, 0, 0, 255}, color.RGBA{225, 225, 225, 255}
-		c.text(left, top-12, title, black)
+		c.Text(left, top-12, title, black)
 		for k := 0; k <= 5; k++ {
 			y := float64(top+ph) - float64(ph)*float64(k)/5
-			c.line(left, y, left+pw, y, 1, grid, 0)
+			c.Line(left, y, left+pw, y, 1, grid, 0)
 			lbl := num(ymax * float64(k) / 5)
-			c.text(left-8-7*len(lbl), int(y)+4, lbl, black)
+			c.Text(left-8-7*len(lbl), int(y)+4, lbl, black)
 		}
 		for m := 0; m <= plotMinutes; m++ {
 			x := float64(left) + float64(pw)*float64(m)/plotMinutes
-			c.line(x, float64(top), x, float64(top+ph), 1, grid, 0)
+			c.Line(x, float64(top), x, float64(top+ph), 1, grid, 0)
 			lbl := fmt.Sprint(m)
-			c.text(int(x)-7*len(lbl)/2, top+ph+16, lbl, black)
+			c.Text(int(x)-7*len(lbl)/2, top+ph+16, lbl, black)
 		}
-		c.line(left, float64(top), left+pw, float64(top), 1, black, 0)
-		c.line(left, float64(top+ph), left+pw, float64(top+ph), 1, black, 0)
-		c.line(left, float64(top), left, float64(top+ph), 1, black, 0)
-		c.line(left+pw, float64(top), left+pw, float64(top+ph), 1, black, 0)
+		c.Line(left, float64(top), left+pw, float64(top), 1, black, 0)
+		c.Line(left, float64(top+ph), left+pw, float64(top+ph), 1, black, 0)
+		c.Line(left, float64(top), left, float64(top+ph), 1, black, 0)
+		c.Line(left+pw, float64(top), left+pw, float64(top+ph), 1, black, 0)
 		if limit > 0 {
 			red := color.RGBA{214, 39, 40, 255}
 			y := float64(top+ph) - float64(ph)*limit/ymax
-			c.line(left, y, left+pw, y, 1, red, 6)
+			c.Line(left, y, left+pw, y, 1, red, 6)
 			lbl := "partition key limit: 1,000 write units/s"
-			c.text(left+pw-8-7*len(lbl), int(y)-6, lbl, red)
+			c.Text(left+pw-8-7*len(lbl), int(y)-6, lbl, red)
 		}
 		return func(pts []float64, col color.Color) {
 			px, py := -1.0, -1.0
@@ -146,7 +111,7 @@ func plot(reps []*Report) ([]byte, error) {
 				x := float64(left) + float64(pw)*float64(k*plotBucket)/60/plotMinutes
 				y := float64(top+ph) - float64(ph)*math.Min(v, ymax)/ymax
 				if px >= 0 {
-					c.line(px, py, x, y, 2, col, 0)
+					c.Line(px, py, x, y, 2, col, 0)
 				}
 				px, py = x, y
 			}
@@ -162,32 +127,15 @@ func plot(reps []*Report) ([]byte, error) {
 	for _, s := range all {
 		draw2(s.hot, s.col)
 	}
-	c.text(left+pw/2-60, top2+ph+34, "simulated minutes", color.Black)
+	c.Text(left+pw/2-60, top2+ph+34, "simulated minutes", color.Black)
 	x, y := left, legendTop
 	for _, s := range all {
-		c.line(float64(x), float64(y-4), float64(x+22), float64(y-4), 3, s.col, 0)
-		c.text(x+28, y, s.name, color.Black)
+		c.Line(float64(x), float64(y-4), float64(x+22), float64(y-4), 3, s.col, 0)
+		c.Text(x+28, y, s.name, color.Black)
 		x += 60 + 7*len(s.name)
 		if x > W-320 {
 			x, y = left, y+20
 		}
 	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, c.img); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
-		if m*p >= v {
-			return m * p
-		}
-	}
-	return 10 * p
+	return c.PNG()
 }
