@@ -131,7 +131,7 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 // batch read it (the first attempt's read), list the due list that names
 // the host, if one does.
 func (s *Store) appendHost(ctx context.Context, req hostqueue.AppendRequest, pre *preread, list listing) (hostqueue.AppendResult, error) {
-	op := &appendOp{s: s, req: req, reported: map[string]bool{}, list: list}
+	op := &appendOp{s: s, req: req, reported: hostqueue.Reported{}, list: list}
 	w, others, err := s.writeHostFrom(ctx, req.Key, "append to "+req.Key, false, pre, op.write)
 	if err != nil {
 		return hostqueue.AppendResult{}, err
@@ -143,9 +143,9 @@ func (s *Store) appendHost(ctx context.Context, req hostqueue.AppendRequest, pre
 type appendOp struct {
 	s   *Store
 	req hostqueue.AppendRequest
-	// reported are the IDs of the evicted entries OnEvict has taken, by
-	// this or an earlier attempt.
-	reported map[string]bool
+	// reported are the evicted entries OnEvict has taken, by this or an
+	// earlier attempt.
+	reported hostqueue.Reported
 	// list is the due list that names the host (none: its zero value).
 	list listing
 }
@@ -159,23 +159,21 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		cur = &hostItem{PK: hostPK(req.Key), SK: hostSK, VirtualShard: hostqueue.VirtualShard(req.Key)}
 	}
 	next := cur.successor()
-	incoming := req.Entries
-	fromPending, fromIncoming, held := hostqueue.Fit(cur.pending(), len(incoming), req)
-	incoming = incoming[:len(incoming)-held]
+	plan := hostqueue.PlanAppend(cur.pending(), req)
 	var evicted []hostqueue.Entry
 	var dead []string // chunk sort keys emptied by eviction
-	if fromPending > 0 {
+	if plan.FromHead > 0 {
 		var err error
-		if evicted, dead, err = op.s.popHead(ctx, next, fromPending, nil); err != nil {
+		if evicted, dead, err = op.s.popHead(ctx, next, plan.FromHead, nil); err != nil {
 			return nil, err
 		}
 	}
-	evicted = append(evicted, incoming[:fromIncoming]...)
-	incoming = incoming[fromIncoming:]
-	if err := op.report(ctx, evicted); err != nil {
+	evicted = append(evicted, plan.Dropped...)
+	// Reported before the write that evicts them: a failure writes nothing.
+	if err := op.reported.Report(ctx, req, evicted); err != nil {
 		return nil, err
 	}
-	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(incoming)...)
+	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(plan.Queue)...)
 	// The entry comes before the chunks: a failed bucket add then leaves
 	// no chunk behind, and a stale bucket entry costs nothing.
 	sk, err := op.entry(ctx, cur, next)
@@ -191,7 +189,7 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	}
 	activated := next.activate(req.Due, sk)
 	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead,
-		appended: hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), HeldBack: held, Pending: next.pending(), Activated: activated}}, nil
+		appended: plan.Result(len(evicted), next.pending(), activated)}, nil
 }
 
 // entry returns the due-index item to name the host in when next needs an
@@ -211,23 +209,6 @@ func (op *appendOp) entry(ctx context.Context, cur, next *hostItem) (string, err
 		return "", &retryableError{err}
 	}
 	return sk, nil
-}
-
-// report hands OnEvict the evicted entries it has not taken yet. It runs
-// before the write that evicts them, so that they are reported first: a
-// failure writes nothing.
-func (op *appendOp) report(ctx context.Context, evicted []hostqueue.Entry) error {
-	fresh := unreported(evicted, op.reported)
-	if len(fresh) == 0 || op.req.OnEvict == nil {
-		return nil
-	}
-	if err := op.req.OnEvict(ctx, fresh); err != nil {
-		return fmt.Errorf("report %d evicted urls of %s: %w", len(fresh), op.req.Key, err)
-	}
-	for _, e := range fresh {
-		op.reported[e.ID] = true
-	}
-	return nil
 }
 
 // finishAppend completes an append whose write w landed: the chunks its
@@ -866,16 +847,6 @@ func itemKey(pk, sk string) map[string]types.AttributeValue {
 func isConditionFailed(err error) bool {
 	var cf *types.ConditionalCheckFailedException
 	return errors.As(err, &cf)
-}
-
-func unreported(es []hostqueue.Entry, reported map[string]bool) []hostqueue.Entry {
-	var out []hostqueue.Entry
-	for _, e := range es {
-		if !reported[e.ID] {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

@@ -1,6 +1,10 @@
 package hostqueue_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
@@ -77,5 +81,90 @@ func TestQueueKey(t *testing.T) {
 				t.Errorf("QueueKey(%q, %v) = %q, want %q", tt.host, tt.byDomain, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPlanAppend(t *testing.T) {
+	ents := func(ids ...string) []hostqueue.Entry {
+		var out []hostqueue.Entry
+		for _, id := range ids {
+			out = append(out, hostqueue.Entry{ID: id, URL: "https://example.com/" + id})
+		}
+		return out
+	}
+	ids := func(es []hostqueue.Entry) string {
+		var b strings.Builder
+		for _, e := range es {
+			b.WriteString(e.ID)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name           string
+		pending        int
+		req            hostqueue.AppendRequest
+		head           int
+		dropped, queue string
+		held           int
+	}{
+		{"room for all", 2, hostqueue.AppendRequest{Entries: ents("a", "b"), Limit: 5}, 0, "", "ab", 0},
+		{"oldest pending make room", 4, hostqueue.AppendRequest{Entries: ents("a", "b"), Limit: 5}, 1, "", "ab", 0},
+		{"incoming alone too many", 3, hostqueue.AppendRequest{Entries: ents("a", "b", "c", "d"), Limit: 2}, 3, "ab", "cd", 0},
+		{"hold back the newest", 3, hostqueue.AppendRequest{Entries: ents("a", "b", "c"), Limit: 4, HoldBack: true}, 0, "", "a", 2},
+		{"hold back on a full queue", 5, hostqueue.AppendRequest{Entries: ents("a"), Limit: 4, HoldBack: true}, 0, "", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := hostqueue.PlanAppend(tt.pending, tt.req)
+			if p.FromHead != tt.head || ids(p.Dropped) != tt.dropped || ids(p.Queue) != tt.queue || p.HeldBack != tt.held {
+				t.Fatalf("plan: head %d, dropped %q, queue %q, held %d; want %d, %q, %q, %d",
+					p.FromHead, ids(p.Dropped), ids(p.Queue), p.HeldBack, tt.head, tt.dropped, tt.queue, tt.held)
+			}
+			r := p.Result(p.FromHead+len(p.Dropped), tt.pending-p.FromHead+len(p.Queue), false)
+			if r.Appended != len(p.Queue) || r.HeldBack != tt.held || r.Pending > max(tt.req.Limit, tt.pending) {
+				t.Fatalf("result %+v of plan %+v", r, p)
+			}
+		})
+	}
+}
+
+// TestReportedOnce: a retried write evicts the same entries again plus a
+// new one; only the new one is reported. A failed report records nothing,
+// so the next attempt reports it again.
+func TestReportedOnce(t *testing.T) {
+	var got [][]string
+	fail := false
+	req := hostqueue.AppendRequest{Key: "example.com", OnEvict: func(_ context.Context, es []hostqueue.Entry) error {
+		if fail {
+			return errors.New("queue down")
+		}
+		var ids []string
+		for _, e := range es {
+			ids = append(ids, e.ID)
+		}
+		got = append(got, ids)
+		return nil
+	}}
+	r := hostqueue.Reported{}
+	a, b, c := hostqueue.Entry{ID: "a"}, hostqueue.Entry{ID: "b"}, hostqueue.Entry{ID: "c"}
+	if err := r.Report(t.Context(), req, []hostqueue.Entry{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	fail = true
+	if err := r.Report(t.Context(), req, []hostqueue.Entry{a, b, c}); err == nil || !strings.Contains(err.Error(), "report 1 evicted urls of example.com") {
+		t.Fatalf("failed report: %v, want an error naming 1 url and the host", err)
+	}
+	fail = false
+	if err := r.Report(t.Context(), req, []hostqueue.Entry{a, b, c}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Report(t.Context(), req, []hostqueue.Entry{a, b, c}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[[a b] [c]]" {
+		t.Fatalf("reported %v, want [[a b] [c]]", got)
+	}
+	if fresh := hostqueue.Reported(nil).Fresh([]hostqueue.Entry{a}); len(fresh) != 1 {
+		t.Fatalf("nil Reported: fresh %v, want a", fresh)
 	}
 }

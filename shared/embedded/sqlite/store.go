@@ -189,7 +189,7 @@ var errReportFirst = errors.New("evicted entries to report first")
 // runs again: if the queue changed meanwhile, only entries not reported yet
 // are reported before it is written.
 func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
-	reported := map[string]bool{}
+	reported := hostqueue.Reported{}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var res hostqueue.AppendResult
 		var toReport []hostqueue.Entry
@@ -199,11 +199,8 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 			return err
 		})
 		if errors.Is(err, errReportFirst) {
-			if err := req.OnEvict(ctx, toReport); err != nil {
-				return hostqueue.AppendResult{}, fmt.Errorf("report %d evicted urls of %s: %w", len(toReport), req.Key, err)
-			}
-			for _, e := range toReport {
-				reported[e.ID] = true
+			if err := reported.Report(ctx, req, toReport); err != nil {
+				return hostqueue.AppendResult{}, err
 			}
 			continue
 		}
@@ -249,38 +246,35 @@ func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest)
 // BenchmarkIngestUnderLoad measures both sides.
 const AppendChunk = 16 * GroupSize
 
-func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest, reported map[string]bool) (hostqueue.AppendResult, []hostqueue.Entry, error) {
+func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest, reported hostqueue.Reported) (hostqueue.AppendResult, []hostqueue.Entry, error) {
 	h, err := s.hostForAppend(ctx, tx, req.Key)
 	if err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
-	incoming := req.Entries
-	fromPending, fromIncoming, held := hostqueue.Fit(h.pending, len(incoming), req)
-	incoming = incoming[:len(incoming)-held]
+	plan := hostqueue.PlanAppend(h.pending, req)
 	var evicted []hostqueue.Entry
 	lastEvicted := int64(-1)
-	if fromPending > 0 {
-		if evicted, lastEvicted, err = headEntries(ctx, tx, h.id, fromPending); err != nil {
+	if plan.FromHead > 0 {
+		if evicted, lastEvicted, err = headEntries(ctx, tx, h.id, plan.FromHead); err != nil {
 			return hostqueue.AppendResult{}, nil, err
 		}
 	}
-	evicted = append(evicted, incoming[:fromIncoming]...)
-	incoming = incoming[fromIncoming:]
+	evicted = append(evicted, plan.Dropped...)
 	if req.OnEvict != nil {
-		if fresh := unreported(evicted, reported); len(fresh) > 0 {
+		if fresh := reported.Fresh(evicted); len(fresh) > 0 {
 			return hostqueue.AppendResult{}, fresh, errReportFirst
 		}
 	}
 	if lastEvicted >= 0 {
 		if _, err := tx.ExecContext(ctx, qDeleteHead, h.id, lastEvicted); err != nil {
-			return hostqueue.AppendResult{}, nil, fmt.Errorf("evict %d urls: %w", fromPending, err)
+			return hostqueue.AppendResult{}, nil, fmt.Errorf("evict %d urls: %w", plan.FromHead, err)
 		}
 	}
-	if err := insertEntries(ctx, tx, h.id, h.tail, incoming); err != nil {
+	if err := insertEntries(ctx, tx, h.id, h.tail, plan.Queue); err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
-	h.tail += int64(len(incoming))
-	h.pending += len(incoming) - fromPending
+	h.tail += int64(len(plan.Queue))
+	h.pending += len(plan.Queue) - plan.FromHead
 	activated := false
 	if h.pending > 0 {
 		h.expires = sql.NullInt64{}
@@ -292,7 +286,7 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 	if err := updateHost(ctx, tx, h); err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
-	return hostqueue.AppendResult{Appended: len(incoming), Evicted: len(evicted), HeldBack: held, Pending: h.pending, Activated: activated}, nil, nil
+	return plan.Result(len(evicted), h.pending, activated), nil, nil
 }
 
 // hostForAppend returns the host's row, creating it when there is none and
@@ -797,16 +791,6 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 		out.Head = head
 	}
 	return out, nil
-}
-
-func unreported(es []hostqueue.Entry, reported map[string]bool) []hostqueue.Entry {
-	var out []hostqueue.Entry
-	for _, e := range es {
-		if !reported[e.ID] {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // msOf is t in Unix milliseconds, 0 for the zero time.
