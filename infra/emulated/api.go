@@ -1,17 +1,21 @@
 package emulated
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/runtime/apigw"
 	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
 )
 
@@ -49,12 +53,10 @@ func (p *Pipeline) Post(ctx context.Context, items []urlmsg.Input) (Sent, error)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ev := events.APIGatewayProxyRequest{HTTPMethod: http.MethodPost, Path: "/urls", Body: string(body)}
-			ev.RequestContext.RequestID = id
-			resp, err := p.ingest.HandleAPI(ctx, ev)
+			status, answer, err := p.postOne(ctx, id, body)
 			var out ingesthandler.APIResponse
 			if err == nil {
-				err = json.Unmarshal([]byte(resp.Body), &out)
+				err = json.Unmarshal(answer, &out)
 			}
 			// The IDs the handler gave, recomputed from the same body.
 			msgs, _, perr := urlmsg.Parse("api/"+id, body)
@@ -64,8 +66,8 @@ func (p *Pipeline) Post(ctx context.Context, items []urlmsg.Input) (Sent, error)
 			case err != nil:
 				errs = append(errs, fmt.Errorf("POST /urls %s: %w", id, err))
 				return
-			case resp.StatusCode != http.StatusAccepted:
-				errs = append(errs, fmt.Errorf("POST /urls %s: status %d: %s", id, resp.StatusCode, resp.Body))
+			case status != http.StatusAccepted:
+				errs = append(errs, fmt.Errorf("POST /urls %s: status %d: %s", id, status, answer))
 				return
 			case perr != nil:
 				errs = append(errs, fmt.Errorf("re-parse request %s: %w", id, perr))
@@ -96,4 +98,24 @@ func (p *Pipeline) Post(ctx context.Context, items []urlmsg.Input) (Sent, error)
 		return sent, fmt.Errorf("POST /urls: %d of %d items neither accepted nor refused", len(items)-len(sent.Expected)-len(sent.Rejected), len(items))
 	}
 	return sent, nil
+}
+
+// postOne is one POST /urls of body with request id id, through the same
+// translation to and from API Gateway's event as APIHandler: the status
+// and body a client would read.
+func (p *Pipeline) postOne(ctx context.Context, id string, body []byte) (int, []byte, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/urls", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := p.ingest.HandleAPI(ctx, apigw.Request(r, body, apigw.Route{Resource: "/urls", Stage: "local", RequestID: id, Arrived: time.Now()}))
+	if err != nil {
+		return 0, nil, err
+	}
+	rec := httptest.NewRecorder()
+	if err := apigw.WriteResponse(rec, resp); err != nil {
+		return 0, nil, err
+	}
+	return rec.Code, rec.Body.Bytes(), nil
 }

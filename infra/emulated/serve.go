@@ -2,18 +2,13 @@ package emulated
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/runtime/apigw"
 )
 
 // Serve runs the deployment's event sources until ctx ends, as AWS would
@@ -35,9 +30,9 @@ func (p *Pipeline) Serve(ctx context.Context) {
 
 // APIHandler serves POST /urls as API Gateway's proxy integration does for
 // the ingest function: each request becomes an APIGatewayProxyRequest for
-// the ingest handler, and its answer is written back. There is no IAM:
-// anyone who reaches the listener can submit URLs. (shared/runtime/localmode has
-// the same adapter for local mode's own handler.)
+// the ingest handler, and its answer is written back (both through
+// shared/runtime/apigw, as local mode's serve does). There is no IAM:
+// anyone who reaches the listener can submit URLs.
 func (p *Pipeline) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/urls", func(w http.ResponseWriter, r *http.Request) {
@@ -53,45 +48,15 @@ func (p *Pipeline) APIHandler() http.Handler {
 			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp, err := p.ingest.HandleAPI(r.Context(), proxyRequest(r, body))
+		ev := apigw.Request(r, body, apigw.Route{Resource: "/urls", Stage: "local", Arrived: time.Now()})
+		resp, err := p.ingest.HandleAPI(r.Context(), ev)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		for k, v := range resp.Headers {
-			w.Header().Set(k, v)
+		if err := apigw.WriteResponse(w, resp); err != nil {
+			p.log.ErrorContext(r.Context(), "answer POST /urls", "error", err)
 		}
-		out := []byte(resp.Body)
-		if resp.IsBase64Encoded {
-			if out, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
-				http.Error(w, "handler answered invalid base64", http.StatusInternalServerError)
-				return
-			}
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(out)
 	})
 	return mux
-}
-
-// proxyRequest is the event API Gateway builds for r; a fresh request id
-// seeds the ids of its URLs.
-func proxyRequest(r *http.Request, body []byte) events.APIGatewayProxyRequest {
-	var id [16]byte
-	_, _ = rand.Read(id[:])
-	ev := events.APIGatewayProxyRequest{
-		Resource: "/urls", Path: r.URL.Path, HTTPMethod: r.Method, Body: string(body),
-		Headers: map[string]string{}, MultiValueHeaders: map[string][]string{},
-		RequestContext: events.APIGatewayProxyRequestContext{
-			RequestID: hex.EncodeToString(id[:]), Stage: "local", HTTPMethod: r.Method,
-			Path: r.URL.Path, ResourcePath: "/urls", RequestTimeEpoch: time.Now().UnixMilli(),
-			Identity: events.APIGatewayRequestIdentity{UserAgent: r.UserAgent(),
-				SourceIP: strings.Trim(r.RemoteAddr[:max(strings.LastIndexByte(r.RemoteAddr, ':'), 0)], "[]")},
-		},
-	}
-	for k, vs := range r.Header {
-		ev.Headers[k] = vs[len(vs)-1]
-		ev.MultiValueHeaders[k] = vs
-	}
-	return ev
 }

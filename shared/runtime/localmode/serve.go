@@ -2,11 +2,8 @@ package localmode
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +22,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+	"github.com/urldownloader/urldownloader/shared/runtime/apigw"
 	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
 )
 
@@ -353,8 +351,9 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request) {
 
 // serveURLs hands POST /urls to the ingest handler, as API Gateway does:
 // each request becomes an APIGatewayProxyRequest for HandleAPI, and its
-// response is written back. A POST must say its body is JSON, which no
-// web page can send to another origin without a preflight (refused).
+// response is written back (shared/runtime/apigw). A POST must say its
+// body is JSON, which no web page can send to another origin without a
+// preflight (refused).
 // The ids it accepted are pending in the results table before the answer
 // names them.
 func (s *Server) serveURLs(w http.ResponseWriter, r *http.Request) {
@@ -373,29 +372,16 @@ func (s *Server) serveURLs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp, err := s.rt.ingest.HandleAPI(r.Context(), apiRequest(r, body))
+	ev := apigw.Request(r, body, apigw.Route{Resource: "/urls", Stage: "local", Arrived: s.rt.clock.Now()})
+	resp, err := s.rt.ingest.HandleAPI(r.Context(), ev)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	s.acceptIDs(r.Context(), resp)
-	for k, v := range resp.Headers {
-		w.Header().Set(k, v)
+	if err := apigw.WriteResponse(w, resp); err != nil {
+		s.rt.log.ErrorContext(r.Context(), "answer POST /urls", "error", err)
 	}
-	for k, vs := range resp.MultiValueHeaders {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	out := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		if out, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
-			http.Error(w, "handler answered invalid base64", http.StatusInternalServerError)
-			return
-		}
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(out)
 }
 
 // acceptIDs records the ids an answer names as pending. A failure is
@@ -412,50 +398,4 @@ func (s *Server) acceptIDs(ctx context.Context, resp events.APIGatewayProxyRespo
 	if err := s.results.accept(context.WithoutCancel(ctx), ar.IDs); err != nil {
 		s.rt.log.ErrorContext(ctx, "record accepted ids for GET /urls/{id}", "ids", len(ar.IDs), "error", err)
 	}
-}
-
-// apiRequest is the proxy event API Gateway would build for r (REST API,
-// proxy integration). Each request gets a fresh request id, which seeds the
-// ids of its URLs ("api/<request id>").
-func apiRequest(r *http.Request, body []byte) events.APIGatewayProxyRequest {
-	var id [16]byte
-	_, _ = rand.Read(id[:])
-	reqID := hex.EncodeToString(id[:])
-	ev := events.APIGatewayProxyRequest{
-		Resource:          "/urls",
-		Path:              r.URL.Path,
-		HTTPMethod:        r.Method,
-		Headers:           map[string]string{},
-		MultiValueHeaders: map[string][]string{},
-		Body:              string(body),
-		RequestContext: events.APIGatewayProxyRequestContext{
-			RequestID:        reqID,
-			Stage:            "local",
-			HTTPMethod:       r.Method,
-			Path:             r.URL.Path,
-			ResourcePath:     "/urls",
-			RequestTimeEpoch: time.Now().UnixMilli(),
-			Identity:         events.APIGatewayRequestIdentity{SourceIP: sourceIP(r.RemoteAddr), UserAgent: r.UserAgent()},
-		},
-	}
-	for k, vs := range r.Header {
-		ev.Headers[k] = vs[len(vs)-1]
-		ev.MultiValueHeaders[k] = vs
-	}
-	if q := r.URL.Query(); len(q) > 0 {
-		ev.QueryStringParameters = map[string]string{}
-		ev.MultiValueQueryStringParameters = map[string][]string{}
-		for k, vs := range q {
-			ev.QueryStringParameters[k] = vs[len(vs)-1]
-			ev.MultiValueQueryStringParameters[k] = vs
-		}
-	}
-	return ev
-}
-
-func sourceIP(remote string) string {
-	if i := strings.LastIndexByte(remote, ':'); i >= 0 {
-		return strings.Trim(remote[:i], "[]")
-	}
-	return remote
 }

@@ -1,11 +1,9 @@
 package localmode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -173,22 +171,5 @@ func TestServe(t *testing.T) {
 	}
 	if n := len(readResults(t, outPath)); n != len(ids) {
 		t.Errorf("%d results in the output, want %d", n, len(ids))
-	}
-}
-
-// TestAPIRequest builds the proxy event API Gateway would: method, path,
-// headers, query, body, and a fresh request id each time.
-func TestAPIRequest(t *testing.T) {
-	r := httptest.NewRequest(http.MethodPost, "/urls?x=1&x=2", bytes.NewBufferString("body"))
-	r.Header.Add("X-A", "1")
-	r.Header.Add("X-A", "2")
-	r.RemoteAddr = "[::1]:5555"
-	a, b := apiRequest(r, []byte("body")), apiRequest(r, []byte("body"))
-	if a.HTTPMethod != "POST" || a.Path != "/urls" || a.Body != "body" || a.Headers["X-A"] != "2" ||
-		len(a.MultiValueHeaders["X-A"]) != 2 || a.QueryStringParameters["x"] != "2" || a.RequestContext.Identity.SourceIP != "::1" {
-		t.Errorf("event %+v", a)
-	}
-	if a.RequestContext.RequestID == "" || a.RequestContext.RequestID == b.RequestContext.RequestID {
-		t.Errorf("request ids %q and %q: want fresh ones", a.RequestContext.RequestID, b.RequestContext.RequestID)
 	}
 }
