@@ -17,7 +17,8 @@ import (
 // engine.Engine.Run (leases, due-host queries, dispatch, idle exit) and the
 // host worker of worker.work (rounds of ten, pacing, robots.txt, back-off,
 // give-up, linger, commits). The model follows the code step by step; the
-// comments name the code each step stands for.
+// comments name the code each step stands for, and drift_test.go holds
+// its request times to the engine's on one workload.
 
 type invocation struct {
 	start   int64
@@ -806,6 +807,9 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 			if s.starts != nil {
 				s.starts = append(s.starts, s.now)
 			}
+			if s.hostStarts != nil {
+				s.hostStarts[h.key] = append(s.hostStarts[h.key], s.now)
+			}
 			if resp != respNXDomain {
 				s.checkPolite(w)
 				h.inflight = true
@@ -939,6 +943,10 @@ func (s *Sim) respond(h *host, robots bool) (response, int64) {
 		sc := s.script[0]
 		s.script = s.script[1:]
 		return sc.resp, int64(sc.dur)
+	}
+	if s.answer != nil {
+		a := s.answer(h, robots)
+		return a.resp, int64(a.dur)
 	}
 	switch h.kind {
 	case kindNXDomain:

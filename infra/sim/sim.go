@@ -52,9 +52,15 @@ type Sim struct {
 
 	// Tests: script, when set, answers the requests in order instead of
 	// the web model; starts, when not nil, records when each request
-	// started.
-	script []scripted
-	starts []int64
+	// started. shape, when set, changes a host's traits when it is first
+	// met; answer, when set, answers each host's requests instead of the
+	// web model; hostStarts, when not nil, records each host's request
+	// starts by key.
+	script     []scripted
+	starts     []int64
+	shape      func(h *host)
+	answer     func(h *host, robots bool) scripted
+	hostStarts map[string][]int64
 }
 
 // scripted is one answer a test sets: what and how long it takes.
@@ -242,6 +248,9 @@ func (s *Sim) host(r int) *host {
 	}
 	h := &host{rank: int32(r), key: hostName(r), vs: -1}
 	s.traits(h)
+	if s.shape != nil {
+		s.shape(h)
+	}
 	if !s.cfg.SingleHost && s.cfg.PerDay > 0 {
 		lambda := share(s.cdf, r) * s.cfg.PerDay / float64(24*time.Hour) * float64(s.cfg.P.RobotsTTL)
 		if mix(s.cfg.Seed, r, 7) < lambda/(1+lambda) && h.kind != kindNXDomain && h.kind != kindRefused && h.kind != kindBlackhole {
