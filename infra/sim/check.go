@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/politeness"
 	"github.com/urldownloader/urldownloader/shared/engine"
 )
@@ -1084,10 +1083,7 @@ func (w *session) roundEnd() {
 func (w *session) progress(done map[int32]bool, release, cont bool) commitReq {
 	// worker.nextDue: the staggered check, never before the host may be
 	// requested again.
-	due := hostqueue.NextHostCheck(wall(w.s.now), w.h.key, w.s.cfg.P.CheckHostPeriod)
-	if next := w.st.Next(w.delay()); next.After(due) {
-		due = next
-	}
+	due := engine.NextDue(wall(w.s.now), w.h.key, w.s.cfg.P.CheckHostPeriod, w.st, w.delay())
 	c := commitReq{done: done, release: release, cont: cont, nextDue: fromWall(due), robots: w.newRobots}
 	w.newRobots = false
 	return c
@@ -1130,10 +1126,7 @@ func (w *session) commit(c commitReq, cb func(bool)) {
 func (w *session) linger(then func()) {
 	s, p := w.s, w.s.cfg.P
 	now := s.now
-	until := fromWall(hostqueue.NextHostCheck(wall(now), w.h.key, p.CheckHostPeriod))
-	if until-now < int64(p.CheckHostPeriod) {
-		until += int64(p.CheckHostPeriod)
-	}
+	until := fromWall(engine.LingerUntil(wall(now), w.h.key, p.CheckHostPeriod))
 	if s.cfg.LingerRun {
 		// Proposal: the host stays with its worker for the rest of the
 		// run, so URLs appended meanwhile find it in the index (no index

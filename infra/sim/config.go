@@ -321,21 +321,15 @@ func measuredRPS(mb int, maxBody int64) float64 {
 	return hi.RPS
 }
 
-// The engine's constants the model follows (shared/engine, the check
-// handler, the wake queue).
-var (
-	// leaseWait is shared/runtime/checkhandler's (unexported) leaseWait.
-	leaseWait = 20 * time.Second
-	// tickMax is RunRequest.Tick's default.
-	tickMax = time.Second
-	// lingerStep is worker.linger's polling step (unexported lingerStep).
-	lingerStep = 250 * time.Millisecond
-	// headBatch is the engine's round (unexported headBatch).
-	headBatch = 10
-	// giveUpBatch is giveup.go's round of given-up URLs.
-	giveUpBatch = 100
-	// commitMargin is engine.go's (unexported) commitMargin.
-	commitMargin = 2 * time.Second
+// The engine's constants the model follows: the engine's own (shared/engine,
+// the check handler, the wake queue), not copies.
+const (
+	leaseWait    = checkhandler.LeaseWait
+	tickMax      = engine.DefaultTick
+	lingerStep   = engine.LingerStep
+	headBatch    = engine.HeadBatch
+	giveUpBatch  = engine.GiveUpBatch
+	commitMargin = engine.CommitMargin
 	wakeEvery    = wake.DefaultEvery
 )
 

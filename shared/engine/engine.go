@@ -82,9 +82,9 @@ type WakeClock interface {
 }
 
 const (
-	// headBatch is how many URLs a host worker takes per round: its results
+	// HeadBatch is how many URLs a host worker takes per round: its results
 	// go out as one SQS batch and its progress as one store write.
-	headBatch = 10
+	HeadBatch = 10
 	// DefaultLeaseTTL is how long a shard lease lives without renewal.
 	// Workers start a request only if the lease outlives it by the host's
 	// delay (see pace), so a successor that takes over a crashed holder's
@@ -92,9 +92,11 @@ const (
 	DefaultLeaseTTL = 45 * time.Second
 	// idleTTL keeps an idle host's politeness state (last fetch) this long.
 	idleTTL = 24 * time.Hour
-	// commitMargin is the time kept after the last fetch for publishing and
+	// CommitMargin is the time kept after the last fetch for publishing and
 	// committing before the run ends.
-	commitMargin = 2 * time.Second
+	CommitMargin = 2 * time.Second
+	// DefaultTick is RunRequest.Tick when it is not set.
+	DefaultTick = time.Second
 )
 
 // Engine runs check invocations.
@@ -192,12 +194,12 @@ func (e *Engine) Arrived() { e.arrivals.signal() }
 
 // FetchTimeoutLimit is the FetchTimeout at and above which a run with
 // window between its start and its deadline (RunRequest.Deadline) can never
-// start a request: pace keeps commitMargin after every request's timeout.
+// start a request: pace keeps CommitMargin after every request's timeout.
 // A parameter cache bounds FetchTimeout below it
 // (params.Cache.LimitFetchTimeout), so such a value is refused as invalid
 // instead of silently making every run idle.
 func FetchTimeoutLimit(window time.Duration) time.Duration {
-	return window - commitMargin
+	return window - CommitMargin
 }
 
 // leaseTTL is the lease duration for the parameters in force (see
@@ -307,7 +309,7 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		return Summary{}, fmt.Errorf("shard %d of %d: shard must be in [0, shardCount) and shardCount in [1, %d]", req.Shard, req.ShardCount, hostqueue.VirtualShards)
 	}
 	if req.Tick <= 0 {
-		req.Tick = time.Second
+		req.Tick = DefaultTick
 	}
 	if e.ParamsReady != nil {
 		// Waiting is bounded by the run: it could not fetch anyway.

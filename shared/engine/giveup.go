@@ -34,7 +34,7 @@ import (
 // When the run has lasted GiveUpAfter (FailingSince + GiveUpAfter has
 // passed; no probe starts at or after it), or the server asked for a pause
 // that ends beyond it, the host gives up: every URL queued at that moment
-// ends at once, in rounds of giveUpBatch results published and then
+// ends at once, in rounds of GiveUpBatch results published and then
 // committed as done, without a request. A URL ends as fetch_error, or as
 // denied when the last failure was robots.txt (RFC 9309 §2.3.1.4: an
 // unreachable robots.txt means complete disallow); its error says for how
@@ -47,9 +47,9 @@ import (
 // URL as fetch_error and every other URL of that name in the session
 // without a lookup of its own (see worker.unresolved).
 
-// giveUpBatch is how many queued URLs one give-up round ends: one publish
+// GiveUpBatch is how many queued URLs one give-up round ends: one publish
 // (sent as SQS batches side by side) and one store write.
-const giveUpBatch = 100
+const GiveUpBatch = 100
 
 // allEntries asks Store.Load for the whole queue (PersistLimit bounds it).
 const allEntries = 1 << 30
@@ -143,7 +143,7 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 	w.engine.Metrics.Add(metrics.GiveUps, 1)
 	w.engine.Log.InfoContext(ctx, "giving up host", "host", w.key, "urls", len(queue), "status", status, "error", why)
 	for {
-		n := min(giveUpBatch, len(queue))
+		n := min(GiveUpBatch, len(queue))
 		rs, ids := results, done
 		results, done = nil, nil
 		for _, ent := range queue[:n] {
@@ -201,8 +201,8 @@ func (w *worker) mayWalkOn(ctx context.Context) bool {
 	if ctx.Err() != nil || !now.Before(w.req.Until.Add(w.p.FetchTimeout)) {
 		return false
 	}
-	if !w.req.Deadline.IsZero() && !now.Add(commitMargin).Before(w.req.Deadline) {
+	if !w.req.Deadline.IsZero() && !now.Add(CommitMargin).Before(w.req.Deadline) {
 		return false
 	}
-	return !w.crashed.Load() && w.leaseLeft(w.vshard) > commitMargin
+	return !w.crashed.Load() && w.leaseLeft(w.vshard) > CommitMargin
 }

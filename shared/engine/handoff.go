@@ -60,7 +60,7 @@ func (h *handOff) add(ctx context.Context, rd *handed, res result.Result) bool {
 	}
 	h.pending = append(h.pending, res)
 	h.bytes += n
-	if len(h.pending) >= headBatch || h.bytes >= handOffBytes/2 {
+	if len(h.pending) >= HeadBatch || h.bytes >= handOffBytes/2 {
 		return h.flush(ctx, rd)
 	}
 	return true

@@ -100,7 +100,7 @@ func TestHostRuleChangeReachesSession(t *testing.T) {
 		if first := g[0]; first > 500*time.Millisecond {
 			t.Errorf("first gap %v, want FetchDelay's 100ms before the change", first)
 		}
-		// A round is headBatch (10) URLs: within two rounds of the
+		// A round is HeadBatch (10) URLs: within two rounds of the
 		// change every gap is the rule's.
 		for i, d := range g[25:] {
 			if d < time.Second-slack {

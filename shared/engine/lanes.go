@@ -64,7 +64,7 @@ import (
 // entries in order, which is the sequential rule, and it hands over what
 // an earlier round held.
 //
-// A round (headBatch entries) ends when its last lane is done, so lanes
+// A round (HeadBatch entries) ends when its last lane is done, so lanes
 // idle a moment at each round's end: 40 URLs on 4 lanes take about 11
 // lane turns instead of 10.
 //

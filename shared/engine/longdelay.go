@@ -21,7 +21,7 @@ func WaitsInPlace(next, now time.Time) bool { return next.Sub(now) <= waitInPlac
 // (fetchTimeout), the delay after it up to fenceDelay, and the commit
 // margin (see fenceDelay).
 func LeaseFences(left, fetchTimeout, delay time.Duration) bool {
-	return left > fetchTimeout+min(delay, fenceDelay)+commitMargin
+	return left > fetchTimeout+min(delay, fenceDelay)+CommitMargin
 }
 
 // LeaseTTL is the lease duration for the parameters p: base
@@ -34,6 +34,6 @@ func LeaseTTL(p params.Params, base time.Duration) time.Duration {
 	if base <= 0 {
 		base = DefaultLeaseTTL
 	}
-	need := p.FetchTimeout + min(max(p.FetchDelay, p.MaxCrawlDelay, p.HostRules.LongestDelay()), fenceDelay) + commitMargin
+	need := p.FetchTimeout + min(max(p.FetchDelay, p.MaxCrawlDelay, p.HostRules.LongestDelay()), fenceDelay) + CommitMargin
 	return max(base, 2*need)
 }

@@ -155,7 +155,7 @@ type round struct {
 	drained bool
 }
 
-// work runs one host's session: rounds of up to headBatch URLs, each
+// work runs one host's session: rounds of up to HeadBatch URLs, each
 // fetched, handed to the publisher and committed, until the host's queue
 // is drained, the run or its lease ends, or the host is given up.
 //
@@ -167,7 +167,7 @@ type round struct {
 func (w *worker) work(ctx context.Context) error {
 	w.rewatch()
 	defer w.stopWatching()
-	h, err := w.engine.Store.Load(ctx, w.key, 2*headBatch)
+	h, err := w.engine.Store.Load(ctx, w.key, 2*HeadBatch)
 	if errors.Is(err, hostqueue.ErrNotFound) {
 		return nil
 	}
@@ -196,7 +196,7 @@ func (w *worker) work(ctx context.Context) error {
 	for {
 		w.refreshParams(ctx)
 		w.noteDupes(h.Head)
-		r := &round{entries: next(h.Head, inflight.ids(), headBatch), handed: &handed{}}
+		r := &round{entries: next(h.Head, inflight.ids(), HeadBatch), handed: &handed{}}
 		if err := w.fetchRound(ctx, r, ho); err != nil {
 			return err
 		}
@@ -402,7 +402,7 @@ func (r *round) end(h *hostqueue.Host) roundEnd {
 		return endDrained
 	case stop || r.out == outGiveUp || len(r.entries) == 0:
 		return endRelease
-	case len(next(h.Head, doneSet(r.ended), headBatch)) > 0:
+	case len(next(h.Head, doneSet(r.ended), HeadBatch)) > 0:
 		return endNext
 	default:
 		return endCommit
@@ -507,7 +507,7 @@ func (w *worker) progress(done []string, release bool) hostqueue.Commit {
 	st.LastFetch = ceilMilli(st.LastFetch)
 	c := hostqueue.Commit{
 		Done: done, State: st, Attempts: maps.Clone(w.attempts), Release: release, NextDue: w.nextDue(),
-		Want: 2 * headBatch, IdleTTL: idleTTL, Robots: w.newRobots,
+		Want: 2 * HeadBatch, IdleTTL: idleTTL, Robots: w.newRobots,
 	}
 	w.newRobots = nil
 	return c
@@ -585,17 +585,28 @@ func doneSet(ids []string) map[string]bool {
 	return m
 }
 
-// lingerStep is how often a lingering worker looks whether it should stop
+// LingerStep is how often a lingering worker looks whether it should stop
 // waiting early.
-const lingerStep = 250 * time.Millisecond
+const LingerStep = 250 * time.Millisecond
 
 // keepIdle is how far off a host's next request may be for its session to
 // leave its connection in the pool: less than the fetcher's idle timeout
 // (fetch: 90 s), after which the connection would be gone anyway.
 const keepIdle = time.Minute
 
-// lingerWakeStep is lingerStep for a worker that Appends wakes.
+// lingerWakeStep is LingerStep for a worker that Appends wakes.
 const lingerWakeStep = time.Second
+
+// LingerUntil is how long a worker whose host drained at now keeps it for
+// late URLs: until the host's staggered check time, or the one after it
+// when that is less than a period away, so late URLs get a whole period.
+func LingerUntil(now time.Time, key string, period time.Duration) time.Time {
+	until := hostqueue.NextHostCheck(now, key, period)
+	if until.Sub(now) < period {
+		until = until.Add(period)
+	}
+	return until
+}
 
 // linger keeps a host whose queue just drained with its worker until the
 // host's next staggered check time (the reference formula) at least one
@@ -611,14 +622,8 @@ const lingerWakeStep = time.Second
 // committing). The wait ends early when the run ends or its dispatcher has
 // due hosts it has no room for, so lingering never holds a busy host back.
 func (w *worker) linger(ctx context.Context, n int) {
-	now := w.engine.Clock.Now()
-	until := hostqueue.NextHostCheck(now, w.key, w.p.CheckHostPeriod)
-	if until.Sub(now) < w.p.CheckHostPeriod {
-		// The formula's slot can be a moment away; the one after it
-		// gives late URLs a whole period.
-		until = until.Add(w.p.CheckHostPeriod)
-	}
-	step := lingerStep
+	until := LingerUntil(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod)
+	step := LingerStep
 	if poll := w.engine.LingerPoll; poll > 0 {
 		step = min(step, poll)
 	}
@@ -754,10 +759,16 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 
 // nextDue is when the host should be checked again after this run.
 func (w *worker) nextDue() time.Time {
-	due := hostqueue.NextHostCheck(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod)
-	// Never before the host may be requested again: a long Crawl-delay
-	// brings it back when its delay has passed, not sooner.
-	if next := w.st.Next(w.delay()); next.After(due) {
+	return NextDue(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod, w.st, w.delay())
+}
+
+// NextDue is when a host released at now with state st and this delay is
+// checked next: its staggered check time (hostqueue.NextHostCheck), but
+// never before the host may be requested again, so that a long
+// Crawl-delay brings it back when its delay has passed, not sooner.
+func NextDue(now time.Time, key string, period time.Duration, st politeness.State, delay time.Duration) time.Time {
+	due := hostqueue.NextHostCheck(now, key, period)
+	if next := st.Next(delay); next.After(due) {
 		due = next
 	}
 	return due
@@ -840,7 +851,7 @@ func (w *worker) paceOnce(ctx context.Context) outcome {
 	if !start.Before(w.req.Until) {
 		return outStop
 	}
-	if !w.req.Deadline.IsZero() && start.Add(w.p.FetchTimeout+commitMargin).After(w.req.Deadline) {
+	if !w.req.Deadline.IsZero() && start.Add(w.p.FetchTimeout+CommitMargin).After(w.req.Deadline) {
 		return outStop
 	}
 	w.planned = start
@@ -903,7 +914,7 @@ func (w *worker) recordStart(ctx context.Context) bool {
 	return true
 }
 
-// waitOrYield waits until t, looking every lingerStep whether due hosts
+// waitOrYield waits until t, looking every LingerStep whether due hosts
 // wait for a worker slot; false when they do (the worker gives its slot up)
 // or ctx ends.
 func (w *worker) waitOrYield(ctx context.Context, t time.Time) bool {
@@ -915,7 +926,7 @@ func (w *worker) waitOrYield(ctx context.Context, t time.Time) bool {
 		if !now.Before(t) {
 			return true
 		}
-		if w.sleep(ctx, min(t.Sub(now), lingerStep)) != nil {
+		if w.sleep(ctx, min(t.Sub(now), LingerStep)) != nil {
 			return false
 		}
 	}

@@ -67,9 +67,9 @@ func RunWindow(run time.Duration) time.Duration {
 	return run + DeadlineMargin - DeadlineMargin/3
 }
 
-// leaseWait covers a predecessor that is still finishing its in-flight
+// LeaseWait covers a predecessor that is still finishing its in-flight
 // requests when the next minute's invocation starts.
-const leaseWait = 20 * time.Second
+const LeaseWait = 20 * time.Second
 
 // Handle runs the shard named by the event, or the shards a wake-up names.
 func (h *Handler) Handle(ctx context.Context, ev Event) (engine.Summary, error) {
@@ -161,7 +161,7 @@ func (h *Handler) run(ctx context.Context, shard int, woken bool) (engine.Summar
 		owner = "local-" + hex.EncodeToString(b[:])
 	}
 	req := engine.RunRequest{
-		Shard: shard, ShardCount: h.ShardCount, Owner: owner, Until: until, Deadline: deadline, LeaseWait: leaseWait, Wake: woken,
+		Shard: shard, ShardCount: h.ShardCount, Owner: owner, Until: until, Deadline: deadline, LeaseWait: LeaseWait, Wake: woken,
 	}
 	if woken {
 		req.LeaseWait = 0
