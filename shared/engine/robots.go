@@ -196,7 +196,11 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	if w.newRobots == nil {
 		w.newRobots = map[string]hostqueue.Robots{}
 	}
-	w.newRobots[origin] = *rb
+	// The text as parsed (capped, its cut line dropped) is what is kept:
+	// parsed again it gives the same rules.
+	keep := *rb
+	keep.Body = rules.Raw()
+	w.newRobots[origin] = keep
 	return p, outDone
 }
 
@@ -212,8 +216,10 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		}
 		// robots.txt is read up to robots.MaxBytes (500 KiB, RFC 9309's
 		// least), whatever MaxBodyBytes caps pages at: a rule at 450 KiB
-		// binds us even when pages are cut at 200 KiB.
-		resp, sent, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes})
+		// binds us even when pages are cut at 200 KiB. One byte more shows
+		// robots.Parse that the file goes on, so it drops the line the cap
+		// cuts ("Allow: /public/" cut to "Allow: /" would allow all).
+		resp, sent, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes + 1})
 		w.st.LastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)

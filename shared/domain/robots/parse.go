@@ -24,13 +24,17 @@ type group struct {
 
 // capBody returns a copy of at most MaxBytes of body, cut back to the end of
 // a line. Cutting mid-line could turn "Disallow: /private" into
-// "Disallow: /", which blocks the whole site. The copy keeps the Rules
-// independent of a buffer the caller may reuse.
+// "Disallow: /", which blocks the whole site. A line that ends right at
+// the cap (the next octet ends it) is whole and kept. The copy keeps the
+// Rules independent of a buffer the caller may reuse.
 func capBody(body []byte) []byte {
 	if len(body) <= MaxBytes {
 		return bytes.Clone(body)
 	}
 	b := body[:MaxBytes]
+	if c := body[MaxBytes]; c == '\r' || c == '\n' {
+		return bytes.Clone(b)
+	}
 	if i := bytes.LastIndexAny(b, "\r\n"); i >= 0 {
 		b = b[:i+1]
 	} else {

@@ -134,7 +134,9 @@ type selection struct {
 
 // Parse builds the Rules from the status and body of the final (non-3xx)
 // answer to GET /robots.txt. Only the first MaxBytes of the body are used,
-// cut back to a whole line. It returns an error wrapping ErrUnavailable for
+// cut back to a whole line: the caller must read at least MaxBytes+1
+// octets when the file has them, or a line cut at the cap cannot be told
+// from a whole one and counts as a rule. It returns an error wrapping ErrUnavailable for
 // 429, 5xx and statuses outside 2xx-4xx, and ErrRedirect for 3xx. Lines it
 // cannot read (a malformed Crawl-delay, a rule before any User-agent) are
 // skipped, as RFC 9309 §2.3.1.5 asks, instead of failing the whole file.
