@@ -27,17 +27,46 @@ const Accept = "gzip, deflate, br, zstd"
 // limits the window of zstd as an HTTP content coding to 8 MB.
 const maxZstdWindow = 8 << 20
 
+// MaxCodings is how many stacked content codings Decode undoes, as curl
+// does since CVE-2022-32206: no server compresses a body more than twice
+// on purpose, and each decoder holds its own window (32 KiB for deflate,
+// up to 8 MB for zstd), so a list of thousands would take gigabytes.
+const MaxCodings = 5
+
+// ErrTooManyCodings is what Decode fails with for a Content-Encoding that
+// lists more than MaxCodings codings: the body cannot be undone, and the
+// same answer fails the same way again.
+var ErrTooManyCodings = fmt.Errorf("more than %d stacked content codings", MaxCodings)
+
 // Codings returns the codings of a Content-Encoding value in the order
 // they were applied, lower case, identity dropped; nil for none.
 func Codings(header string) []string {
 	var out []string
-	for _, c := range strings.Split(header, ",") {
+	for rest := header; rest != ""; {
+		var c string
+		c, rest, _ = strings.Cut(rest, ",")
 		c = strings.ToLower(strings.TrimSpace(c))
 		if c != "" && c != "identity" {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// Count is how many codings a Content-Encoding value lists (identity
+// dropped), counted without building the list: a header of 30,000 codings
+// costs no allocation.
+func Count(header string) int {
+	n := 0
+	for rest := header; rest != ""; {
+		var c string
+		c, rest, _ = strings.Cut(rest, ",")
+		c = strings.TrimSpace(c)
+		if c != "" && !strings.EqualFold(c, "identity") {
+			n++
+		}
+	}
+	return n
 }
 
 // Known reports whether Decode undoes every coding of a Content-Encoding
@@ -64,8 +93,13 @@ func known(c string) bool {
 // back as it is, with decoded false: the caller passes the bytes on and
 // says how they are encoded. An empty body is empty whatever the header
 // says (a 304, a 204 or an error page may name a coding and carry nothing).
-// Close releases the decoders' buffers; it does not close r.
+// Close releases the decoders' buffers; it does not close r. A value that
+// lists more than MaxCodings codings fails with ErrTooManyCodings before
+// any decoder is built, whether Decode knows them or not.
 func Decode(header string, r io.Reader) (body io.ReadCloser, decoded bool, err error) {
+	if n := Count(header); n > MaxCodings {
+		return nil, false, fmt.Errorf("%w: Content-Encoding lists %d", ErrTooManyCodings, n)
+	}
 	codings := Codings(header)
 	if len(codings) == 0 || !Known(header) {
 		return io.NopCloser(r), len(codings) == 0, nil

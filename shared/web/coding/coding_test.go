@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -126,5 +127,35 @@ func TestAcceptIsWhatDecodeKnows(t *testing.T) {
 	}
 	if coding.Known("gzip, compress") {
 		t.Error("a value with an unknown coding is not known")
+	}
+}
+
+// TestMaxCodings checks the cap on stacked codings: MaxCodings are undone,
+// one more fails with ErrTooManyCodings before any decoder is built, even
+// when a coding is unknown.
+func TestMaxCodings(t *testing.T) {
+	body := []byte("stacked")
+	for range coding.MaxCodings {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		w.Write(body)
+		w.Close()
+		body = buf.Bytes()
+	}
+	list := strings.TrimSuffix(strings.Repeat("gzip, ", coding.MaxCodings), ", ")
+	dec, ok, err := coding.Decode(list, bytes.NewReader(body))
+	if err != nil || !ok {
+		t.Fatalf("Decode(%d codings) = %v, %v", coding.MaxCodings, ok, err)
+	}
+	if got, err := io.ReadAll(dec); err != nil || string(got) != "stacked" {
+		t.Errorf("decoded %q, %v", got, err)
+	}
+	for _, h := range []string{list + ", gzip", list + ", compress", strings.Repeat("br,", 30000)} {
+		if _, _, err := coding.Decode(h, bytes.NewReader(body)); !errors.Is(err, coding.ErrTooManyCodings) {
+			t.Errorf("Decode(%.40q...) error %v, want ErrTooManyCodings", h, err)
+		}
+	}
+	if n := coding.Count(" gzip, identity,, BR "); n != 2 {
+		t.Errorf("Count = %d, want 2", n)
 	}
 }

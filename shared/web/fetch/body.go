@@ -72,19 +72,74 @@ func readAtMost(r io.Reader, n, hint int64) ([]byte, error) {
 // decoder returns a reader of the body with its Content-Encoding undone
 // (package coding: the codings the fetcher asks for). A body in a coding
 // it does not know is returned as sent, capped the same way; the
-// response's Encoding then says which (undecoded).
+// response's Encoding then says which (undecoded). A decoding that fails
+// although the body arrived whole fails as a *decodeError.
 func decoder(resp *http.Response) (io.ReadCloser, error) {
 	if identity(resp) {
 		return io.NopCloser(resp.Body), nil
 	}
-	dec, _, err := coding.Decode(resp.Header.Get("Content-Encoding"), resp.Body)
-	return dec, err
+	raw := &rawBody{r: resp.Body}
+	dec, _, err := coding.Decode(resp.Header.Get("Content-Encoding"), raw)
+	if err != nil {
+		return nil, raw.blame(err)
+	}
+	return &decodedBody{ReadCloser: dec, raw: raw}, nil
 }
 
 // identity reports a body sent without a content encoding.
 func identity(resp *http.Response) bool {
-	return len(coding.Codings(resp.Header.Get("Content-Encoding"))) == 0
+	return coding.Count(resp.Header.Get("Content-Encoding")) == 0
 }
+
+// rawBody is a body as it comes off the connection, remembering how its
+// last read ended.
+type rawBody struct {
+	r   io.Reader
+	err error
+}
+
+func (b *rawBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// blame returns err, a decoding's failure, as a *decodeError when the
+// connection is not to blame: every byte arrived (or none was read yet,
+// as for a coding list over the cap), so the same answer fails the same
+// way next time. A read that failed on the connection (a timeout, a body
+// cut short) keeps its own error and kind.
+func (b *rawBody) blame(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if b.err == nil || b.err == io.EOF {
+		return &decodeError{err: err}
+	}
+	return err
+}
+
+// decodedBody reads a body through its decoders, blaming their failures
+// (rawBody.blame).
+type decodedBody struct {
+	io.ReadCloser
+	raw *rawBody
+}
+
+func (d *decodedBody) Read(p []byte) (int, error) {
+	n, err := d.ReadCloser.Read(p)
+	return n, d.raw.blame(err)
+}
+
+// decodeError is a body that arrived whole but whose Content-Encoding
+// could not be undone (corrupt data, trailing junk, too many codings): a
+// protocol error, final for the URL.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return "undo content coding: " + e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
 
 // undecoded is the Content-Encoding of a body passed on as sent, because
 // it names a coding the fetcher does not undo; "" when the body is

@@ -208,6 +208,9 @@ func isLocal(err error) bool {
 // isDecodeError reports a body whose Content-Encoding does not match its
 // bytes: the server sent something other than it declared.
 func isDecodeError(err error) bool {
+	if _, ok := errors.AsType[*decodeError](err); ok {
+		return true
+	}
 	if _, ok := errors.AsType[flate.CorruptInputError](err); ok {
 		return true
 	}
