@@ -143,3 +143,54 @@ func TestRobotsCutAtTheCap(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterNowIsNoRetryAfter serves 429 to every page, with
+// "Retry-After: 0", with a date in 1970, and without the header: the
+// first two must be spaced at the server exactly like the third (growing
+// back-off, the host's delay raised), where they used to come back every
+// FetchDelay until each URL had spent its attempts.
+func TestRetryAfterNowIsNoRetryAfter(t *testing.T) {
+	t.Parallel()
+	run := func(t *testing.T, header string) []time.Duration {
+		var out []time.Duration
+		virtual(t, func(t *testing.T) {
+			p := testParams()
+			p.RespectRobots = false
+			e := newEnv(t, p)
+			s := rawSite(t, func(r *http.Request) string {
+				return rawAnswer("429 Too Many Requests", header, "slow down\n")
+			})
+			var urls []string
+			for i := range 4 {
+				urls = append(urls, s.url(fmt.Sprintf("/p%d", i)))
+			}
+			e.seed(urls...)
+			e.runUntil(len(urls), 30*time.Minute)
+			for _, u := range urls {
+				if res := e.pub.one(t, u); res.Status == result.StatusFetched {
+					t.Errorf("%s fetched, want it to end refused", u)
+				}
+			}
+			out = gaps(s.requests())
+		})
+		return out
+	}
+	without := run(t, "")
+	t.Logf("gaps without Retry-After: %v", without)
+	if len(without) < 4 || without[3] <= without[0] {
+		t.Fatalf("gaps without Retry-After %v, want a back-off that grows", without)
+	}
+	for _, header := range []string{"Retry-After: 0\r\n", "Retry-After: Thu, 01 Jan 1970 00:00:00 GMT\r\n"} {
+		got := run(t, header)
+		if len(got) != len(without) {
+			t.Errorf("%q: %d requests, want %d as without Retry-After; gaps %v", header, len(got)+1, len(without)+1, got)
+			continue
+		}
+		for i := range got {
+			if d := got[i] - without[i]; d < -slack || d > slack {
+				t.Errorf("%q: gaps %v, want those without Retry-After %v", header, got, without)
+				break
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/politeness"
 	"github.com/urldownloader/urldownloader/shared/domain/robots"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
@@ -254,7 +255,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 			target = resp.Location
 			continue
 		}
-		if (resp.HTTPStatus == http.StatusTooManyRequests || resp.HTTPStatus == http.StatusServiceUnavailable) && resp.RetryAfterSet {
+		if politeness.AsksToWait(resp.HTTPStatus, resp.RetryAfter, resp.RetryAfterSet) {
 			// The server said when to come back: wait that long (capped
 			// like any Retry-After), not the back-off.
 			w.fail(fmt.Sprintf("%sserver answered %d with Retry-After", robotsFailure, resp.HTTPStatus), resp)

@@ -139,21 +139,35 @@ func (p Policy) fail(s *State, now time.Time, msg string) {
 
 // Refused records a page's answer at now with status code (not usable:
 // 5xx, 429, 408) and the server's Retry-After when it sent one. A 429 or
-// 503 with Retry-After pauses the host as the server says (up to
-// MaxRetryAfter, or MaxBackoff when longer); without one it is a
-// rate-limit signal that raises the host's own delay for good (see
-// RateLimited). Either way the failure run goes on and the host backs off.
+// 503 with a Retry-After (see AsksToWait) pauses the host for the larger
+// of what the server says (up to MaxRetryAfter, or MaxBackoff when longer)
+// and the host's back-off; without one it is a rate-limit signal that
+// raises the host's own delay for good (see RateLimited). Either way the
+// failure run goes on and the host backs off.
 func (p Policy) Refused(s *State, now time.Time, msg string, code int, retryAfter time.Duration, retryAfterSet bool) {
 	limit := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
-	if limit && retryAfterSet {
-		p.fail(s, now, msg)
-		s.PauseUntil = now.Add(min(max(0, retryAfter), max(p.MaxBackoff, MaxRetryAfter)))
+	if AsksToWait(code, retryAfter, retryAfterSet) {
+		p.Failed(s, now, msg)
+		asked := now.Add(min(retryAfter, max(p.MaxBackoff, MaxRetryAfter)))
+		if asked.After(s.PauseUntil) {
+			s.PauseUntil = asked
+		}
 		return
 	}
 	if limit {
 		p.RateLimited(s, now)
 	}
 	p.Failed(s, now, msg)
+}
+
+// AsksToWait reports whether an answer with status code and Retry-After
+// tells the host's own pause: a 429 or 503 whose Retry-After lies in the
+// future. "Retry-After: 0" or a date in the past (a server whose clock runs
+// behind sends one on every answer) counts as absent, or a rate-limited
+// host would be asked again at once, every time, with no back-off.
+func AsksToWait(code int, retryAfter time.Duration, retryAfterSet bool) bool {
+	limit := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
+	return limit && retryAfterSet && retryAfter > 0
 }
 
 // RateLimited raises the host's learned delay at now: twice the delay it
