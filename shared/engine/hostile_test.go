@@ -194,3 +194,41 @@ func TestRetryAfterNowIsNoRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlDelayOverTheCap serves Crawl-delays past a day, infinite and
+// overflowing ones included, with MaxCrawlDelay at its largest (a day):
+// each is over the cap, so the URLs end denied at once as for any
+// Crawl-delay over it, and the message quotes the value asked. A day was
+// the clamp before: 1e9 and 86401 held each URL a day, inf and 1e400 were
+// dropped and the host fetched at FetchDelay.
+func TestCrawlDelayOverTheCap(t *testing.T) {
+	t.Parallel()
+	for _, asked := range []string{"1e9", "86401", "inf", "1e400"} {
+		t.Run(asked, func(t *testing.T) {
+			t.Parallel()
+			virtual(t, func(t *testing.T) {
+				p := testParams()
+				p.MaxCrawlDelay = 24 * time.Hour
+				s := rawSite(t, func(r *http.Request) string {
+					if r.URL.Path == "/robots.txt" {
+						return rawAnswer("200 OK", "Content-Type: text/plain\r\n", "User-agent: *\nCrawl-delay: "+asked+"\n")
+					}
+					return rawAnswer("200 OK", "", "page\n")
+				})
+				e := newEnv(t, p)
+				urls := []string{s.url("/p0"), s.url("/p1")}
+				e.seed(urls...)
+				e.runUntil(len(urls), 10*time.Second)
+				if got := s.paths(); len(got) != 1 || got[0] != "/robots.txt" {
+					t.Errorf("requests %v, want robots.txt only", got)
+				}
+				for _, u := range urls {
+					res := e.pub.one(t, u)
+					if res.Status != result.StatusDenied || !strings.Contains(res.Error, "Crawl-delay: "+asked+" ") || !strings.Contains(res.Error, "above MaxCrawlDelay 24h0m0s") {
+						t.Errorf("%s: %s %q, want denied quoting Crawl-delay: %s above MaxCrawlDelay 24h0m0s", u, res.Status, res.Error, asked)
+					}
+				}
+			})
+		})
+	}
+}

@@ -276,7 +276,10 @@ func (w *worker) robotsVerdict(p *policy, raw string) string {
 		return ""
 	}
 	if cd := p.rules.CrawlDelay(w.p.UserAgent); cd > w.p.MaxCrawlDelay {
-		return fmt.Sprintf("robots.txt asks for Crawl-delay %s, above MaxCrawlDelay %s", cd, w.p.MaxCrawlDelay)
+		// The value as the file wrote it: "1e9" or "inf" says what the
+		// site asked for, where a duration would be clamped or overflow.
+		return fmt.Sprintf("robots.txt asks for Crawl-delay: %s (seconds), above MaxCrawlDelay %s",
+			p.rules.CrawlDelayAsked(w.p.UserAgent), w.p.MaxCrawlDelay)
 	}
 	if !p.rules.Allowed(w.p.UserAgent, raw) {
 		return fmt.Sprintf("disallowed by robots.txt for %q", robots.ProductToken(w.p.UserAgent))

@@ -159,8 +159,9 @@ const (
 	NameHostRules                = "HostRules"
 )
 
-// MaxMaxCrawlDelay caps MaxCrawlDelay at a day, the largest Crawl-delay
-// package robots reads (StormCrawler with URLFrontier paces up to 86,400 s).
+// MaxMaxCrawlDelay caps MaxCrawlDelay at a day (StormCrawler with
+// URLFrontier paces up to 86,400 s); a robots.txt asking for more is over
+// the cap, whatever MaxCrawlDelay is.
 const MaxMaxCrawlDelay = 24 * time.Hour
 
 // DefaultDelayFactor is 2: after a response that took t the host rests

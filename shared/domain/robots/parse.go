@@ -2,6 +2,7 @@ package robots
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ type parsed struct {
 type group struct {
 	rules []rule
 	delay time.Duration
+	asked string // the delay as written
 }
 
 // capBody returns a copy of at most MaxBytes of body, cut back to the end of
@@ -100,8 +102,8 @@ func parse(raw []byte) parsed {
 			// Even a malformed Crawl-delay closes the group: the site
 			// meant it as a group member.
 			inRules = true
-			if d, ok := parseDelay(value); ok {
-				f.groups[open].delay = max(f.groups[open].delay, d)
+			if d, asked, ok := parseDelay(value); ok && (d > f.groups[open].delay || f.groups[open].asked == "") {
+				f.groups[open].delay, f.groups[open].asked = d, asked
 			}
 		}
 	}
@@ -177,18 +179,22 @@ func agentToken(v string) string {
 	return strings.ToLower(v)
 }
 
-// parseDelay reads a Crawl-delay in seconds (its first word), clamped to
-// MaxCrawlDelay.
-func parseDelay(v string) (time.Duration, bool) {
+// parseDelay reads a Crawl-delay in seconds (its first word) and returns it
+// with that word. A value too long for a time.Duration ("1e9" is not,
+// "1e10", "1e400" and "inf" are) is Forever: a site asking for forever
+// asks for more than any cap, not for nothing.
+func parseDelay(v string) (time.Duration, string, bool) {
 	if f := strings.Fields(v); len(f) > 0 {
 		v = f[0]
 	}
+	// Out of float64's range, ParseFloat gives ±Inf (1e400) or 0 (1e-400)
+	// with ErrRange: both are read as written.
 	d, err := strconv.ParseFloat(v, 64)
-	if err != nil || d < 0 || math.IsNaN(d) || math.IsInf(d, 0) {
-		return 0, false
+	if err != nil && !errors.Is(err, strconv.ErrRange) || d < 0 || math.IsNaN(d) {
+		return 0, "", false
 	}
-	if d >= MaxCrawlDelay.Seconds() {
-		return MaxCrawlDelay, true
+	if d >= float64(Forever)/float64(time.Second) {
+		return Forever, v, true
 	}
-	return time.Duration(math.Round(d * float64(time.Second))), true
+	return time.Duration(math.Round(d * float64(time.Second))), v, true
 }

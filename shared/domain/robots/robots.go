@@ -60,7 +60,8 @@
 //   - A rule's value runs to the comment or end of line, and any spaces in
 //     it are encoded as %20 rather than ending the value.
 //   - Crawl-delay, not part of RFC 9309, is read from the selected groups
-//     (fractions kept; the largest when merged groups disagree) and, like a
+//     (fractions kept; the largest when merged groups disagree; "inf" and
+//     values past a time.Duration are Forever, never clamped) and, like a
 //     rule, closes the user-agent lines above it into a group.
 //
 // Where RFC 9309 is read narrowly, and why: §2.2.2 says octets "in the
@@ -83,6 +84,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -97,10 +99,12 @@ const MaxBytes = 500 << 10
 // before treating it as missing (RFC 9309 asks for at least five).
 const MaxRedirects = 5
 
-// MaxCrawlDelay is the largest Crawl-delay a file can set. Larger values are
-// clamped here because they would overflow a time.Duration; the caller's own
-// policy (e.g. "over 30 s: deny the URL") decides what to do with it.
-const MaxCrawlDelay = 24 * time.Hour
+// Forever is the Crawl-delay of a value too long for a time.Duration
+// (about 292 years), "inf" and overflowing numbers such as 1e400
+// included: more than any cap. The caller's own policy (e.g. "over 30 s:
+// deny the URL") decides what to do with it; it is never clamped to a
+// value the caller would honour.
+const Forever = time.Duration(math.MaxInt64)
 
 // ErrUnavailable means robots.txt could not be read (429, 5xx or an unusual
 // status). The caller must not fetch from the host now and should retry the
@@ -130,6 +134,7 @@ type selection struct {
 	token string
 	rules []rule
 	delay time.Duration
+	asked string // the delay as the file wrote it
 }
 
 // Parse builds the Rules from the status and body of the final (non-3xx)
@@ -194,12 +199,23 @@ func (r *Rules) Allowed(userAgent, urlPath string) bool {
 }
 
 // CrawlDelay returns the Crawl-delay of the groups that apply to userAgent,
-// or 0 when they set none. Fractions are kept ("0.5" is 500 ms).
+// or 0 when they set none. Fractions are kept ("0.5" is 500 ms); a value
+// too long for a time.Duration, or infinite, is Forever.
 func (r *Rules) CrawlDelay(userAgent string) time.Duration {
 	if r == nil || len(r.file.groups) == 0 {
 		return 0
 	}
 	return r.selectFor(ProductToken(userAgent)).delay
+}
+
+// CrawlDelayAsked returns the Crawl-delay that applies to userAgent as the
+// file wrote it, in seconds ("1e9", "inf"), for messages that quote what
+// the site asked for; "" when none applies.
+func (r *Rules) CrawlDelayAsked(userAgent string) string {
+	if r == nil || len(r.file.groups) == 0 {
+		return ""
+	}
+	return r.selectFor(ProductToken(userAgent)).asked
 }
 
 // selectFor returns the merged groups for token, from the cache when the
@@ -215,7 +231,9 @@ func (r *Rules) selectFor(token string) *selection {
 	s := &selection{token: token}
 	for _, g := range idx {
 		s.rules = append(s.rules, r.file.groups[g].rules...)
-		s.delay = max(s.delay, r.file.groups[g].delay)
+		if d := r.file.groups[g].delay; d > s.delay {
+			s.delay, s.asked = d, r.file.groups[g].asked
+		}
 	}
 	// Most octets first, Allow first among equals: the first rule that
 	// matches is then the verdict RFC 9309 §2.2.2 asks for.

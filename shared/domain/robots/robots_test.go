@@ -414,8 +414,14 @@ func TestCrawlDelay(t *testing.T) {
 		{"crawldelay spelling", "User-agent: *\nCrawldelay: 3\n", ourUA, 3 * time.Second},
 		{"not a number is ignored", "User-agent: *\nCrawl-delay: soon\n", ourUA, 0},
 		{"negative is ignored", "User-agent: *\nCrawl-delay: -4\n", ourUA, 0},
-		{"infinite is ignored", "User-agent: *\nCrawl-delay: Inf\n", ourUA, 0},
-		{"huge is clamped", "User-agent: *\nCrawl-delay: 1e300\n", ourUA, robots.MaxCrawlDelay},
+		{"infinite is forever", "User-agent: *\nCrawl-delay: Inf\n", ourUA, robots.Forever},
+		{"overflowing is forever", "User-agent: *\nCrawl-delay: 1e400\n", ourUA, robots.Forever},
+		{"past a Duration is forever", "User-agent: *\nCrawl-delay: 1e300\n", ourUA, robots.Forever},
+		{"a billion seconds is not clamped", "User-agent: *\nCrawl-delay: 1e9\n", ourUA, 1e9 * time.Second},
+		{"a day and a second is not clamped", "User-agent: *\nCrawl-delay: 86401\n", ourUA, 86401 * time.Second},
+		{"underflowing is none", "User-agent: *\nCrawl-delay: 1e-400\n", ourUA, 0},
+		{"minus infinity is ignored", "User-agent: *\nCrawl-delay: -inf\n", ourUA, 0},
+		{"NaN is ignored", "User-agent: *\nCrawl-delay: NaN\n", ourUA, 0},
 		{"before any user-agent is ignored", "Crawl-delay: 7\nUser-agent: *\nDisallow: /x\n", ourUA, 0},
 		{"empty file", "", ourUA, 0},
 		{"merged groups take the largest", "User-agent: urldownloader\nCrawl-delay: 2\n\nUser-agent: *\nCrawl-delay: 9\n\nUser-agent: urldownloader\nCrawl-delay: 5\n", ourUA, 5 * time.Second},
@@ -631,5 +637,20 @@ func TestLargeFile(t *testing.T) {
 		if got := r.Allowed(v.ua, v.path); got != v.allow {
 			t.Errorf("Allowed(%.40q) = %v, want %v", v.path, got, v.allow)
 		}
+	}
+}
+
+// TestCrawlDelayAsked checks that the delay that applies is also given as
+// the file wrote it, for messages: the largest of merged groups.
+func TestCrawlDelayAsked(t *testing.T) {
+	r := mustParse(t, "User-agent: urldownloader\nCrawl-delay: 2\n\nUser-agent: *\nCrawl-delay: inf\n\nUser-agent: urldownloader\nCrawl-delay: 1e9 seconds\n")
+	if got := r.CrawlDelayAsked(ourUA); got != "1e9" {
+		t.Errorf("CrawlDelayAsked(ours) = %q, want 1e9", got)
+	}
+	if got := r.CrawlDelayAsked("otherbot"); got != "inf" || r.CrawlDelay("otherbot") != robots.Forever {
+		t.Errorf("CrawlDelayAsked(other) = %q (%v), want inf (Forever)", got, r.CrawlDelay("otherbot"))
+	}
+	if got := mustParse(t, "User-agent: *\nDisallow: /x\n").CrawlDelayAsked(ourUA); got != "" {
+		t.Errorf("CrawlDelayAsked without a Crawl-delay = %q, want none", got)
 	}
 }
