@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -415,6 +416,13 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	// Closing without draining on truncation drops the connection instead
 	// of downloading the rest: the right trade for an oversized body.
 	defer resp.Body.Close()
+	if resp.StatusCode < 100 || resp.StatusCode > 599 {
+		// RFC 9110 section 15 defines 100-599 only; net/http reads any
+		// three digits. A 600 or 999 is no status the engine can act on,
+		// and read as a server error it would be retried as transient.
+		return nil, &Error{Kind: KindProtocol, Op: "read status", URL: req.URL,
+			Err: fmt.Errorf("status %d is outside 100-599", resp.StatusCode)}
+	}
 
 	limit := f.opts.MaxBodyBytes
 	if req.MaxBodyBytes > 0 {
@@ -502,8 +510,18 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*http.Request, *http.Response, *connUse, *capture, error) {
 	for try := 0; ; try++ {
 		use := &connUse{t: f.conns}
+		n1xx := 0
 		trace := &httptrace.ClientTrace{
 			GotConn: func(info httptrace.GotConnInfo) { use.got(info.Conn) },
+			// The Transport's own bound on 1xx answers is the header
+			// size, 10,000 of them fit: the plain path's count holds
+			// here too (max1xx).
+			Got1xxResponse: func(int, textproto.MIMEHeader) error {
+				if n1xx++; n1xx > max1xx {
+					return errTooMany1xx
+				}
+				return nil
+			},
 		}
 		var capt *capture
 		if f.opts.Archive != nil {

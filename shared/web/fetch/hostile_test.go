@@ -1,11 +1,14 @@
 package fetch_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urldownloader/urldownloader/shared/web/coding"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
@@ -104,5 +107,100 @@ func TestDecodingFailsForGood(t *testing.T) {
 			want(t, "kind of "+err.Error(), fetch.KindOf(err), tc.kind)
 			want(t, "transient", fetch.IsTransient(err), tc.kind == fetch.KindConnection)
 		})
+	}
+}
+
+// heldServer answers every connection with reply and then holds it open,
+// sending nothing more, until the test ends: a server that stalls.
+func heldServer(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil || line == "\r\n" {
+						break
+					}
+				}
+				c.Write([]byte(reply))
+				<-done
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// TestHostileAnswersBothPaths sends each hostile answer to the plain-HTTP
+// path and to the Transport (the path a fetcher with an Archive, i.e.
+// --warc, takes): both must end the same way, with an error that says
+// what happened.
+func TestHostileAnswersBothPaths(t *testing.T) {
+	storm := strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 1000) + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	five := strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n", 5) + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	longLine := "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", 300<<10) + "\r\n\r\n"
+	manyLines := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Filler: "+strings.Repeat("a", 1000)+"\r\n", 400) + "\r\n"
+	// The cap falls inside a name: the cut line has no colon.
+	longNames := "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-"+strings.Repeat("n", 1000)+": v\r\n", 400) + "\r\n"
+	for _, tc := range []struct {
+		name  string
+		url   func(t *testing.T) string
+		kind  fetch.Kind // KindOther: no error, the answer is used
+		says  string
+		never string
+	}{
+		{"1,000 100 Continue", func(t *testing.T) string { return rawServer(t, []byte(storm)) }, fetch.KindProtocol, "more than 5 1xx informational responses", ""},
+		{"5 103 Early Hints", func(t *testing.T) string { return rawServer(t, []byte(five)) }, fetch.KindOther, "", ""},
+		{"status 600", func(t *testing.T) string {
+			return rawServer(t, []byte("HTTP/1.1 600 Odd\r\nContent-Length: 0\r\n\r\n"))
+		}, fetch.KindProtocol, "status 600 is outside 100-599", ""},
+		{"status 999", func(t *testing.T) string {
+			return rawServer(t, []byte("HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n"))
+		}, fetch.KindProtocol, "status 999 is outside 100-599", ""},
+		{"status 099", func(t *testing.T) string {
+			return rawServer(t, []byte("HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n"))
+		}, fetch.KindProtocol, "status 99 is outside 100-599", ""},
+		{"one long header line", func(t *testing.T) string { return rawServer(t, []byte(longLine)) }, fetch.KindProtocol, "headers exceeded", "missing colon"},
+		{"long header names", func(t *testing.T) string { return rawServer(t, []byte(longNames)) }, fetch.KindProtocol, "headers exceeded", "missing colon"},
+		{"many header lines", func(t *testing.T) string { return rawServer(t, []byte(manyLines)) }, fetch.KindProtocol, "headers exceeded", "missing colon"},
+		{"status line stalls", func(t *testing.T) string { return heldServer(t, "HTTP/") }, fetch.KindTimeout, "no complete answer within", "malformed"},
+		{"header stalls", func(t *testing.T) string { return heldServer(t, "HTTP/1.1 200 OK\r\nX-Half: ") }, fetch.KindTimeout, "no complete answer within", "missing colon"},
+	} {
+		for _, warc := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/warc=%v", tc.name, warc), func(t *testing.T) {
+				opts := localOptions()
+				opts.Timeout = time.Second
+				if warc {
+					opts.Archive = archiveWriter(t)
+				}
+				resp, err := fetch.New(opts, fixedNow).Fetch(context.Background(), fetch.Request{URL: tc.url(t)})
+				if tc.kind == fetch.KindOther {
+					if err != nil || resp.HTTPStatus != 200 || string(resp.Body) != "ok" {
+						t.Fatalf("Fetch: %v, want the 200 after the 1xx answers", err)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("Fetch returned %d, want an error", resp.HTTPStatus)
+				}
+				want(t, "kind of "+err.Error(), fetch.KindOf(err), tc.kind)
+				want(t, "transient", fetch.IsTransient(err), tc.kind == fetch.KindTimeout)
+				if !strings.Contains(err.Error(), tc.says) || tc.never != "" && strings.Contains(err.Error(), tc.never) {
+					t.Errorf("error %q, want it to say %q (and not %q)", err, tc.says, tc.never)
+				}
+			})
+		}
 	}
 }

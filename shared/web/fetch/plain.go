@@ -46,14 +46,27 @@ const plainIdleTimeout = 90 * time.Second
 // passes maxHeaderBytes fails with.
 var errPlainHeaderTooLarge = fmt.Errorf("server response headers exceeded %d bytes; aborted", maxHeaderBytes)
 
+// max1xx is how many 1xx informational answers (103 Early Hints, a 100
+// nobody asked for) may come before the real one, on either path: a host
+// that sends 1,000 must end the same way with and without --warc.
+const max1xx = 5
+
+// errTooMany1xx is what an exchange with more than max1xx informational
+// answers fails with: a protocol error, final for the URL.
+var errTooMany1xx = fmt.Errorf("more than %d 1xx informational responses before the answer", max1xx)
+
 // plainConn is what a kept plain connection carries besides its socket:
 // the address it was dialed for (a request to another port of the host
 // must not take it) and, while a request uses it, its buffers.
 type plainConn struct {
 	addr  string
 	limit int64 // bytes the reader may still take; see limitedConn
-	br    *bufio.Reader
-	bw    *bufio.Writer
+	// readErr is how the connection's last read failed, nil when none
+	// did: bufio hands the parser a partial line ("HTTP/") before the
+	// error under it, so the parser's complaint is not the cause.
+	readErr error
+	br      *bufio.Reader
+	bw      *bufio.Writer
 	// idleSince is when its last request ended (tracker.mu).
 	idleSince time.Time
 }
@@ -71,6 +84,7 @@ var (
 // attach gives the connection c (whose plainConn pc is) its buffers for a
 // request.
 func (pc *plainConn) attach(c *trackedConn) {
+	pc.readErr = nil
 	pc.br = plainReaders.Get().(*bufio.Reader)
 	pc.br.Reset(limitedConn{c})
 	pc.bw = plainWriters.Get().(*bufio.Writer)
@@ -94,6 +108,7 @@ type limitedConn struct{ c *trackedConn }
 func (l limitedConn) Read(p []byte) (int, error) {
 	pc := l.c.plain
 	if pc.limit <= 0 {
+		pc.readErr = errPlainHeaderTooLarge
 		return 0, errPlainHeaderTooLarge
 	}
 	if int64(len(p)) > pc.limit {
@@ -101,7 +116,26 @@ func (l limitedConn) Read(p []byte) (int, error) {
 	}
 	n, err := l.c.Read(p)
 	pc.limit -= int64(n)
+	if err != nil {
+		pc.readErr = err
+	}
 	return n, err
+}
+
+// headerError is why reading an answer's header block failed: the
+// connection's own failure when it was the header cap or a deadline (the
+// parser then saw a cut line and would say `malformed HTTP response
+// "HTTP/"` or "missing colon"), else the parser's verdict. A connection
+// closed mid-line stays the parser's verdict, as on the Transport.
+func (pc *plainConn) headerError(err error) error {
+	re := pc.readErr
+	if re == nil || errors.Is(err, re) {
+		return err
+	}
+	if errors.Is(re, errPlainHeaderTooLarge) || errors.Is(re, os.ErrDeadlineExceeded) {
+		return re
+	}
+	return err
 }
 
 // plainAddr is the address a plain request to u dials, as the Transport
@@ -169,14 +203,14 @@ func (f *Fetcher) roundTripPlain(ctx context.Context, hreq *http.Request, use *c
 	for informational := 0; ; informational++ {
 		r, err := http.ReadResponse(pc.br, hreq)
 		if err != nil {
-			return fail(err)
+			return fail(pc.headerError(err))
 		}
 		// 1xx answers (103 Early Hints, a 100 nobody asked for) come
 		// before the real one, as the Transport skips them; 101 would be
 		// a protocol switch, which a GET of ours never asks for.
 		if r.StatusCode >= 100 && r.StatusCode < 200 && r.StatusCode != http.StatusSwitchingProtocols {
-			if informational == 5 {
-				return fail(errors.New("too many 1xx informational responses"))
+			if informational == max1xx {
+				return fail(errTooMany1xx)
 			}
 			pc.limit = maxHeaderBytes
 			continue
