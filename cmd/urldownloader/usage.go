@@ -43,7 +43,7 @@ var flagGroups = []struct {
 var argNames = map[string]string{
 	"urls": "FILE", "out": "FILE", "state": "FILE", "bodies": "DIR", "warc": "FILE", "warc-max-bytes": "N", "listen": "ADDR", "param": "Name=Value", "host-rules": "FILE",
 	"timeout": "DURATION", "check-run": "DURATION", "shards": "N",
-	"allow-net": "CIDR[,CIDR...]", "allowed-host": "NAME[:PORT]", "dns-server": "IP[:PORT]", "token": "TOKEN", "demo-hosts": "N", "demo-pages": "N", "hostile-pages": "N", "backend": "local",
+	"allow-net": "CIDR[:PORT[-PORT]][,...]", "allowed-host": "NAME[:PORT]", "dns-server": "IP[:PORT]", "token": "TOKEN", "demo-hosts": "N", "demo-pages": "N", "hostile-pages": "N", "backend": "local",
 }
 
 // The flag package calls Usage for -h and for a bad flag: the whole text

@@ -31,14 +31,17 @@ var (
 )
 
 func init() {
-	flag.Var(&AllowNet, "allow-net", "open these networks, `CIDR`[,CIDR...], repeatable, on every port (e.g. 127.0.0.0/8 for a site on this machine); "+
+	flag.Var(&AllowNet, "allow-net", "open these networks, `CIDR[:PORT[-PORT]]`[,...], repeatable (e.g. 127.0.0.0/8 for a site on this machine); "+
+		"a network without ports is open on EVERY port, so a page or a redirect there may reach any service on it (a database, an admin console): "+
+		"name the ports to open only those (127.0.0.0/8:8080, 10.0.0.0/8:8000-8099, [::1]:8080); "+
 		"link-local and the cloud metadata addresses (169.254.169.254, fd00:ec2::254, ...) open only when named exactly (169.254.169.254/32); default: public addresses only")
 }
 
-// NetworksFlag is --allow-net: networks in CIDR notation, comma-separated,
-// the flag repeatable. A bad item fails the flag, and the flag package
-// names the flag and the value in the usage error.
-type NetworksFlag []netip.Prefix
+// NetworksFlag is --allow-net: networks in CIDR notation, each on every
+// port or on the ports named after it (fetch.ParseNetworkPorts),
+// comma-separated, the flag repeatable. A bad item fails the flag, and
+// the flag package names the flag and the value in the usage error.
+type NetworksFlag []fetch.Network
 
 func (n *NetworksFlag) String() string {
 	if n == nil {
@@ -52,21 +55,22 @@ func (n *NetworksFlag) String() string {
 }
 
 func (n *NetworksFlag) Set(v string) error {
-	nets, err := fetch.ParseNetworks(v)
+	nets, err := fetch.ParseNetworkPorts(v)
 	if err != nil {
 		return err
 	}
 	if len(nets) == 0 {
-		return fmt.Errorf("no network in %q: want CIDR[,CIDR...], e.g. 127.0.0.0/8", v)
+		return fmt.Errorf("no network in %q: want CIDR[:PORT[-PORT]][,...], e.g. 127.0.0.0/8 or 127.0.0.0/8:8080", v)
 	}
 	*n = append(*n, nets...)
 	return nil
 }
 
-// AddressPolicy is what the flags open: --allow-net's networks, the
-// private set with --allow-private, and loopback for the demo site.
-func AddressPolicy(nets []netip.Prefix, private, demo bool) fetch.AddressPolicy {
-	p := fetch.AddressPolicy{}.Open(nets...).WithRemedy(localRemedy)
+// AddressPolicy is what the flags open: --allow-net's networks (on their
+// ports), the private set with --allow-private, and loopback for the demo
+// site.
+func AddressPolicy(nets []fetch.Network, private, demo bool) fetch.AddressPolicy {
+	p := fetch.AddressPolicy{}.OpenNetworks(nets...).WithRemedy(localRemedy)
 	if private {
 		p = p.OpenPrivate()
 	}

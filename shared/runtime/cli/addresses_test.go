@@ -205,3 +205,136 @@ func TestLocalModeDeniesNamingTheFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestAllowNetPorts: --allow-net takes ports after a network; a network
+// opened on some ports refuses the others, naming the flag with the port,
+// where a network without ports is open on every port.
+func TestAllowNetPorts(t *testing.T) {
+	nets, err := parseAllowNet("--allow-net", "127.0.0.0/8:8080,10.0.0.0/8:8000-8099", "--allow-net=[::1]:9000,192.168.1.5:443,fd12::/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nets.String(); got != "127.0.0.0/8:8080,10.0.0.0/8:8000-8099,::1/128:9000,192.168.1.5/32:443,fd12::/16" {
+		t.Errorf("--allow-net read %s", got)
+	}
+	for _, bad := range []string{"127.0.0.0/8:0", "127.0.0.0/8:65536", "127.0.0.0/8:9000-8000", "127.0.0.0/8:http", "[::1:80", "127.0.0.0/8:"} {
+		if _, err := parseAllowNet("--allow-net", bad); err == nil || !strings.Contains(err.Error(), "-allow-net") {
+			t.Errorf("--allow-net %q: %v, want a usage error naming the flag", bad, err)
+		}
+	}
+	for _, tc := range []struct {
+		addr, want string // want "" allowed
+	}{
+		{"127.0.0.1:8080", ""},
+		{"127.0.0.1:5432", "(local mode: --allow-net 127.0.0.0/8:5432 or --allow-private)"},
+		{"10.1.2.3:8000", ""},
+		{"10.1.2.3:8099", ""},
+		{"10.1.2.3:8100", "--allow-net 10.0.0.0/8:8100"},
+		{"[::1]:9000", ""},
+		{"[::1]:22", "--allow-net ::1/128:22"},
+		{"192.168.1.5:443", ""},
+		{"192.168.1.5:80", "is private"},
+		{"[fd12::5]:6379", ""},
+	} {
+		err := AddressPolicy(nets, false, false).Check(netip.MustParseAddrPort(tc.addr), nil)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s refused: %v", tc.addr, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want a denial containing %q", tc.addr, err, tc.want)
+		}
+	}
+}
+
+// TestAllowNetPortsStopARedirect runs local mode on a loopback site opened
+// with --allow-net on its own port only: a redirect from it to another
+// port of loopback (where a raw socket stands for a database or an admin
+// console) is denied at dial, and nothing connects there. Opened without
+// ports, the same redirect reaches the other port.
+func TestAllowNetPortsStopARedirect(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	reached := make(chan struct{}, 10)
+	go func() {
+		for {
+			c, err := inner.Accept()
+			if err != nil {
+				return
+			}
+			reached <- struct{}{}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecret")
+			c.Close()
+		}
+	}()
+	_, innerPort, _ := net.SplitHostPort(inner.Addr().String())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		http.Redirect(w, r, "http://127.0.0.1:"+innerPort+"/admin", http.StatusFound)
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	start := "http://127.0.0.1:" + port + "/start"
+	for _, tc := range []struct {
+		allow string
+		want  result.Status
+	}{
+		{"127.0.0.0/8:" + port, result.StatusDenied},
+		{"127.0.0.0/8", result.StatusFetched},
+	} {
+		t.Run(tc.allow, func(t *testing.T) {
+			for len(reached) > 0 {
+				<-reached
+			}
+			nets, err := parseAllowNet("--allow-net", tc.allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			rt, err := localmode.Open(context.Background(), localmode.Options{
+				Out: &out, Addresses: AddressPolicy(nets, false, false), ShardCount: 1,
+				Params: map[string]string{"FetchDelay": "10ms"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			// Bounds a hang only: the run ends as soon as the URL has its result.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			in := &localmode.Input{Name: "test", R: strings.NewReader(start + "\n")}
+			if _, err := rt.Run(ctx, localmode.RunOptions{Input: in}); err != nil {
+				t.Fatal(err)
+			}
+			// The redirect ends the first URL; its target, on another
+			// host:port, is queued and ends in a result of its own.
+			admin := "http://127.0.0.1:" + innerPort + "/admin"
+			var r result.Result
+			for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+				var one result.Result
+				if err := json.Unmarshal([]byte(line), &one); err != nil {
+					t.Fatalf("result line %q: %v", line, err)
+				}
+				if one.URL == admin {
+					r = one
+				}
+			}
+			if r.Status != tc.want {
+				t.Errorf("%s: %s (%s), want %s", r.URL, r.Status, r.Error, tc.want)
+			}
+			if tc.want == result.StatusDenied {
+				if len(reached) != 0 {
+					t.Errorf("the other port was connected to %d times, want never", len(reached))
+				}
+				if !strings.Contains(r.Error, "--allow-net 127.0.0.0/8:"+innerPort) {
+					t.Errorf("error %q does not name --allow-net with the port", r.Error)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -26,16 +27,49 @@ import (
 // it; the private set, 0.0.0.0/0 or 160.0.0.0/4 open neither), because one
 // submitted URL that reaches them can hand out the machine's credentials.
 //
-// An address the policy opens is open on every port: a local site listens
-// where it likes. Public addresses keep the allowed-ports rule.
+// An address the policy opens is open on every port (a local site listens
+// where it likes), unless it was opened as a Network with a port range
+// (OpenNetworks): then on those ports only, so a redirect to another port
+// of the same network (a database, an admin console) stays refused.
+// Public addresses keep the allowed-ports rule, and a network opened on
+// some ports adds those to it.
 //
 // The zero value opens nothing. An AddressPolicy is a value: Open,
 // OpenPrivate and WithRemedy return a changed copy.
 type AddressPolicy struct {
-	nets    []netip.Prefix // masked, IPv4 as IPv4, sorted, no duplicates
+	nets    []Network // masked, IPv4 as IPv4, sorted, no duplicates
 	private bool
 	remedy  Remedy
 }
+
+// Network is a network an AddressPolicy opens, on every port or on one
+// range of ports.
+type Network struct {
+	Prefix netip.Prefix
+	// First and Last are the ports opened, both included; both zero
+	// opens every port.
+	First, Last uint16
+}
+
+// String writes n as ParseNetworkPorts reads it: 127.0.0.0/8,
+// 127.0.0.0/8:8080, 127.0.0.0/8:8000-8099.
+func (n Network) String() string {
+	switch {
+	case n.First == 0 && n.Last == 0:
+		return n.Prefix.String()
+	case n.First == n.Last:
+		return fmt.Sprintf("%s:%d", n.Prefix, n.First)
+	default:
+		return fmt.Sprintf("%s:%d-%d", n.Prefix, n.First, n.Last)
+	}
+}
+
+// allows reports whether n opens ip on port.
+func (n Network) allows(ip netip.Addr, port uint16) bool {
+	return n.Prefix.Contains(ip) && (n.everyPort() || port >= n.First && port <= n.Last)
+}
+
+func (n Network) everyPort() bool { return n.First == 0 && n.Last == 0 }
 
 // Remedy names, for a denial message, the settings that would open an
 // address where the policy came from: local mode's flags, a deployed
@@ -59,17 +93,34 @@ func PrivatePolicy() AddressPolicy { return AddressPolicy{}.OpenPrivate() }
 // Open returns p with nets opened too (see AddressPolicy for what a named
 // network opens).
 func (p AddressPolicy) Open(nets ...netip.Prefix) AddressPolicy {
+	all := make([]Network, len(nets))
+	for i, n := range nets {
+		all[i] = Network{Prefix: n}
+	}
+	return p.OpenNetworks(all...)
+}
+
+// OpenNetworks returns p with nets opened too, each on its ports (see
+// AddressPolicy).
+func (p AddressPolicy) OpenNetworks(nets ...Network) AddressPolicy {
 	all := slices.Clone(p.nets)
 	for _, n := range nets {
-		if n.IsValid() {
-			all = append(all, canonicalPrefix(n))
+		if n.Prefix.IsValid() {
+			n.Prefix = canonicalPrefix(n.Prefix)
+			all = append(all, n)
 		}
 	}
-	slices.SortFunc(all, func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
+	slices.SortFunc(all, func(a, b Network) int {
+		if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
 			return c
 		}
-		return a.Bits() - b.Bits()
+		if c := a.Prefix.Bits() - b.Prefix.Bits(); c != 0 {
+			return c
+		}
+		if c := int(a.First) - int(b.First); c != 0 {
+			return c
+		}
+		return int(a.Last) - int(b.Last)
 	})
 	p.nets = slices.Compact(all)
 	return p
@@ -90,8 +141,16 @@ func (p AddressPolicy) WithRemedy(r Remedy) AddressPolicy {
 	return p
 }
 
-// Networks returns the networks p opens by name.
-func (p AddressPolicy) Networks() []netip.Prefix { return slices.Clone(p.nets) }
+// Networks returns the networks p opens by name, on any of their ports.
+func (p AddressPolicy) Networks() []netip.Prefix {
+	var out []netip.Prefix
+	for _, n := range p.nets {
+		if len(out) == 0 || out[len(out)-1] != n.Prefix {
+			out = append(out, n.Prefix)
+		}
+	}
+	return out
+}
 
 // Private reports whether p opens the private set.
 func (p AddressPolicy) Private() bool { return p.private }
@@ -140,6 +199,81 @@ func ParseNetworks(list string) ([]netip.Prefix, error) {
 	return nets, nil
 }
 
+// ParseNetworkPorts reads a comma-separated list of networks as
+// ParseNetworks does, each optionally followed by the ports it opens:
+// 127.0.0.0/8 (every port), 127.0.0.0/8:8080 (one port),
+// 127.0.0.0/8:8000-8099 (a range, both ends included). A bare address
+// takes a port too: 10.0.0.5:8080, [::1]:8080. The error names the bad
+// item.
+func ParseNetworkPorts(list string) ([]Network, error) {
+	var nets []Network
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		n, err := parseNetworkPorts(item)
+		if err != nil {
+			return nil, err
+		}
+		nets = append(nets, n)
+	}
+	return nets, nil
+}
+
+// parseNetworkPorts reads one item of ParseNetworkPorts. The ports follow
+// the last colon after the "/" of a CIDR, or the "]" of a bracketed
+// address, or the only colon of a bare IPv4 address; an IPv6 address
+// without brackets or a "/" has no ports.
+func parseNetworkPorts(s string) (Network, error) {
+	cidr, ports := s, ""
+	switch {
+	case strings.HasPrefix(s, "["):
+		end := strings.Index(s, "]")
+		if end < 0 {
+			return Network{}, fmt.Errorf("%q is not a network: no ] after [", s)
+		}
+		cidr, ports = s[1:end], strings.TrimPrefix(s[end+1:], ":")
+		if rest := s[end+1:]; rest != "" && !strings.HasPrefix(rest, ":") {
+			return Network{}, fmt.Errorf("%q is not a network: want [address]:PORT", s)
+		}
+	case strings.Contains(s, "/"):
+		slash := strings.LastIndex(s, "/")
+		if c := strings.Index(s[slash:], ":"); c >= 0 {
+			cidr, ports = s[:slash+c], s[slash+c+1:]
+		}
+	case strings.Count(s, ":") == 1:
+		cidr, ports, _ = strings.Cut(s, ":")
+	}
+	prefix, err := parseNetwork(cidr)
+	if err != nil {
+		return Network{}, err
+	}
+	n := Network{Prefix: prefix}
+	if cidr == s {
+		return n, nil
+	}
+	first, last, ok := strings.Cut(ports, "-")
+	if !ok {
+		last = first
+	}
+	a, errA := parsePort(first)
+	b, errB := parsePort(last)
+	if errA != nil || errB != nil || a > b {
+		return Network{}, fmt.Errorf("%q has bad ports %q: want PORT or PORT-PORT, 1 to 65535, e.g. %s:8080 or %s:8000-8099", s, ports, prefix, prefix)
+	}
+	n.First, n.Last = a, b
+	return n, nil
+}
+
+func parsePort(s string) (uint16, error) {
+	v, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("bad port %q", s)
+	}
+	return uint16(v), nil
+}
+
 func parseNetwork(s string) (netip.Prefix, error) {
 	if !strings.Contains(s, "/") {
 		a, err := netip.ParseAddr(s)
@@ -181,7 +315,7 @@ func (p AddressPolicy) Check(addr netip.AddrPort, allowedPorts []int) error {
 	if !ip.IsValid() {
 		return deny("address is not a valid IP address")
 	}
-	opened, refused := p.judge(ip)
+	opened, refused := p.judge(ip, addr.Port())
 	if refused != nil {
 		return deny(refused.message(p.remedy))
 	}
@@ -204,8 +338,9 @@ type refusal struct {
 	form  string     // the transition form ("IPv4-mapped"), "" for none
 	why   string     // "loopback"
 	// open is the network to name to open it: the special network, or
-	// for a link-local or metadata address the address itself.
-	open netip.Prefix
+	// for a link-local or metadata address the address itself; on the
+	// port dialed when the policy opens it on other ports only.
+	open Network
 	// private: the private set opens it too.
 	private bool
 	// exact: link-local or metadata, which only a network inside it opens.
@@ -252,60 +387,72 @@ func AddressFix(msg string) string {
 
 // judge says whether p opens ip (then any port is allowed), or why ip is
 // refused; neither for a public address the policy does not name.
-func (p AddressPolicy) judge(ip netip.Addr) (opened bool, refused *refusal) {
+func (p AddressPolicy) judge(ip netip.Addr, port uint16) (opened bool, refused *refusal) {
 	if ip.Is6() {
 		if r := lookup(specialV6Exact, ip); r != nil {
-			return p.decide(ip, r, false)
+			return p.decide(ip, port, r, false)
 		}
 		if v4, form, ok := embeddedV4(ip); ok {
-			opened, refused = p.judge(v4)
+			opened, refused = p.judge(v4, port)
 			if refused != nil {
 				refused.addr, refused.form = ip, form
 				return false, refused
 			}
-			return opened || p.named(ip), nil
+			return opened || p.named(ip, port), nil
 		}
 	}
 	if r := lookup(metadataRanges, ip); r != nil {
-		return p.decide(ip, r, true)
+		return p.decide(ip, port, r, true)
 	}
 	special := specialV4
 	if ip.Is6() {
 		special = specialV6
 	}
 	if r := lookup(special, ip); r != nil {
-		return p.decide(ip, r, false)
+		return p.decide(ip, port, r, false)
 	}
 	if ip.Is6() && !globalUnicastV6.Contains(ip) {
-		return p.decide(ip, &specialRange{prefix: globalUnicastV6, why: "reserved (outside 2000::/3, the IPv6 global unicast space)"}, false)
+		return p.decide(ip, port, &specialRange{prefix: globalUnicastV6, why: "reserved (outside 2000::/3, the IPv6 global unicast space)"}, false)
 	}
-	return p.named(ip), nil
+	return p.named(ip, port), nil
 }
 
-// decide applies p to ip, which lies in the special range r.
-func (p AddressPolicy) decide(ip netip.Addr, r *specialRange, exact bool) (bool, *refusal) {
+// decide applies p to ip and port, where ip lies in the special range r.
+func (p AddressPolicy) decide(ip netip.Addr, port uint16, r *specialRange, exact bool) (bool, *refusal) {
 	if exact {
 		for _, n := range p.nets {
-			if n.Contains(ip) && n.Bits() >= r.prefix.Bits() {
+			if n.allows(ip, port) && n.Prefix.Bits() >= r.prefix.Bits() {
 				return true, nil
 			}
 		}
-		return false, &refusal{addr: ip, inner: ip, why: r.why, open: netip.PrefixFrom(ip, ip.BitLen()), exact: true}
+		open := p.onPort(Network{Prefix: netip.PrefixFrom(ip, ip.BitLen())}, ip, port)
+		return false, &refusal{addr: ip, inner: ip, why: r.why, open: open, exact: true}
 	}
-	if (p.private && r.private) || p.named(ip) {
+	if (p.private && r.private) || p.named(ip, port) {
 		return true, nil
 	}
-	open := r.prefix
-	if open == globalUnicastV6 {
-		open = netip.PrefixFrom(ip, ip.BitLen())
+	open := Network{Prefix: r.prefix}
+	if open.Prefix == globalUnicastV6 {
+		open.Prefix = netip.PrefixFrom(ip, ip.BitLen())
 	}
-	return false, &refusal{addr: ip, inner: ip, why: r.why, open: open, private: r.private}
+	return false, &refusal{addr: ip, inner: ip, why: r.why, open: p.onPort(open, ip, port), private: r.private}
 }
 
-// named reports whether a network p names holds ip.
-func (p AddressPolicy) named(ip netip.Addr) bool {
+// onPort is open as a remedy names it: on the port dialed when p opens ip
+// on other ports only, for the user who chose to open some ports.
+func (p AddressPolicy) onPort(open Network, ip netip.Addr, port uint16) Network {
 	for _, n := range p.nets {
-		if n.Contains(ip) {
+		if n.Prefix.Contains(ip) && !n.everyPort() {
+			open.First, open.Last = port, port
+		}
+	}
+	return open
+}
+
+// named reports whether a network p names opens ip on port.
+func (p AddressPolicy) named(ip netip.Addr, port uint16) bool {
+	for _, n := range p.nets {
+		if n.allows(ip, port) {
 			return true
 		}
 	}

@@ -301,3 +301,35 @@ func TestAddressPolicyValue(t *testing.T) {
 		t.Errorf("Private() wrong")
 	}
 }
+
+// TestNetworkPorts: networks read with their ports, and a policy that
+// opens a network on some ports refuses the others, metadata addresses
+// included (named exactly, on the port named).
+func TestNetworkPorts(t *testing.T) {
+	nets, err := fetch.ParseNetworkPorts("127.0.0.0/8:8080, 10.0.0.0/8:8000-8099,[::1]:9000,169.254.169.254:80,fd00::/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range nets {
+		got = append(got, n.String())
+	}
+	if s := strings.Join(got, " "); s != "127.0.0.0/8:8080 10.0.0.0/8:8000-8099 ::1/128:9000 169.254.169.254/32:80 fd00::/8" {
+		t.Errorf("read %s", s)
+	}
+	for _, bad := range []string{"127.0.0.0/8:0", "127.0.0.0/8:70000", "127.0.0.0/8:90-80", "[::1]x", "10.1.2.3/8:80"} {
+		if _, err := fetch.ParseNetworkPorts(bad); err == nil {
+			t.Errorf("ParseNetworkPorts(%q) accepted", bad)
+		}
+	}
+	p := fetch.AddressPolicy{}.OpenNetworks(nets...)
+	for addr, allowed := range map[string]bool{
+		"127.0.0.1:8080": true, "127.0.0.1:8081": false, "10.9.9.9:8050": true, "10.9.9.9:22": false,
+		"[::1]:9000": true, "[::1]:9001": false, "169.254.169.254:80": true, "169.254.169.254:8080": false,
+		"[::ffff:127.0.0.1]:8080": true, "[::ffff:127.0.0.1]:22": false, "[fd00::1]:5432": true,
+	} {
+		if err := p.Check(netip.MustParseAddrPort(addr), nil); (err == nil) != allowed {
+			t.Errorf("Check(%s) = %v, want allowed %v", addr, err, allowed)
+		}
+	}
+}
