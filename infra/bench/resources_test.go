@@ -79,11 +79,13 @@ func TestResourcesSmoke(t *testing.T) {
 		t.Errorf("resources table lacks the memory table:\n%s", tab)
 	}
 	for _, r := range res.Rate {
-		// Every host was asked (the run outlasts the small farm's work),
-		// robots.txt once each, and the row's figure is a rate.
+		// Every host was asked, robots.txt once each, and the row's
+		// figure is a rate. The run is a fixed window: on a loaded machine
+		// (moto's calls taking a second each) it may end before the farm's
+		// last pages, so the pages are bounded, not counted.
 		want := r.Config.Hosts * (r.Config.PerHost + 1)
-		if r.Site.Hosts != r.Config.Hosts || r.Site.Requests != want || r.Site.Robots != r.Config.Hosts {
-			t.Errorf("rate row, %s: the farm saw %+v, want %d hosts, %d requests", r.Config.store(), r.Site, r.Config.Hosts, want)
+		if r.Site.Hosts != r.Config.Hosts || r.Site.Requests > want || r.Site.Requests < 2*r.Config.Hosts || r.Site.Robots != r.Config.Hosts {
+			t.Errorf("rate row, %s: the farm saw %+v, want %d hosts, between %d and %d requests", r.Config.store(), r.Site, r.Config.Hosts, 2*r.Config.Hosts, want)
 		}
 		if r.RPS() <= 0 || r.Check.PeakWorkers == 0 || r.ConnsPerHost() < 1 || r.Check.CPU <= 0 {
 			t.Errorf("rate row, %s: %.1f requests/s, %d workers peak, %.2f connections a host, CPU %s", r.Config.store(), r.RPS(), r.Check.PeakWorkers, r.ConnsPerHost(), r.Check.CPU)
