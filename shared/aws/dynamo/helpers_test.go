@@ -42,7 +42,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	st, cfg := stack.DeployForTest(t, stack.Options{})
 	db := dynamodb.NewFromConfig(cfg)
-	return &env{t: t, db: db, table: st.TableName, store: dynamo.New(db, st.TableName, fixedNow)}
+	return &env{t: t, db: db, table: st.TableName, store: newStore(db, st.TableName)}
 }
 
 func fixedNow() time.Time { return t0 }
@@ -57,10 +57,19 @@ func (e *env) on(t *testing.T) *env {
 // fresh returns another store on the same table with an empty chunk cache:
 // what a different Lambda instance sees, and proof that state is in the
 // table rather than in the writer's memory.
-func (e *env) fresh() *dynamo.Store { return dynamo.New(e.db, e.table, fixedNow) }
+func (e *env) fresh() *dynamo.Store { return newStore(e.db, e.table) }
 
 // wrapped returns a store whose client is c (a wrapper around e.db).
-func (e *env) wrapped(c dynamo.Client) *dynamo.Store { return dynamo.New(c, e.table, fixedNow) }
+func (e *env) wrapped(c dynamo.Client) *dynamo.Store { return newStore(c, e.table) }
+
+// newStore is a store whose outcome reads wait as long as a loaded
+// machine's moto may take (one GetItem queued behind a thousand others),
+// so no test depends on the machine's speed.
+func newStore(c dynamo.Client, table string) *dynamo.Store {
+	s := dynamo.New(c, table, fixedNow)
+	s.SettleTimeout = time.Minute
+	return s
+}
 
 // entry makes an entry whose stored-size estimate (8 + len(ID) + len(URL),
 // see layout.go) is exactly size bytes, so tests control when the 700-byte

@@ -45,7 +45,7 @@ var retryWait = backoff.Policy{
 }
 
 // settleTimeout bounds the read that learns a write's outcome (see
-// settling).
+// settling), unless the Store's SettleTimeout says otherwise.
 const settleTimeout = 5 * time.Second
 
 // hostWrite is one conditional write of a host item, kept until its
@@ -115,8 +115,12 @@ func judge(cur *hostItem, w *hostWrite) verdict {
 // settling returns the context of a read that learns a write's outcome:
 // it goes on when ctx has ended (a cancelled request is one of the ways an
 // answer gets lost), for at most settleTimeout.
-func settling(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+func (s *Store) settling(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := settleTimeout
+	if s.SettleTimeout > 0 {
+		d = s.SettleTimeout
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
 
 // attempts runs the attempts of one Append or Commit on a host item. A
@@ -170,7 +174,7 @@ func (a *attempts) next(ctx context.Context) (*hostItem, *hostWrite, error) {
 	readCtx := ctx
 	if len(a.inflight) > 0 {
 		var cancel context.CancelFunc
-		readCtx, cancel = settling(ctx)
+		readCtx, cancel = a.s.settling(ctx)
 		defer cancel()
 	}
 	cur, err := a.s.getHost(readCtx, a.pk)

@@ -101,6 +101,11 @@ type Store struct {
 	// and judged): the StoreRetries metric. Set it before first use.
 	OnRetry func()
 
+	// SettleTimeout, when set, replaces the 5 s bound on the read that
+	// learns a write's outcome. Tests on an emulator sharing a loaded
+	// machine set more: there one read can wait seconds behind others.
+	SettleTimeout time.Duration
+
 	// OnTakeover, when set, is called when AcquireShard takes a shard
 	// whose lease another owner let expire (the LeaseTakeovers metric).
 	OnTakeover func()
@@ -441,7 +446,7 @@ func (s *Store) AcquireShard(ctx context.Context, vshard int, owner string, unti
 		// The lease may have landed all the same. If it did, this run
 		// holds it, and saying otherwise would leave the shard to a lease
 		// nobody works under until it runs out.
-		sctx, cancel := settling(ctx)
+		sctx, cancel := s.settling(ctx)
 		cur, rerr := s.readLease(sctx, vshard)
 		cancel()
 		if rerr != nil {
@@ -501,7 +506,7 @@ func (s *Store) ReleaseShard(ctx context.Context, vshard int, owner string) erro
 		return nil
 	}
 	// An error: the delete may have applied all the same.
-	sctx, cancel := settling(ctx)
+	sctx, cancel := s.settling(ctx)
 	defer cancel()
 	if cur, rerr := s.readLease(sctx, vshard); rerr == nil && (cur == nil || cur.Owner != owner) {
 		return nil
@@ -611,7 +616,7 @@ func (s *Store) putChunk(ctx context.Context, pk string, q []entryItem, nonce st
 			s.cacheChunk(pk, id, q)
 			return id, nil
 		}
-		sctx, cancel := settling(ctx)
+		sctx, cancel := s.settling(ctx)
 		exists, owner, rerr := s.chunkOwner(sctx, pk, id)
 		cancel()
 		switch {
