@@ -231,15 +231,16 @@ func fitData(data, encoding string, budget int) string {
 
 // jsonLen is how many bytes marshal spends inside a string on the rune r,
 // decoded from size bytes of input (an invalid byte is RuneError of size
-// 1). It mirrors encoding/json with HTML escaping off; a test holds it to
-// the encoder for every rune.
+// 1). It mirrors encoding/json with HTML escaping off, plus the escapes of
+// U+FFFE and U+FFFF (see appendString); a test holds it to marshal for
+// every rune.
 func jsonLen(r rune, size int) int {
 	switch {
 	case r == utf8.RuneError && size == 1:
 		return len(`\ufffd`)
 	case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
 		return 2
-	case r < 0x20 || r == '\u2028' || r == '\u2029':
+	case r < 0x20 || r == '\u2028' || r == '\u2029' || r == '\ufffe' || r == '\uffff':
 		return 6
 	default:
 		return size

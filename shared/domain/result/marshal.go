@@ -84,7 +84,12 @@ const hexDigits = "0123456789abcdef"
 // appendString appends s as a JSON string as encoding/json writes it with
 // HTML escaping off: the short escapes for quote, backslash, \b \f \n \r
 // \t, \u00XX for other control characters, \u2028 and \u2029 escaped, and
-// each invalid byte as \ufffd (jsonLen counts the same).
+// each invalid byte as \ufffd (jsonLen counts the same). It also escapes
+// U+FFFE and U+FFFF, which encoding/json writes raw: SQS refuses a message
+// holding a character outside #x9 | #xA | #xD | #x20-#xD7FF |
+// #xE000-#xFFFD | #x10000-#x10FFFF (InvalidMessageContents, see the
+// SendMessage API reference), and with the escape every message is in that
+// set while a JSON decoder still reads back the same string.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -123,8 +128,8 @@ func appendString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		if r == '\u2028' || r == '\u2029' || r == '\ufffe' || r == '\uffff' {
+			b = append(append(b, s[start:i]...), '\\', 'u', hexDigits[r>>12], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 			i += size
 			start = i
 			continue
@@ -145,7 +150,8 @@ func appendRef(b []byte, name string, ref any) ([]byte, error) {
 	return append(b, j...), nil
 }
 
-// marshalNested is v's JSON without HTML escaping.
+// marshalNested is v's JSON without HTML escaping, U+FFFE and U+FFFF
+// escaped as appendString does (outside a string JSON holds neither).
 func marshalNested(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -153,7 +159,17 @@ func marshalNested(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return escapeNonCharacters(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// escapeNonCharacters rewrites U+FFFE and U+FFFF in JSON text as \ufffe
+// and \uffff.
+func escapeNonCharacters(j []byte) []byte {
+	if !bytes.Contains(j, []byte("\xef\xbf\xbe")) && !bytes.Contains(j, []byte("\xef\xbf\xbf")) {
+		return j
+	}
+	j = bytes.ReplaceAll(j, []byte("\xef\xbf\xbe"), []byte(`\ufffe`))
+	return bytes.ReplaceAll(j, []byte("\xef\xbf\xbf"), []byte(`\uffff`))
 }
 
 // marshalReflect is marshal through encoding/json.

@@ -12,14 +12,15 @@ import (
 )
 
 // TestMarshalMatchesEncodingJSON holds the hand-written marshal to
-// encoding/json (HTML escaping off) byte for byte: every field empty and
+// encoding/json (HTML escaping off, U+FFFE and U+FFFF escaped) byte for
+// byte: every field empty and
 // set, strings over every escape class (quotes, backslashes, control
 // characters, U+2028/U+2029, invalid UTF-8, markup, multibyte runes),
 // nested refs, and times in other zones and with nanoseconds.
 func TestMarshalMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pieces := []string{"", "a", "plain text", `"`, `\`, "\b\f\n\r\t", "\x00\x01\x1f\x7f", "\u2028\u2029", "<a href=\"x\">&amp;</a>",
-		"\xff", "\xc3", "é", "日本語", "🙂", "\ud7ff", string(utf8.RuneError), "http://h.example/p?q=1&r=2#f"}
+		"\xff", "\xc3", "é", "日本語", "🙂", "\ud7ff", "\ufffe", "\uffff", string(utf8.RuneError), "http://h.example/p?q=1&r=2#f"}
 	str := func() string {
 		var b bytes.Buffer
 		for range rng.IntN(6) {
