@@ -8,13 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/urldownloader/urldownloader/shared/domain/backoff"
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
@@ -57,8 +61,12 @@ type Options struct {
 }
 
 type job struct {
+	res  result.Result
 	body []byte
-	done chan error
+	// replaced: body is no longer res but the error result sent in its
+	// place after SQS refused it (see replace).
+	replaced bool
+	done     chan error
 }
 
 // Publisher sends results to one queue. It is safe for concurrent use.
@@ -103,7 +111,7 @@ func (p *Publisher) Publish(ctx context.Context, results []result.Result) error 
 		if err != nil {
 			return err
 		}
-		j := &job{body: b, done: make(chan error, 1)}
+		j := &job{res: r, body: b, done: make(chan error, 1)}
 		jobs = append(jobs, j)
 		p.enqueue(j)
 	}
@@ -170,7 +178,12 @@ func (p *Publisher) flushLocked() {
 }
 
 // send delivers one batch, retrying the entries SQS reports as failed with
-// a growing pause; entries failed by the sender's fault are not retried.
+// a growing pause. An entry SQS refuses as final (the sender's fault: a
+// character outside SQS's set, a message too large) is replaced once by an
+// error result for its URL (see replace), so the URL still ends and its
+// host is not held behind it; a replacement refused too fails its job. A
+// whole call refused for its content is sent again one entry a call, to
+// find the entry at fault.
 func (p *Publisher) send(batch []*job, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -179,6 +192,7 @@ func (p *Publisher) send(batch []*job, seq uint64) {
 		left[strconv.FormatUint(seq, 36)+"-"+strconv.Itoa(i)] = j
 	}
 	var lastErr error
+	single := false // send one entry a call
 	for attempt := 0; attempt < maxSendAttempts && len(left) > 0; attempt++ {
 		if attempt > 0 {
 			if sendRetry.Wait(ctx, attempt) != nil {
@@ -188,29 +202,16 @@ func (p *Publisher) send(batch []*job, seq uint64) {
 				p.onRetry(len(left))
 			}
 		}
-		entries := make([]types.SendMessageBatchRequestEntry, 0, len(left))
-		for id, j := range left {
-			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(string(j.body))})
+		ids := slices.Sorted(maps.Keys(left))
+		chunk := len(ids)
+		if single {
+			chunk = 1
 		}
-		out, err := p.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &p.queueURL, Entries: entries})
-		if err != nil {
-			lastErr = fmt.Errorf("send batch of %d results: %w", len(entries), err)
-			continue
-		}
-		for _, ok := range out.Successful {
-			if j := left[aws.ToString(ok.Id)]; j != nil {
-				j.done <- nil
-				delete(left, aws.ToString(ok.Id))
-			}
-		}
-		for _, f := range out.Failed {
-			id := aws.ToString(f.Id)
-			err := fmt.Errorf("sqs refused result: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
-			lastErr = err
-			if f.SenderFault {
-				if j := left[id]; j != nil {
-					j.done <- err
-					delete(left, id)
+		for c := range slices.Chunk(ids, chunk) {
+			if err := p.sendChunk(ctx, left, c); err != nil {
+				lastErr = err
+				if len(c) > 1 && refusedContent(err) {
+					single = true
 				}
 			}
 		}
@@ -221,6 +222,95 @@ func (p *Publisher) send(batch []*job, seq uint64) {
 	for _, j := range left {
 		j.done <- lastErr
 	}
+}
+
+// sendChunk sends the entries ids of left in one call and removes from left
+// those that are done (sent, or failed for good). Its error is the last
+// failure seen.
+func (p *Publisher) sendChunk(ctx context.Context, left map[string]*job, ids []string) error {
+	entries := make([]types.SendMessageBatchRequestEntry, 0, len(ids))
+	for _, id := range ids {
+		entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(string(left[id].body))})
+	}
+	out, err := p.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &p.queueURL, Entries: entries})
+	if err != nil {
+		err = fmt.Errorf("send batch of %d results: %w", len(entries), err)
+		if len(ids) == 1 && refusedContent(err) {
+			p.refused(left, ids[0], err)
+		}
+		return err
+	}
+	for _, ok := range out.Successful {
+		if j := left[aws.ToString(ok.Id)]; j != nil {
+			j.done <- nil
+			delete(left, aws.ToString(ok.Id))
+		}
+	}
+	var lastErr error
+	for _, f := range out.Failed {
+		err := fmt.Errorf("sqs refused result: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
+		lastErr = err
+		if f.SenderFault {
+			p.refused(left, aws.ToString(f.Id), err)
+		}
+	}
+	return lastErr
+}
+
+// refused handles an entry SQS refused as final: its first refusal replaces
+// it by an error result, sent at the next attempt; a replacement refused
+// fails the job.
+func (p *Publisher) refused(left map[string]*job, id string, why error) {
+	j := left[id]
+	if j == nil {
+		return
+	}
+	if !j.replaced {
+		if b, err := result.Encode(replacement(j.res, why), p.max-1024); err == nil {
+			j.body, j.replaced = b, true
+			return
+		}
+	}
+	j.done <- why
+	delete(left, id)
+}
+
+// maxReasonBytes bounds the refusal quoted in a replacement's error.
+const maxReasonBytes = 512
+
+// replacement is the result sent for r's URL when SQS refused r itself as
+// final: the URL's terminal result is then an error that says so, not a
+// URL left queued to be fetched (and refused) again forever, holding its
+// host's queue behind it. It keeps what identifies the URL and the answer
+// and drops what SQS may have refused (the body and the server's texts).
+func replacement(r result.Result, why error) result.Result {
+	reason := why.Error()
+	if len(reason) > maxReasonBytes {
+		reason = strings.ToValidUTF8(reason[:maxReasonBytes], "") + "..."
+	}
+	return result.Result{
+		ID: r.ID, Host: r.Host, URL: r.URL, Status: result.StatusFetchError, HTTPStatus: r.HTTPStatus,
+		FetchedAt: r.FetchedAt, Attempts: r.Attempts,
+		Error: fmt.Sprintf("output queue refused the %s result: %s; this error replaces it", r.Status, reason),
+	}
+}
+
+// contentCodes are the error codes by which SQS refuses a call for what
+// its messages hold, not for the queue or the caller (SendMessageBatch,
+// "Errors", in the SQS API reference).
+var contentCodes = map[string]bool{
+	"InvalidMessageContents":                        true,
+	"BatchRequestTooLong":                           true,
+	"AWS.SimpleQueueService.BatchRequestTooLong":    true,
+	"MessageTooLong":                                true,
+	"InvalidParameterValue":                         true,
+	"AWS.SimpleQueueService.InvalidMessageContents": true,
+}
+
+// refusedContent reports whether err is SQS refusing a call's content.
+func refusedContent(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && contentCodes[api.ErrorCode()]
 }
 
 // Close waits for batches in flight.

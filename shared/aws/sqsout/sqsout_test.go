@@ -311,3 +311,33 @@ func TestPublishMissingQueue(t *testing.T) {
 	}
 	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
 }
+
+// TestPublishNoncharactersArrive: a result whose body and texts hold
+// characters SQS refuses raw (U+FFFE, U+FFFF) reaches the queue as a
+// message of SQS's character set only (moto does not check it, so the test
+// does), and decodes to the body byte for byte.
+func TestPublishNoncharactersArrive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := sqsout.New(e.sqs, e.queue, sqsout.Options{})
+	defer p.Close()
+	const odd = "x\ufffey\uffffz"
+	r := result.Result{ID: "n", Host: "h.example", URL: "https://h.example/" + odd, Status: result.StatusFetched, HTTPStatus: 200,
+		Location: odd, ETag: odd, Error: odd, FetchedAt: time.Unix(1, 0).UTC()}
+	r.SetBody([]byte("<p>" + odd + "</p>"))
+	if err := p.Publish(t.Context(), []result.Result{r}); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	bodies := e.receive(1)
+	for _, b := range bodies {
+		for _, c := range b {
+			if c != 0x9 && c != 0xA && c != 0xD && (c < 0x20 || c > 0xD7FF && c < 0xE000 || c > 0xFFFD && c < 0x10000) {
+				t.Fatalf("message holds %U, which SQS refuses: %q", c, b)
+			}
+		}
+	}
+	got := decode(t, bodies)["n"]
+	if got.Data != r.Data || got.Location != odd || got.ETag != odd || got.Error != odd || got.URL != r.URL {
+		t.Errorf("arrived as %+v, sent %+v", got, r)
+	}
+}
