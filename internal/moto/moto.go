@@ -22,12 +22,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/urldownloader/urldownloader/internal/proc"
+	"github.com/urldownloader/urldownloader/shared/aws/config"
 )
 
 // Region is the region of every configuration this package makes. moto
@@ -215,21 +214,10 @@ func AWSConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 		Region:       Region,
 		Credentials:  aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		BaseEndpoint: aws.String(endpoint),
-		// Retries cover a loaded moto answering 5xx or resetting a
-		// connection now and then; many more would hide a real bug.
-		Retryer: func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = 3
-				o.MaxBackoff = time.Second
-				// The client-side retry budget protects AWS from retry
-				// storms; against one local process a burst of resets
-				// would only turn into errors the code under test never
-				// meets on AWS.
-				o.RateLimiter = ratelimit.None
-			})
-		},
-		RetryMaxAttempts: 3,
-		HTTPClient:       &http.Client{Timeout: 2 * time.Minute, Transport: newTransport()},
+		// The functions' own retry policy, so a test meets the retries a
+		// deployment makes (config.RetryOptions).
+		Retryer:    func() aws.Retryer { return config.Retryer() },
+		HTTPClient: &http.Client{Timeout: 2 * time.Minute, Transport: newTransport()},
 		// moto does not make conditional writes atomic; see atomic.go.
 		APIOptions: []func(*middleware.Stack) error{atomicConditions},
 	}

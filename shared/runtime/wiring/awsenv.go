@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/urldownloader/urldownloader/shared/aws/config"
 )
 
 // awsFromEnv builds the AWS configuration a Lambda function needs from the
@@ -37,6 +39,8 @@ func awsFromEnv(getenv func(string) string) (aws.Config, error) {
 	cfg := aws.Config{
 		Region:      region,
 		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))),
+		// The same retry policy as every test against the emulators.
+		Retryer: func() aws.Retryer { return config.Retryer() },
 	}
 	if ep := getenv("AWS_ENDPOINT_URL"); ep != "" {
 		cfg.BaseEndpoint = aws.String(ep)
