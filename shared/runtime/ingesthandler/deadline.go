@@ -3,6 +3,8 @@ package ingesthandler
 import (
 	"context"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // Ingest's time. An invocation that outlives its timeout is killed: the
@@ -27,6 +29,22 @@ const (
 	// whatever the function's own timeout.
 	apiGatewayTimeout = 29 * time.Second
 )
+
+// apiDeadline is when API Gateway stops waiting for the answer to ev: 29 s
+// after the request arrived (its RequestTimeEpoch), not after the handler
+// started, since a cold start or a wait for a free instance spends the
+// same 29 s ("Amazon API Gateway quotas", integration timeout). An event
+// without the time (a local server that does not set it), or one stamped
+// after now (clocks apart), counts from now.
+func apiDeadline(ev events.APIGatewayProxyRequest, now time.Time) time.Time {
+	d := now.Add(apiGatewayTimeout)
+	if ms := ev.RequestContext.RequestTimeEpoch; ms > 0 {
+		if arrived := time.UnixMilli(ms).Add(apiGatewayTimeout); arrived.Before(d) {
+			d = arrived
+		}
+	}
+	return d
+}
 
 // timeBox returns the context the host writes run under (it ends
 // answerMargin before ctx's deadline) and the time after which no host

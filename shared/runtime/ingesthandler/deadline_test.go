@@ -178,3 +178,42 @@ func (s deadlineSpy) Ingest(ctx context.Context, p hostqueue.IngestParams, msgs 
 type nopPublisher struct{}
 
 func (nopPublisher) Publish(context.Context, []result.Result) error { return nil }
+
+// TestAPIDeadlineFromRequestArrival: API Gateway's 29 s count from the
+// request's arrival (RequestTimeEpoch), so a request that waited 20 s for a
+// cold start leaves the writes 7 s, not 27; one stamped in the future
+// (clocks apart) or not stamped counts from now.
+func TestAPIDeadlineFromRequestArrival(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond) // whole milliseconds, as RequestTimeEpoch
+	tests := []struct {
+		name      string
+		arrived   time.Time
+		wantWrite time.Duration // from now to the end of the writes
+	}{
+		{"arrived 20s ago", now.Add(-20 * time.Second), 7 * time.Second},
+		{"arrived 28s ago", now.Add(-28 * time.Second), -time.Second},
+		{"arrived now", now, 27 * time.Second},
+		{"stamped 5s ahead", now.Add(5 * time.Second), 27 * time.Second},
+		{"not stamped", time.Time{}, 27 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotDeadline, gotUntil time.Time
+			h := newHandler(deadlineSpy{ing: &fakeIngester{}, deadline: &gotDeadline, until: &gotUntil}, nil)
+			h.Now = func() time.Time { return now }
+			ev := events.APIGatewayProxyRequest{HTTPMethod: http.MethodPost, Body: `["http://a.example/"]`}
+			if !tc.arrived.IsZero() {
+				ev.RequestContext.RequestTimeEpoch = tc.arrived.UnixMilli()
+			}
+			if _, err := h.HandleAPI(context.Background(), ev); err != nil {
+				t.Fatal(err)
+			}
+			if d := gotDeadline.Sub(now); d != tc.wantWrite {
+				t.Errorf("writes end %v after now, want %v", d, tc.wantWrite)
+			}
+			if d := gotUntil.Sub(now); d != tc.wantWrite-3*time.Second {
+				t.Errorf("no write starts after %v, want %v", d, tc.wantWrite-3*time.Second)
+			}
+		})
+	}
+}

@@ -63,6 +63,16 @@ type Handler struct {
 	// HandleSQS and HandleAPI flush it once per invocation. Nil records
 	// nothing.
 	Metrics *metrics.Recorder
+	// Now is the clock POST /urls measures its deadline on (see
+	// apiDeadline); nil: time.Now.
+	Now func() time.Time
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now == nil {
+		return time.Now()
+	}
+	return h.Now()
 }
 
 // ingest runs one domain call and wakes the shards it gave work. A failed
@@ -244,18 +254,14 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 	if ev.HTTPMethod != http.MethodPost {
 		return reply(http.StatusMethodNotAllowed, APIResponse{Message: "use POST with a JSON object or array of {\"host\", \"url\"}"}), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, apiGatewayTimeout)
+	ctx, cancel := context.WithDeadline(ctx, apiDeadline(ev, h.now()))
 	defer cancel()
 	if key, ok := idempotencyKey(ev); ok && h.Idempotency != nil {
 		return h.handleIdempotent(ctx, ev, key), nil
 	}
-	body := []byte(ev.Body)
-	if ev.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(ev.Body)
-		if err != nil {
-			return reply(http.StatusBadRequest, APIResponse{Message: "body is not valid base64"}), nil
-		}
-		body = b
+	body, refused := requestBody(ev)
+	if refused != nil {
+		return *refused, nil
 	}
 	id := ev.RequestContext.RequestID
 	if id == "" {
@@ -263,11 +269,7 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 	}
 	msgs, bad, err := urlmsg.Parse("api/"+id, body)
 	if err != nil {
-		code := http.StatusBadRequest
-		if len(body) > urlmsg.MaxPayloadBytes {
-			code = http.StatusRequestEntityTooLarge
-		}
-		return reply(code, APIResponse{Message: strings.TrimPrefix(err.Error(), urlmsg.ErrInvalid.Error()+": ")}), nil
+		return parseRefused(err), nil
 	}
 	h.Metrics.Add(metrics.URLsRejected, float64(len(bad)))
 	resp := APIResponse{Errors: bad}
@@ -290,6 +292,48 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 		}
 	}
 	return reply(settle(code, &resp)), nil
+}
+
+// requestBody returns the body of a POST /urls, its base64 undone, or the
+// answer refusing it: 413 when it is larger than a payload may be, 400
+// when its base64 is broken.
+func requestBody(ev events.APIGatewayProxyRequest) ([]byte, *events.APIGatewayProxyResponse) {
+	if !ev.IsBase64Encoded {
+		if len(ev.Body) > urlmsg.MaxPayloadBytes {
+			r := tooLarge(len(ev.Body))
+			return nil, &r
+		}
+		return []byte(ev.Body), nil
+	}
+	if n := base64.StdEncoding.DecodedLen(len(ev.Body)); n > urlmsg.MaxPayloadBytes+2 {
+		r := tooLarge(n)
+		return nil, &r
+	}
+	b, err := base64.StdEncoding.DecodeString(ev.Body)
+	if err != nil {
+		r := reply(http.StatusBadRequest, APIResponse{Message: "body is not valid base64"})
+		return nil, &r
+	}
+	if len(b) > urlmsg.MaxPayloadBytes {
+		r := tooLarge(len(b))
+		return nil, &r
+	}
+	return b, nil
+}
+
+// tooLarge is the 413 for a body of n bytes, saying what to do instead. A
+// body above about 6 MB never reaches the function (Lambda's synchronous
+// payload limit, the event carrying the body, see "Lambda quotas"):
+// API Gateway answers that one itself.
+func tooLarge(n int) events.APIGatewayProxyResponse {
+	return reply(http.StatusRequestEntityTooLarge, APIResponse{Message: fmt.Sprintf(
+		"body is %d bytes, a request takes at most %d: split the list into requests of at most %d bytes, "+
+			"or send it through the SQS input queue", n, urlmsg.MaxPayloadBytes, urlmsg.MaxPayloadBytes)})
+}
+
+// parseRefused is the answer to a body urlmsg.Parse refused.
+func parseRefused(err error) events.APIGatewayProxyResponse {
+	return reply(http.StatusBadRequest, APIResponse{Message: strings.TrimPrefix(err.Error(), urlmsg.ErrInvalid.Error()+": ")})
 }
 
 // settle turns "nothing accepted" into a 400: a 202 must mean that

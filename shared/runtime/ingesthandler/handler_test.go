@@ -380,7 +380,16 @@ func TestHandleAPIStatuses(t *testing.T) {
 				ev.Body = `"http://a.example/` + strings.Repeat("a", urlmsg.MaxPayloadBytes) + `"`
 			},
 			wantCode:    413,
-			wantMessage: "the limit is 1048576",
+			wantMessage: "at most 1048576: split the list into requests of at most 1048576 bytes, or send it through the SQS input queue",
+		},
+		{
+			name: "base64 body of 4 MiB, near what Lambda takes",
+			edit: func(ev *events.APIGatewayProxyRequest) {
+				ev.Body = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(`"http://a.example/",`), 4<<20/19))
+				ev.IsBase64Encoded = true
+			},
+			wantCode:    413,
+			wantMessage: "split the list",
 		},
 		{
 			name: "base64 body over 1 MiB decoded",
@@ -389,7 +398,7 @@ func TestHandleAPIStatuses(t *testing.T) {
 				ev.IsBase64Encoded = true
 			},
 			wantCode:    413,
-			wantMessage: "the limit is 1048576",
+			wantMessage: "body is 1048577 bytes, a request takes at most 1048576: split the list",
 		},
 		{
 			name: "base64 body",

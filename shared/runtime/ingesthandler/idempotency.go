@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -136,22 +135,14 @@ func (h *Handler) handleIdempotent(ctx context.Context, ev events.APIGatewayProx
 	if !validKey(key) {
 		return reply(http.StatusBadRequest, APIResponse{Message: fmt.Sprintf("%s must be 1 to %d visible ASCII characters", IdempotencyHeader, maxKeyBytes)})
 	}
-	body := []byte(ev.Body)
-	if ev.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(ev.Body)
-		if err != nil {
-			return reply(http.StatusBadRequest, APIResponse{Message: "body is not valid base64"})
-		}
-		body = b
+	body, refused := requestBody(ev)
+	if refused != nil {
+		return *refused
 	}
 	scoped := scopedKey(ev, key)
 	msgs, bad, err := urlmsg.Parse("api/key/"+scoped, body)
 	if err != nil {
-		code := http.StatusBadRequest
-		if len(body) > urlmsg.MaxPayloadBytes {
-			code = http.StatusRequestEntityTooLarge
-		}
-		return reply(code, APIResponse{Message: strings.TrimPrefix(err.Error(), urlmsg.ErrInvalid.Error()+": ")})
+		return parseRefused(err)
 	}
 	if len(msgs) == 0 {
 		// Nothing to queue: the same body always gets this answer, so
