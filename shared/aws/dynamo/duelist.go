@@ -534,8 +534,11 @@ func (s *Store) readHosts(ctx context.Context, keys []string) {
 // fence moves a host named by an old list past the version it was listed
 // at (listed, of list sk), so that no append of that batch joins the list
 // any more: a write of the item as it stands (a stub when there is none,
-// expiring as an idle host does), under the version condition. Best
-// effort: the next look fences again.
+// expiring as an idle host does), under the version condition, at listed
+// + 1 at once. An item below the named version (TTL deleted the host
+// after it was listed, and a stub or a new item started again from 1)
+// would otherwise be raised one version a look, a write a second for as
+// long as the climb takes. Best effort: the next look fences again.
 func (s *Store) fence(ctx context.Context, key, sk string, listed int64) {
 	cur, err := s.getHost(ctx, hostPK(key))
 	if err != nil || cur != nil && (cur.Version > listed || cur.Listed == sk) {
@@ -544,11 +547,12 @@ func (s *Store) fence(ctx context.Context, key, sk string, listed int64) {
 	var next *hostItem
 	var prev int64
 	if cur == nil {
-		next = &hostItem{PK: hostPK(key), SK: hostSK, VirtualShard: hostqueue.VirtualShard(key), Version: 1,
+		next = &hostItem{PK: hostPK(key), SK: hostSK, VirtualShard: hostqueue.VirtualShard(key),
 			Nonces: []string{newNonce()}, TTL: s.now().Add(fenceTTL).Unix()}
 	} else {
 		next, prev = cur.successor(), cur.Version
 	}
+	next.Version = listed + 1
 	if s.putHost(ctx, next, prev) == nil {
 		s.saw(next)
 	}

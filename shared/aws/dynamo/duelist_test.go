@@ -646,3 +646,69 @@ func TestDueHostsReadsWhatItNames(t *testing.T) {
 		t.Errorf("asked again with every host known: %d reads, want none", n)
 	}
 }
+
+// countHostPuts counts the host-item writes made through it.
+type countHostPuts struct {
+	dynamo.Client
+	n atomic.Int64
+}
+
+func (c *countHostPuts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if skOf(in.Item) == "h" {
+		c.n.Add(1)
+	}
+	return c.Client.PutItem(ctx, in, opt...)
+}
+
+// TestDueListFenceAfterTTL: a list outlives the item of a host it names
+// (TTL deleted the idle host after the list named it at version 2 or
+// more). The fence writes the stub past the named version at once: one
+// write a host, and the next look settles the list, instead of a stub
+// raised one version a look.
+func TestDueListFenceAfterTTL(t *testing.T) {
+	t.Parallel()
+	e := newListEnv(t)
+	const vs = 11
+	keys := keysInShard("ttl", vs, 3)
+	// Every host had an item, drained: each is named at version 2 or more.
+	e.batchOK(e.storeOn(nil), "old", 1, keys...)
+	for _, k := range keys {
+		e.drain(k)
+	}
+	e.wantDue("drained", vs) // settles the first batch's list
+	named := map[string]int64{}
+	for _, k := range keys {
+		named[k] = e.rawHost(k).V
+	}
+	crashed := e.storeOn(failHosts{Client: e.db, keys: map[string]bool{keys[0]: true, keys[1]: true, keys[2]: true}})
+	e.batch(crashed, "a", 1, keys...)
+	if len(e.lists(vs)) != 1 {
+		t.Fatalf("lists after the crash = %v, want the crashed batch's", e.lists(vs))
+	}
+	// TTL deletes the idle hosts' items, as DynamoDB does after their expiry.
+	for _, k := range keys[:2] {
+		_, err := e.db.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "h#" + k}, "sk": &types.AttributeValueMemberS{Value: "h"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	puts := &countHostPuts{Client: e.db}
+	e.check = e.storeOn(puts)
+	e.clock.Advance(11 * time.Minute)
+	e.wantDue("fenced", vs)
+	for _, k := range keys {
+		if raw := e.rawHost(k); raw == nil || raw.V != named[k]+1 {
+			t.Errorf("%s fenced to %+v, want version %d (named %d, plus one)", k, raw, named[k]+1, named[k])
+		}
+	}
+	e.wantDue("settled", vs)
+	if got := e.lists(vs); len(got) != 0 {
+		t.Errorf("lists after the fence = %v, want none", got)
+	}
+	if n := puts.n.Load(); n != int64(len(keys)) {
+		t.Errorf("%d host writes to fence %d hosts, want one each", n, len(keys))
+	}
+	e.batchOK(e.storeOn(nil), "b", 1, keys...)
+	e.wantDue("work again after the fence", vs, keys...)
+}
