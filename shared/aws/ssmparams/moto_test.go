@@ -47,16 +47,27 @@ func motoClient(t *testing.T) *ssm.Client {
 	return ssm.NewFromConfig(cfg)
 }
 
-// deadClient returns an SSM client pointed at a loopback port nobody
-// listens on: an SSM outage as the SDK sees it.
+// deadClient returns an SSM client pointed at a loopback port that drops
+// every connection: an SSM outage as the SDK sees it. The port stays held,
+// so no other process on the machine can take it and answer (a load now
+// retries for seconds).
 func deadClient(t *testing.T) *ssm.Client {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
 	addr := ln.Addr().String()
-	ln.Close()
 	cfg, err := moto.AWSConfig(t.Context(), "http://"+addr)
 	if err != nil {
 		t.Fatalf("config for %s: %v", addr, err)
@@ -67,8 +78,8 @@ func deadClient(t *testing.T) *ssm.Client {
 // switchClient lets a test cut the parameter store off mid-run.
 type switchClient struct{ c atomic.Pointer[ssm.Client] }
 
-func (s *switchClient) GetParametersByPath(ctx context.Context, in *ssm.GetParametersByPathInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersByPathOutput, error) {
-	return s.c.Load().GetParametersByPath(ctx, in, optFns...)
+func (s *switchClient) GetParameters(ctx context.Context, in *ssm.GetParametersInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersOutput, error) {
+	return s.c.Load().GetParameters(ctx, in, optFns...)
 }
 
 type clock struct {
@@ -123,11 +134,22 @@ func seed(t *testing.T, c ssmparams.PutClient, path string, values map[string]st
 	}
 }
 
-func TestMotoLoadAllParametersPaginated(t *testing.T) {
+// countingClient counts GetParameters calls.
+type countingClient struct {
+	ssmparams.Client
+	n atomic.Int64
+}
+
+func (c *countingClient) GetParameters(ctx context.Context, in *ssm.GetParametersInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersOutput, error) {
+	c.n.Add(1)
+	return c.Client.GetParameters(ctx, in, optFns...)
+}
+
+func TestMotoLoadAllParametersByName(t *testing.T) {
 	c := motoClient(t)
 	path := uniquePath(t)
 
-	// Every parameter, 15 of them: more than one page of 10.
+	// Every parameter: more than one call of 10 names.
 	want := params.Defaults()
 	want.FetchDelay = 3 * time.Second
 	want.MaxAttempts = 7
@@ -144,9 +166,13 @@ func TestMotoLoadAllParametersPaginated(t *testing.T) {
 	}
 	want.UserAgent = "secretbot/1"
 
-	raw, err := ssmparams.New(c, path).Load(t.Context())
+	counted := &countingClient{Client: c}
+	raw, err := ssmparams.New(counted, path).Load(t.Context())
 	if err != nil {
 		t.Fatalf("Load: %v", err)
+	}
+	if n, want := counted.n.Load(), int64((len(params.Names())+9)/10); n != want {
+		t.Errorf("%d GetParameters calls, want %d", n, want)
 	}
 	if !maps.Equal(raw, want.Format()) {
 		t.Errorf("Load =\n%v\nwant\n%v", raw, want.Format())
@@ -185,11 +211,13 @@ func TestMotoCachePicksUpLiveChangeAfterTTL(t *testing.T) {
 	if got := cache.Get(t.Context()).FetchDelay; got != 2*time.Second {
 		t.Errorf("FetchDelay right after the change = %v, want the cached 2s", got)
 	}
-	clk.Add(ttl - time.Millisecond)
+	// A refresh comes up to a quarter of the ttl early (jittered), never
+	// earlier nor later.
+	clk.Add(ttl*3/4 - time.Millisecond)
 	if got := cache.Get(t.Context()).FetchDelay; got != 2*time.Second {
-		t.Errorf("FetchDelay just before ttl = %v, want the cached 2s", got)
+		t.Errorf("FetchDelay just before three quarters of the ttl = %v, want the cached 2s", got)
 	}
-	clk.Add(time.Millisecond)
+	clk.Add(ttl/4 + time.Millisecond)
 	if got := cache.Get(t.Context()).FetchDelay; got != 3*time.Second {
 		t.Errorf("FetchDelay after ttl = %v, want the new 3s", got)
 	}

@@ -23,7 +23,7 @@ import (
 // Client is the part of *ssm.Client that Load uses, with the SDK's exact
 // signature so tests can pass a fake and main the real client.
 type Client interface {
-	GetParametersByPath(ctx context.Context, in *ssm.GetParametersByPathInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersByPathOutput, error)
+	GetParameters(ctx context.Context, in *ssm.GetParametersInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersOutput, error)
 }
 
 // PutClient is the part of *ssm.Client that Seed uses; kept apart from
@@ -38,66 +38,60 @@ var (
 	_ params.Loader = (*Loader)(nil)
 )
 
-// pageSize is the most GetParametersByPath returns per call: the API
-// refuses more, so the 15 parameters take two calls.
-const pageSize = 10
+// NamesPerCall is the most names GetParameters takes in one call.
+const NamesPerCall = 10
 
-// maxPages stops a service that keeps returning a next token; the path
-// holds a few dozen parameters at most, so 100 pages means a fault.
-const maxPages = 100
-
-// Loader reads every parameter directly under one path, in bulk, because
-// Parameter Store allows only ~40 reads per second per account.
+// Loader reads the parameters params.Names lists, by name, NamesPerCall a
+// call. By name, not GetParametersByPath: Parameter Store allows 40
+// transactions a second per account and region, shared by both calls,
+// and its higher-throughput setting raises GetParameters into the
+// thousands but GetParametersByPath only to 100 ("AWS Systems Manager
+// endpoints and quotas"). A parameter under the path that is not a name
+// of ours (a typo) is not read.
 type Loader struct {
 	client Client
-	path   string // normalised: leading and trailing slash
+	path   string   // normalised: leading and trailing slash
+	names  []string // params.Names
 }
 
 // New returns a Loader for the parameters directly under path, for example
 // "/urldownloader/dev/". The path is normalised to start and end with one
 // slash, so "urldownloader/dev" and "/urldownloader/dev/" are the same.
 func New(c Client, path string) *Loader {
-	return &Loader{client: c, path: normalise(path)}
+	return &Loader{client: c, path: normalise(path), names: params.Names()}
 }
 
 // Path returns the normalised path, with its trailing slash, for messages.
 func (l *Loader) Path() string { return l.path }
 
-// Load returns every parameter directly under the path (not below: the
-// read is not recursive), name without the path -> value. SecureString
-// values are decrypted, so an operator may store a value encrypted. A
-// parameter absent from the map is simply unset; the caller applies its
-// default.
+// Calls is how many requests one Load makes.
+func (l *Loader) Calls() int { return (len(l.names) + NamesPerCall - 1) / NamesPerCall }
+
+// Load returns the parameters set under the path, name without the path
+// -> value. SecureString values are decrypted, so an operator may store a
+// value encrypted. A parameter absent from the map is simply unset; the
+// caller applies its default. Any call failing fails the Load: a partial
+// read is not a read.
 func (l *Loader) Load(ctx context.Context) (map[string]string, error) {
-	in := &ssm.GetParametersByPathInput{
-		Path:           aws.String(apiPath(l.path)),
-		Recursive:      aws.Bool(false),
-		WithDecryption: aws.Bool(true),
-		MaxResults:     aws.Int32(pageSize),
-	}
 	out := make(map[string]string)
-	seen := make(map[string]bool) // next tokens, to stop a looping service
-	for page := 1; ; page++ {
-		if page > maxPages {
-			return nil, fmt.Errorf("read parameters under %s: more than %d pages", l.path, maxPages)
+	call := 0
+	for names := range slices.Chunk(l.names, NamesPerCall) {
+		call++
+		full := make([]string, len(names))
+		for i, n := range names {
+			full[i] = l.path + n
 		}
-		res, err := l.client.GetParametersByPath(ctx, in)
+		res, err := l.client.GetParameters(ctx, &ssm.GetParametersInput{Names: full, WithDecryption: aws.Bool(true)})
 		if err != nil {
-			return nil, fmt.Errorf("read parameters under %s (page %d): %w", l.path, page, err)
+			return nil, fmt.Errorf("read parameters under %s (call %d of %d): %w", l.path, call, l.Calls(), err)
 		}
+		// res.InvalidParameters lists the names not set: their defaults
+		// apply.
 		for _, p := range res.Parameters {
 			out[l.shortName(p)] = aws.ToString(p.Value)
 		}
-		next := aws.ToString(res.NextToken)
-		if next == "" {
-			return out, nil
-		}
-		if seen[next] {
-			return nil, fmt.Errorf("read parameters under %s: page %d repeats a next token", l.path, page)
-		}
-		seen[next] = true
-		in.NextToken = aws.String(next)
 	}
+	return out, nil
 }
 
 // shortName strips the path. A name outside the path (which a correct
@@ -140,13 +134,4 @@ func normalise(path string) string {
 		return "/"
 	}
 	return "/" + path + "/"
-}
-
-// apiPath is the form the API documents for Path: the hierarchy without a
-// trailing slash, except for the root.
-func apiPath(path string) string {
-	if path == "/" {
-		return path
-	}
-	return strings.TrimSuffix(path, "/")
 }

@@ -12,18 +12,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 )
 
-// fakeClient answers GetParametersByPath and PutParameter with the test's
+// fakeClient answers GetParameters and PutParameter with the test's
 // functions and records the inputs.
 type fakeClient struct {
-	get  func(in *ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error)
+	get  func(in *ssm.GetParametersInput) (*ssm.GetParametersOutput, error)
 	put  func(in *ssm.PutParameterInput) error
-	gets []ssm.GetParametersByPathInput
+	gets []ssm.GetParametersInput
 	puts []ssm.PutParameterInput
 }
 
-func (f *fakeClient) GetParametersByPath(_ context.Context, in *ssm.GetParametersByPathInput, _ ...func(*ssm.Options)) (*ssm.GetParametersByPathOutput, error) {
+func (f *fakeClient) GetParameters(_ context.Context, in *ssm.GetParametersInput, _ ...func(*ssm.Options)) (*ssm.GetParametersOutput, error) {
 	f.gets = append(f.gets, *in)
 	return f.get(in)
 }
@@ -38,18 +40,21 @@ func (f *fakeClient) PutParameter(_ context.Context, in *ssm.PutParameterInput, 
 	return &ssm.PutParameterOutput{}, nil
 }
 
-// pages serves the given parameters in pages of up to size, with tokens
-// "t1", "t2", ... like the service.
-func pages(params []types.Parameter, size int) func(*ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error) {
-	return func(in *ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error) {
-		start := 0
-		if tok := aws.ToString(in.NextToken); tok != "" {
-			fmt.Sscanf(tok, "t%d", &start)
+// store answers GetParameters from values (full name -> value), as the
+// service does: the names set in Parameters, the others in
+// InvalidParameters; more than 10 names is refused.
+func store(values map[string]string) func(*ssm.GetParametersInput) (*ssm.GetParametersOutput, error) {
+	return func(in *ssm.GetParametersInput) (*ssm.GetParametersOutput, error) {
+		if len(in.Names) > 10 {
+			return nil, fmt.Errorf("ValidationException: %d names, at most 10", len(in.Names))
 		}
-		end := min(start+size, len(params))
-		out := &ssm.GetParametersByPathOutput{Parameters: params[start:end]}
-		if end < len(params) {
-			out.NextToken = aws.String(fmt.Sprintf("t%d", end))
+		out := &ssm.GetParametersOutput{}
+		for _, n := range in.Names {
+			if v, ok := values[n]; ok {
+				out.Parameters = append(out.Parameters, param(n, v))
+			} else {
+				out.InvalidParameters = append(out.InvalidParameters, n)
+			}
 		}
 		return out, nil
 	}
@@ -60,59 +65,65 @@ func param(name, value string) types.Parameter {
 }
 
 func TestNormalise(t *testing.T) {
-	tests := []struct{ in, want, api string }{
-		{"/urldownloader/dev/", "/urldownloader/dev/", "/urldownloader/dev"},
-		{"/urldownloader/dev", "/urldownloader/dev/", "/urldownloader/dev"},
-		{"urldownloader/dev", "/urldownloader/dev/", "/urldownloader/dev"},
-		{"//urldownloader/dev//", "/urldownloader/dev/", "/urldownloader/dev"},
-		{" /urldownloader/dev/\n", "/urldownloader/dev/", "/urldownloader/dev"},
-		{"", "/", "/"},
-		{"/", "/", "/"},
+	tests := []struct{ in, want string }{
+		{"/urldownloader/dev/", "/urldownloader/dev/"},
+		{"/urldownloader/dev", "/urldownloader/dev/"},
+		{"urldownloader/dev", "/urldownloader/dev/"},
+		{"//urldownloader/dev//", "/urldownloader/dev/"},
+		{" /urldownloader/dev/\n", "/urldownloader/dev/"},
+		{"", "/"},
+		{"/", "/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			l := New(nil, tt.in)
-			if l.Path() != tt.want {
+			if l := New(nil, tt.in); l.Path() != tt.want {
 				t.Errorf("New(%q).Path() = %q, want %q", tt.in, l.Path(), tt.want)
-			}
-			if got := apiPath(l.Path()); got != tt.api {
-				t.Errorf("apiPath(%q) = %q, want %q", l.Path(), got, tt.api)
 			}
 		})
 	}
 }
 
-func TestLoadPaginates(t *testing.T) {
-	var all []types.Parameter
+// TestLoadByName: every parameter name is read by its full name, at most
+// 10 a call (GetParameters' limit), decrypted; the names set come back
+// without the path, the others are left unset; no call reads by path.
+func TestLoadByName(t *testing.T) {
+	names := params.Names()
+	values := map[string]string{}
 	want := map[string]string{}
-	for i := range 23 {
-		name := fmt.Sprintf("P%02d", i)
-		all = append(all, param("/urldownloader/dev/"+name, "v"+name))
-		want[name] = "v" + name
+	for i, n := range names {
+		if i%3 == 0 {
+			continue // unset
+		}
+		values["/urldownloader/dev/"+n] = "v" + n
+		want[n] = "v" + n
 	}
-	c := &fakeClient{get: pages(all, 10)}
-	got, err := New(c, "/urldownloader/dev/").Load(t.Context())
+	values["/urldownloader/dev/NotOurs"] = "x"
+	c := &fakeClient{get: store(values)}
+	l := New(c, "/urldownloader/dev/")
+	got, err := l.Load(t.Context())
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("Load = %v\nwant %v", got, want)
 	}
-	if len(c.gets) != 3 {
-		t.Fatalf("%d calls, want 3 pages of at most 10", len(c.gets))
+	wantCalls := (len(names) + 9) / 10
+	if len(c.gets) != wantCalls || l.Calls() != wantCalls {
+		t.Fatalf("%d calls (Calls says %d), want %d of at most 10 names", len(c.gets), l.Calls(), wantCalls)
 	}
+	var asked []string
 	for i, in := range c.gets {
-		if aws.ToString(in.Path) != "/urldownloader/dev" || aws.ToBool(in.Recursive) ||
-			!aws.ToBool(in.WithDecryption) || aws.ToInt32(in.MaxResults) != 10 {
-			t.Errorf("call %d input Path=%q Recursive=%v WithDecryption=%v MaxResults=%d, want /urldownloader/dev false true 10",
-				i, aws.ToString(in.Path), aws.ToBool(in.Recursive), aws.ToBool(in.WithDecryption), aws.ToInt32(in.MaxResults))
+		if !aws.ToBool(in.WithDecryption) {
+			t.Errorf("call %d without decryption", i)
 		}
+		asked = append(asked, in.Names...)
 	}
-	if tok := aws.ToString(c.gets[0].NextToken); tok != "" {
-		t.Errorf("first call NextToken = %q, want none", tok)
+	var full []string
+	for _, n := range names {
+		full = append(full, "/urldownloader/dev/"+n)
 	}
-	if tok := aws.ToString(c.gets[2].NextToken); tok != "t20" {
-		t.Errorf("third call NextToken = %q, want the second page's t20", tok)
+	if !slices.Equal(asked, full) {
+		t.Errorf("names asked %v, want %v", asked, full)
 	}
 }
 
@@ -123,7 +134,7 @@ func TestLoadNames(t *testing.T) {
 		in   []types.Parameter
 		want map[string]string
 	}{
-		{"empty path", "/urldownloader/dev/", nil, map[string]string{}},
+		{"nothing set", "/urldownloader/dev/", nil, map[string]string{}},
 		{"prefix stripped", "/urldownloader/dev", []types.Parameter{param("/urldownloader/dev/FetchDelay", "5s")},
 			map[string]string{"FetchDelay": "5s"}},
 		{"name outside the path kept whole", "/urldownloader/dev/",
@@ -135,7 +146,15 @@ func TestLoadNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &fakeClient{get: pages(tt.in, 10)}
+			first := true
+			c := &fakeClient{get: func(*ssm.GetParametersInput) (*ssm.GetParametersOutput, error) {
+				out := &ssm.GetParametersOutput{}
+				if first {
+					out.Parameters = tt.in
+				}
+				first = false
+				return out, nil
+			}}
 			got, err := New(c, tt.path).Load(t.Context())
 			if err != nil {
 				t.Fatalf("Load: %v", err)
@@ -149,36 +168,21 @@ func TestLoadNames(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	boom := errors.New("boom")
-	tests := []struct {
-		name string
-		get  func(in *ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error)
-		want string
-		is   error
-	}{
-		{"first page fails", func(*ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error) {
-			return nil, boom
-		}, "read parameters under /urldownloader/dev/ (page 1): boom", boom},
-		{"second page fails", func(in *ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error) {
-			if in.NextToken != nil {
-				return nil, boom
-			}
-			return &ssm.GetParametersByPathOutput{NextToken: aws.String("x")}, nil
-		}, "read parameters under /urldownloader/dev/ (page 2): boom", boom},
-		{"token repeats", func(*ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error) {
-			return &ssm.GetParametersByPathOutput{NextToken: aws.String("same")}, nil
-		}, "read parameters under /urldownloader/dev/: page 2 repeats a next token", nil},
-		{"endless tokens", func(in *ssm.GetParametersByPathInput) (*ssm.GetParametersByPathOutput, error) {
-			return &ssm.GetParametersByPathOutput{NextToken: aws.String(aws.ToString(in.NextToken) + "x")}, nil
-		}, "read parameters under /urldownloader/dev/: more than 100 pages", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := New(&fakeClient{get: tt.get}, "/urldownloader/dev/").Load(t.Context())
-			if err == nil || err.Error() != tt.want {
-				t.Fatalf("Load error = %v, want %q", err, tt.want)
-			}
-			if tt.is != nil && !errors.Is(err, tt.is) {
-				t.Errorf("Load error %v does not wrap %v", err, tt.is)
+	calls := (len(params.Names()) + 9) / 10
+	for _, failing := range []int{1, 2} {
+		t.Run(fmt.Sprintf("call %d fails", failing), func(t *testing.T) {
+			n := 0
+			c := &fakeClient{get: func(in *ssm.GetParametersInput) (*ssm.GetParametersOutput, error) {
+				n++
+				if n == failing {
+					return nil, boom
+				}
+				return store(map[string]string{in.Names[0]: "1s"})(in)
+			}}
+			got, err := New(c, "/urldownloader/dev/").Load(t.Context())
+			want := fmt.Sprintf("read parameters under /urldownloader/dev/ (call %d of %d): boom", failing, calls)
+			if err == nil || err.Error() != want || !errors.Is(err, boom) {
+				t.Fatalf("Load error = %v, want %q wrapping boom", err, want)
 			}
 			if got != nil {
 				t.Errorf("Load returned %v with its error, want nil: a partial read is not a read", got)

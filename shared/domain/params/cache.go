@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -43,10 +44,14 @@ type Cache struct {
 	log         *slog.Logger
 	loadTimeout time.Duration
 	retry       time.Duration // firstLoadRetry, shorter in tests
+	// jitter draws in [0, 1) the share of maxJitter by which the next
+	// refresh comes before ttl (math/rand; fixed in tests).
+	jitter func() float64
 
 	mu       sync.Mutex
 	cur      Params
 	loadedAt time.Time     // end of the last refresh attempt, good or not
+	every    time.Duration // from loadedAt to the next refresh: ttl less jitter
 	tried    bool          // a refresh attempt has ended
 	loaded   bool          // a Load has succeeded
 	lastErr  error         // the last Load's error
@@ -70,8 +75,15 @@ func NewCache(l Loader, ttl time.Duration, now func() time.Time, log *slog.Logge
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cache{loader: l, ttl: ttl, now: now, log: log, loadTimeout: loadTimeout, retry: firstLoadRetry, cur: Defaults()}
+	return &Cache{loader: l, ttl: ttl, now: now, log: log, loadTimeout: loadTimeout, retry: firstLoadRetry, jitter: rand.Float64, cur: Defaults()}
 }
+
+// maxJitter is the largest share of the TTL a refresh comes early by,
+// drawn anew after each one: instances started together (a deploy, a
+// scale-out) then read Parameter Store spread over a quarter of the TTL
+// instead of in step, every TTL, against its 40 reads a second per
+// account.
+const maxJitter = 0.25
 
 // LimitFetchTimeout makes the cache refuse a FetchTimeout of limit or more
 // as it refuses any value out of its bounds: the last good value stays in
@@ -178,7 +190,9 @@ func (c *Cache) TTL() time.Duration { return c.ttl }
 // load fails, or a value is invalid, the last good value of each affected
 // parameter stays in force (the default before any good load); the failure
 // is logged once, as one error record naming every bad field, and the next
-// attempt waits a full ttl, so an outage is not hammered by every call.
+// attempt waits a ttl too, so an outage is not hammered by every call.
+// Each wait is the ttl less up to a quarter of it, drawn at random (see
+// maxJitter).
 // A caller that must not run on the defaults calls WaitLoaded first.
 func (c *Cache) Get(ctx context.Context) Params {
 	c.mu.Lock()
@@ -197,7 +211,7 @@ func (c *Cache) Get(ctx context.Context) Params {
 		defer c.mu.Unlock()
 		return c.cur
 	}
-	if c.tried && c.now().Sub(c.loadedAt) < c.ttl {
+	if c.tried && c.now().Sub(c.loadedAt) < c.every {
 		defer c.mu.Unlock()
 		return c.cur
 	}
@@ -221,6 +235,7 @@ func (c *Cache) load(ctx context.Context) Params {
 		// forever, which would freeze the values in force.
 		c.mu.Lock()
 		c.cur, c.loadedAt, c.tried, c.loading, c.lastErr = p, c.now(), true, nil, err
+		c.every = c.ttl - time.Duration(maxJitter*c.jitter()*float64(c.ttl))
 		if err == nil {
 			c.loaded = true
 		}

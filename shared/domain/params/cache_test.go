@@ -94,6 +94,7 @@ func newFixture(ttl time.Duration) *fixture {
 	f.loader.returns(nil, nil)
 	log := slog.New(slog.NewJSONHandler(f.logs, nil))
 	f.cache = NewCache(f.loader, ttl, f.clock.Now, log)
+	f.cache.jitter = func() float64 { return 0 } // refresh at ttl exactly
 	return f
 }
 
@@ -444,5 +445,42 @@ func TestCacheConcurrentStress(t *testing.T) {
 	wg.Wait()
 	if f.loader.calls.Load() < 2 {
 		t.Errorf("%d loads, want several", f.loader.calls.Load())
+	}
+}
+
+// TestCacheRefreshJittered: each refresh comes a random share of up to a
+// quarter of the TTL early, so instances started together (a deploy) do
+// not read the parameter store in step; never later than the TTL.
+func TestCacheRefreshJittered(t *testing.T) {
+	const ttl = 8 * time.Second
+	f := newFixture(ttl)
+	f.cache.jitter = func() float64 { return 0.5 } // an eighth of ttl early
+	f.cache.Get(t.Context())
+	f.clock.Advance(ttl - ttl/8 - time.Nanosecond)
+	f.cache.Get(t.Context())
+	if n := f.loader.calls.Load(); n != 1 {
+		t.Fatalf("loads before ttl less the jitter = %d, want 1", n)
+	}
+	f.clock.Advance(time.Nanosecond)
+	f.cache.Get(t.Context())
+	if n := f.loader.calls.Load(); n != 2 {
+		t.Fatalf("loads at ttl less the jitter = %d, want 2", n)
+	}
+
+	// Drawn at random by default: a fleet's next refreshes spread over
+	// the last quarter of the TTL.
+	seen := map[time.Duration]bool{}
+	for range 20 {
+		l := &fakeLoader{}
+		l.returns(nil, nil)
+		c := NewCache(l, ttl, newClock().Now, slog.New(slog.DiscardHandler))
+		c.Get(t.Context())
+		if c.every <= ttl*3/4 || c.every > ttl {
+			t.Fatalf("next refresh %v after a load, want within (%v, %v]", c.every, ttl*3/4, ttl)
+		}
+		seen[c.every] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("20 caches drew %d distinct refresh intervals, want them spread", len(seen))
 	}
 }
