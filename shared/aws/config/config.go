@@ -49,7 +49,16 @@ type Config struct {
 	// OutputMaxMessageBytes is the output queue's MaximumMessageSize: the
 	// largest result message (default 256 KiB).
 	OutputMaxMessageBytes int
+	// EphemeralStorageMB is the function's /tmp in MB, its
+	// EphemeralStorage (EPHEMERAL_STORAGE_MB; Lambda's default 512 when
+	// absent): where WarcOutput spools records (see
+	// params.Cache.LimitSpool).
+	EphemeralStorageMB int
 }
+
+// DefaultEphemeralStorageMB is a function's /tmp unless its
+// EphemeralStorage says more (up to 10,240 MB; "Lambda quotas").
+const DefaultEphemeralStorageMB = 512
 
 // Remedy names, in a deployed function's address denials, the
 // variables that would allow the address.
@@ -81,6 +90,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		BodyBucket:     getenv("BODY_BUCKET"),
 		// The historical SQS limit, which every endpoint accepts.
 		OutputMaxMessageBytes: 256 << 10,
+		EphemeralStorageMB:    DefaultEphemeralStorageMB,
+	}
+	if v := getenv("EPHEMERAL_STORAGE_MB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < DefaultEphemeralStorageMB || n > 10240 {
+			errs = append(errs, fmt.Errorf("EPHEMERAL_STORAGE_MB=%q: want the function's EphemeralStorage, MB from 512 to 10240", v))
+		}
+		c.EphemeralStorageMB = n
 	}
 	if v := getenv("BODY_RETENTION_DAYS"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -37,6 +37,7 @@ func TestFromEnvAllSet(t *testing.T) {
 		"BODY_BUCKET":              "urldownloader-dev-bodies",
 		"BODY_RETENTION_DAYS":      "14",
 		"OUTPUT_MAX_MESSAGE_BYTES": "1048576",
+		"EPHEMERAL_STORAGE_MB":     "4096",
 	})
 	got, err := config.FromEnv(env(e))
 	if err != nil {
@@ -54,6 +55,7 @@ func TestFromEnvAllSet(t *testing.T) {
 		BodyBucket:            "urldownloader-dev-bodies",
 		BodyRetention:         14 * 24 * time.Hour,
 		OutputMaxMessageBytes: 1 << 20,
+		EphemeralStorageMB:    4096,
 	}
 	if !got.Addresses.Equal(want.Addresses) {
 		t.Errorf("Addresses = %+v, want %+v", got.Addresses, want.Addresses)
@@ -70,8 +72,8 @@ func TestFromEnvDefaults(t *testing.T) {
 		t.Fatalf("FromEnv: %v", err)
 	}
 	if got.ShardCount != 1 || !got.Addresses.Equal(fetch.AddressPolicy{}.WithRemedy(config.Remedy)) || got.CheckRun != 55*time.Second || got.InputQueueURL != "" || got.LogLevel != "" ||
-		got.BodyBucket != "" || got.OutputMaxMessageBytes != 256<<10 {
-		t.Errorf("defaults %+v, want ShardCount 1, private networks off, CheckRun 55s, no input queue, no body bucket, 256 KiB messages", got)
+		got.BodyBucket != "" || got.OutputMaxMessageBytes != 256<<10 || got.EphemeralStorageMB != 512 {
+		t.Errorf("defaults %+v, want ShardCount 1, private networks off, CheckRun 55s, no input queue, no body bucket, 256 KiB messages, 512 MB of /tmp", got)
 	}
 }
 
@@ -175,6 +177,9 @@ func TestFromEnvBadValues(t *testing.T) {
 		{"body retention in hours", "BODY_RETENTION_DAYS", "12h"},
 		{"message size over SQS's 1 MiB", "OUTPUT_MAX_MESSAGE_BYTES", "1048577"},
 		{"message size too small for a result", "OUTPUT_MAX_MESSAGE_BYTES", "1024"},
+		{"ephemeral storage below Lambda's 512 MB", "EPHEMERAL_STORAGE_MB", "511"},
+		{"ephemeral storage above Lambda's 10,240 MB", "EPHEMERAL_STORAGE_MB", "10241"},
+		{"ephemeral storage not a number", "EPHEMERAL_STORAGE_MB", "1GB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

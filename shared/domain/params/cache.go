@@ -59,6 +59,8 @@ type Cache struct {
 	// maxFetchTimeout, when positive, is the exclusive upper bound of
 	// FetchTimeout set by LimitFetchTimeout.
 	maxFetchTimeout time.Duration
+	// spool bounds MaxBodyBytes (LimitSpool).
+	spool spoolLimit
 }
 
 // NewCache returns a Cache over l that starts from the defaults. A ttl above
@@ -226,7 +228,7 @@ var errLoadPanicked = errors.New("parameter loader panicked")
 func (c *Cache) load(ctx context.Context) Params {
 	done := make(chan struct{})
 	c.loading = done
-	base, limit := c.cur, c.maxFetchTimeout
+	base, limit, spool := c.cur, c.maxFetchTimeout, c.spool
 	c.mu.Unlock()
 
 	p, err := base, errLoadPanicked
@@ -242,13 +244,13 @@ func (c *Cache) load(ctx context.Context) Params {
 		c.mu.Unlock()
 		close(done)
 	}()
-	p, err = c.refresh(ctx, base, limit)
+	p, err = c.refresh(ctx, base, limit, spool)
 	return p
 }
 
 // refresh loads and parses the parameters over base and logs the outcome;
 // the error is the Load's (invalid values are logged, not returned).
-func (c *Cache) refresh(ctx context.Context, base Params, limit time.Duration) (Params, error) {
+func (c *Cache) refresh(ctx context.Context, base Params, limit time.Duration, spool spoolLimit) (Params, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.loadTimeout)
 	raw, err := c.loader.Load(lctx)
 	cancel()
@@ -263,11 +265,16 @@ func (c *Cache) refresh(ctx context.Context, base Params, limit time.Duration) (
 	full := Defaults().Format()
 	maps.Copy(full, raw)
 	p, err := Parse(full, base)
-	if fe, ok := limitFetchTimeout(&p, base, limit); ok {
-		inv := &InvalidError{}
-		errors.As(err, &inv)
-		inv.Fields = append(inv.Fields, fe)
-		err = inv
+	for _, enforce := range []func() (FieldError, bool){
+		func() (FieldError, bool) { return limitFetchTimeout(&p, base, limit) },
+		func() (FieldError, bool) { return spool.enforce(&p, base) },
+	} {
+		if fe, ok := enforce(); ok {
+			inv := &InvalidError{}
+			errors.As(err, &inv)
+			inv.Fields = append(inv.Fields, fe)
+			err = inv
+		}
 	}
 	if err != nil {
 		// The fields as a JSON list, one object per bad value, rather than

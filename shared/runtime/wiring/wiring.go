@@ -156,6 +156,12 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 			parts.Bodies = s3warc.Bodies{}
 		}
 	}
+	eng := parts.Engine()
+	if cfg.WarcOutput {
+		// The WARC spools must fit in the function's /tmp: a MaxBodyBytes
+		// too large for as many workers as the budget runs is refused.
+		cache.LimitSpool(int64(cfg.EphemeralStorageMB)<<20, eng.WorkerLimit)
+	}
 	return &Services{
 		Parts:     parts,
 		Waker:     waker,
@@ -165,7 +171,7 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		Metrics:   rec,
 		Params:    cache,
 		Ingester:  parts.Ingester(),
-		Engine:    parts.Engine(),
+		Engine:    eng,
 	}
 }
 

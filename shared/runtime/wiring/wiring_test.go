@@ -1,13 +1,16 @@
 package wiring
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -152,5 +155,46 @@ func TestIngestAndDialShareThePolicy(t *testing.T) {
 	_, err = s.Engine.Fetcher(params.Defaults()).Fetch(t.Context(), fetch.Request{URL: "http://metadata.test/latest/meta-data/"})
 	if fetch.KindOf(err) != fetch.KindDenied || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("fetch of a name on the metadata endpoint: %v, want a denial ending %q", err, want)
+	}
+}
+
+// TestWarcSpoolFitsEphemeralStorage: with WarcOutput, the check function
+// refuses a MaxBodyBytes whose spools, for as many workers as its memory
+// runs, would not fit in its /tmp (EPHEMERAL_STORAGE_MB): in 512 MB the
+// default 10 MiB gives way to the largest that fits; in 10,240 MB it
+// stands. Without WarcOutput nothing is spooled and nothing is bounded.
+func TestWarcSpoolFitsEphemeralStorage(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name    string
+		warc    bool
+		storage int
+		fits    bool
+	}{
+		{"WARC in 512 MB", true, 512, false},
+		{"WARC in 10,240 MB", true, 10240, true},
+		{"no WARC in 512 MB", false, 512, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Config{TableName: "t", OutputQueueURL: "http://127.0.0.1:1/q", ParamPath: "/p/", ShardCount: 1,
+				BodyBucket: "b", WarcOutput: tc.warc, EphemeralStorageMB: tc.storage, CheckRun: time.Minute}
+			// SSM on a closed port, and no time to retry: the values in
+			// force are the defaults, as bounded.
+			s := New(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1")}, cfg, Options{Budget: BudgetFor(512), Log: slog.New(slog.DiscardHandler)})
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			p := s.Params.Get(ctx)
+			workers := s.Engine.WorkerLimit(p)
+			spools := int64(workers)*2*p.MaxBodyBytes + params.SpoolMargin
+			if tc.fits {
+				if p.MaxBodyBytes != params.DefaultMaxBodyBytes {
+					t.Errorf("MaxBodyBytes = %d, want the default", p.MaxBodyBytes)
+				}
+				return
+			}
+			if p.MaxBodyBytes >= params.DefaultMaxBodyBytes || spools > int64(tc.storage)*mib {
+				t.Errorf("MaxBodyBytes = %d: %d workers spool %d MiB, want within %d MiB", p.MaxBodyBytes, workers, spools/mib, tc.storage)
+			}
+		})
 	}
 }
