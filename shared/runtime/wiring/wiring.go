@@ -157,9 +157,12 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		}
 	}
 	eng := parts.Engine()
-	if cfg.WarcOutput {
+	if cfg.WarcOutput && opts.Budget.Memory > 0 {
 		// The WARC spools must fit in the function's /tmp: a MaxBodyBytes
-		// too large for as many workers as the budget runs is refused.
+		// too large for as many workers as its memory runs is refused.
+		// Only a function's budget has memory (BudgetFor); one process
+		// standing in for a fleet (the emulated pipeline) spools to the
+		// machine's disk.
 		cache.LimitSpool(int64(cfg.EphemeralStorageMB)<<20, eng.WorkerLimit)
 	}
 	return &Services{
