@@ -22,12 +22,12 @@ type spoolLimit struct {
 // bounds: the last good value stays in force and the refusal is logged
 // with the other invalid values at every load. With WarcOutput each host
 // worker spools up to two copies of a body to /tmp (the payload and its
-// compressed record; shared/warc), so workers(p) x 2 x MaxBodyBytes plus
+// compressed record; shared/web/warc), so workers(p) x 2 x MaxBodyBytes plus
 // SpoolMargin must fit; a body that cannot be spooled fails its publish
 // and its URL is fetched again, forever. Lambda's /tmp is 512 MB unless
 // the function's EphemeralStorage says more ("Lambda quotas"), a bound
 // params cannot know by itself: the check function sets it from
-// EPHEMERAL_STORAGE_MB (shared/config). A value in force that does not
+// EPHEMERAL_STORAGE_MB (shared/aws/config). A value in force that does not
 // fit is replaced at once, by the default or the largest that fits. A
 // budget of zero or less removes the limit.
 func (c *Cache) LimitSpool(budget int64, workers func(Params) int) {
