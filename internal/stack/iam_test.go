@@ -36,8 +36,8 @@ var functionGrants = map[string][]grant{
 		{"dynamodb:DeleteItem", "HostsTable"}, {"dynamodb:Query", "HostsTable"},
 		// shared/aws/sqsout (results of refused and evicted URLs), shared/aws/wake.
 		{"sqs:SendMessage", "OutputQueue"}, {"sqs:SendMessage", "WakeQueue"},
-		// shared/aws/ssmparams.
-		{"ssm:GetParametersByPath", "params"}, {"ssm:GetParametersByPath", "params/*"},
+		// shared/aws/ssmparams, by name.
+		{"ssm:GetParameters", "params/*"},
 	},
 	CheckFunction: {
 		{"logs:CreateLogStream", "CheckLogGroup"}, {"logs:PutLogEvents", "CheckLogGroup"},
@@ -54,7 +54,7 @@ var functionGrants = map[string][]grant{
 		// A HEAD of a missing key answers 404 only with ListBucket (403
 		// without), and s3body reads 404 as "not stored yet".
 		{"s3:ListBucket", "BodyBucket"},
-		{"ssm:GetParametersByPath", "params"}, {"ssm:GetParametersByPath", "params/*"},
+		{"ssm:GetParameters", "params/*"},
 	},
 }
 
