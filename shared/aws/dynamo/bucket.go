@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -20,8 +23,10 @@ import (
 // is an update, billed on the whole item, so a bucket of 30 host keys keeps
 // an add at one write unit. An add is conditional (not full); it is made
 // by the host write's own attempt, before the host write, with the version
-// that write is conditioned on. One that finds its bucket full goes to the
-// next bucket of the slot.
+// that write is conditioned on. One that finds its bucket full goes on to
+// the slot's newest bucket, which a query finds (the store remembers per
+// shard and slot where its adds go, so it rarely needs to ask). A slot's
+// buckets take the shard's sub-keys in turn (bucketSub, layout.go).
 //
 // A bucket takes adds while its slot lasts (an add goes to the slot of its
 // due time, or of now when that is past). Once the slot is over by
@@ -42,20 +47,49 @@ const (
 	// longer than a writer takes from reading its clock to its add (a
 	// later add still lands, in a new bucket of the same key).
 	closeMargin = bucketSpan
-	// maxBucketTries bounds the buckets one add tries.
-	maxBucketTries = 20
+	// maxBucketTries bounds the adds one add makes. Every add refused
+	// after the first jumps to the slot's newest bucket, so only writers
+	// filling a whole bucket between each of its tries use them up: at
+	// most 1,000 adds a second on a key, 64 buckets of 30 are two seconds
+	// of a key's whole throughput.
+	maxBucketTries = 64
+	// maxPositions bounds the bucket positions the store remembers: past
+	// it, the positions of slots that are over are dropped.
+	maxPositions = 4096
 )
 
-// bucketSK is a bucket's sort key: its slot's start first (see listSK).
+// bucketSK is a bucket's sort key: its slot's start first (see listSK),
+// then its sequence number in the slot, padded so that a slot's buckets
+// sort in the order they were opened (unique in the shard: a host's Listed
+// names its item by sort key alone).
 func bucketSK(slot int64, seq int) string {
-	return fmt.Sprintf("%013d%s%d", slot, bucketMark, seq)
+	return fmt.Sprintf("%013d%s%05d", slot, bucketMark, seq)
 }
 
-// bucketPos is the bucket a shard's adds go to next, as far as the store
-// knows: a slot and its sequence number.
-type bucketPos struct {
+// bucketSub is the sub-key of a slot's bucket seq: the slot's buckets take
+// the shard's sub-keys in turn, starting at one of the slot's own, so a
+// shard's adds spread over its sub-keys as fast as they fill buckets (and
+// over many slots, by slot), while a slot with few adds still fills one
+// bucket (one delete for them all).
+func bucketSub(slot int64, seq int) int {
+	return int((slot/bucketSpan.Milliseconds() + int64(seq)) % dueSpread)
+}
+
+// bucketSeq is the sequence number of a bucket's sort key (-1: none).
+func bucketSeq(sk string) int {
+	_, seq, ok := strings.Cut(sk, bucketMark)
+	n, err := strconv.Atoi(seq)
+	if !ok || err != nil {
+		return -1
+	}
+	return n
+}
+
+// slotKey names one slot of a shard: the store remembers, for each, the
+// bucket its adds go to next.
+type slotKey struct {
+	vs   int
 	slot int64
-	seq  int
 }
 
 // addToBucket adds key, at version (the version its host write is
@@ -69,17 +103,15 @@ func (s *Store) addToBucket(ctx context.Context, key string, version, due int64)
 	span := bucketSpan.Milliseconds()
 	slot := max(due, s.now().UnixMilli())
 	slot -= slot % span
-	seq := 0
+	at := slotKey{vs, slot}
 	s.mu.Lock()
-	if p, ok := s.buckets[vs]; ok && p.slot == slot {
-		seq = p.seq
-	}
+	seq := s.positions[at]
 	s.mu.Unlock()
 	for try := 1; ; try++ {
-		sk := bucketSK(slot, seq)
+		pk, sk := duePK(vs, bucketSub(slot, seq)), bucketSK(slot, seq)
 		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:        &s.table,
-			Key:              itemKey(duePK(vs), sk),
+			Key:              itemKey(pk, sk),
 			UpdateExpression: aws.String("SET h = list_append(if_not_exists(h, :none), :h), hv = list_append(if_not_exists(hv, :none), :v), hd = list_append(if_not_exists(hd, :none), :d) ADD c :one"),
 			// Not full.
 			ConditionExpression: aws.String("attribute_not_exists(c) OR c < :cap"),
@@ -93,20 +125,78 @@ func (s *Store) addToBucket(ctx context.Context, key string, version, due int64)
 			},
 		})
 		if err == nil {
-			s.mu.Lock()
-			s.buckets[vs] = bucketPos{slot, seq}
-			s.mu.Unlock()
+			s.remember(at, seq)
 			return sk, nil
 		}
 		var cf *types.ConditionalCheckFailedException
 		if !errors.As(err, &cf) {
-			return "", fmt.Errorf("add %s to due bucket %s of shard %d: %w", key, sk, vs, err)
+			return "", fmt.Errorf("add %s to due bucket %s of %s: %w", key, sk, pk, err)
 		}
 		if try >= maxBucketTries {
-			return "", fmt.Errorf("add %s to a due bucket of shard %d: %d buckets full: %w", key, vs, try, err)
+			return "", fmt.Errorf("add %s to a due bucket of shard %d: %d adds refused, each bucket filled by others meanwhile: %w", key, vs, try, err)
 		}
-		seq++
+		seq = max(seq+1, s.newestBucket(ctx, vs, slot))
 	}
+}
+
+// remember records that slot at's adds go to bucket seq next (later
+// buckets only), dropping the positions of slots that are over when the
+// store remembers too many.
+func (s *Store) remember(at slotKey, seq int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq <= s.positions[at] {
+		return
+	}
+	if _, ok := s.positions[at]; !ok && len(s.positions) >= maxPositions {
+		over := s.now().UnixMilli() - bucketSpan.Milliseconds()
+		for k := range s.positions {
+			if k.slot < over {
+				delete(s.positions, k)
+			}
+		}
+		if len(s.positions) >= maxPositions {
+			clear(s.positions) // a forgotten position costs a refused add and a query
+		}
+	}
+	s.positions[at] = seq
+}
+
+// newestBucket is the sequence number of the newest bucket of vs's slot,
+// the one after it when that one is full (-1: none found, or the queries
+// failed; the caller walks on). One consistent query of one item a
+// sub-key, side by side: an add refused by a full bucket costs those
+// reads, not a walk through every full bucket of the slot.
+func (s *Store) newestBucket(ctx context.Context, vs int, slot int64) int {
+	newest := make([]int, dueSpread)
+	parallel(dueSpread, func(sub int) {
+		newest[sub] = -1
+		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:              &s.table,
+			ConsistentRead:         aws.Bool(true),
+			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :slot)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk":   &types.AttributeValueMemberS{Value: duePK(vs, sub)},
+				":slot": &types.AttributeValueMemberS{Value: fmt.Sprintf("%013d%s", slot, bucketMark)},
+			},
+			ProjectionExpression: aws.String("sk, c"),
+			ScanIndexForward:     aws.Bool(false),
+			Limit:                aws.Int32(1),
+		})
+		if err != nil || len(out.Items) == 0 {
+			return
+		}
+		var it indexItem
+		if attributevalue.UnmarshalMap(out.Items[0], &it) != nil {
+			return
+		}
+		if seq := bucketSeq(it.SK); seq >= 0 && it.Count >= bucketCap {
+			newest[sub] = seq + 1
+		} else {
+			newest[sub] = seq
+		}
+	})
+	return slices.Max(newest)
 }
 
 // ripe tells whether it is a bucket whose adds are over: its slot ended

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 )
 
 // The due index (see layout.go for why): due lists and buckets, items of
-// the table under "d#<vshard>". Both name hosts with the version of each
+// the table under the shard's sub-keys "d#<vshard>[#<sub>]". Both name hosts with the version of each
 // host item the writer read; a host joins an index item (Listed) only by a
 // write conditioned on exactly that version, so a host named by an index
 // item is joined by a write at that version + 1, or never.
@@ -178,8 +179,6 @@ func (s *Store) epoch(vshard int) int {
 	return h.epoch
 }
 
-func duePK(v int) string { return duePrefix + strconv.Itoa(v) }
-
 // listSK is a list's sort key: its due time first, so a shard's index
 // items sort by time and a query stops at now.
 func listSK(due int64, batch string) string {
@@ -309,7 +308,9 @@ func (s *Store) putLists(ctx context.Context, reqs []hostqueue.AppendRequest, pr
 		size := 0
 		for _, i := range idx {
 			if cur == nil || size+len(reqs[i].Key)+16 > maxListBytes {
-				cur = &indexItem{PK: duePK(g.vs), SK: listSK(g.due, batch+strconv.Itoa(len(lists))), WrittenAt: s.now().UnixMilli(), Nonce: newNonce()}
+				sk := listSK(g.due, batch+strconv.Itoa(len(lists)))
+				// Lists too spread over the shard's sub-keys, by their batch.
+				cur = &indexItem{PK: duePK(g.vs, int(hostqueue.Hash(sk)%dueSpread)), SK: sk, WrittenAt: s.now().UnixMilli(), Nonce: newNonce()}
 				lists = append(lists, cur)
 				members = append(members, nil)
 				size = 0
@@ -367,13 +368,10 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	}
 	var due []dueKey
 	taken, tried := map[string]bool{}, map[string]bool{}
-	err := s.queryIndex(ctx, vshard, now, func(page []indexItem) bool {
-		for k := range page {
-			if len(due) >= limit {
-				return false
-			}
-			s.settle(ctx, &page[k], now, taken, tried, &due, limit)
-		}
+	// Merged by sort key, a slot's buckets come in the order they were
+	// opened, whichever sub-key holds them, as when one key held them all.
+	err := s.queryIndex(ctx, vshard, now, func(it *indexItem) bool {
+		s.settle(ctx, it, now, taken, tried, &due, limit)
 		return len(due) < limit
 	})
 	if err != nil {
@@ -469,42 +467,89 @@ func (s *Store) since(it *indexItem) int64 {
 }
 
 // queryIndex reads vshard's index items whose time is at or before now,
-// earliest first, and hands them to f a page at a time until it says no
-// more: a shard with more due hosts than it is asked for reads (and pays
-// for) only the items it needs.
-func (s *Store) queryIndex(ctx context.Context, vshard int, now time.Time, f func([]indexItem) bool) error {
-	var start map[string]types.AttributeValue
+// earliest first across its sub-keys, and hands them to f one at a time
+// until it says no more: a shard with more due hosts than it is asked for
+// reads (and pays for) only the pages it needs. The sub-keys' first pages
+// are read side by side; a sub-key's next page when its last item is the
+// earliest left.
+func (s *Store) queryIndex(ctx context.Context, vshard int, now time.Time, f func(*indexItem) bool) error {
+	subs := make([]indexStream, dueSpread)
+	errs := make([]error, dueSpread)
+	parallel(dueSpread, func(k int) {
+		subs[k].pk = duePK(vshard, k)
+		errs[k] = s.nextPage(ctx, &subs[k], now)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	for {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:              &s.table,
-			ConsistentRead:         aws.Bool(true),
-			KeyConditionExpression: aws.String("pk = :pk AND sk <= :hi"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": &types.AttributeValueMemberS{Value: duePK(vshard)},
-				// '~' sorts after the '#' and what follows it.
-				":hi": &types.AttributeValueMemberS{Value: fmt.Sprintf("%013d#~", now.UnixMilli())},
-			},
-			ExclusiveStartKey: start,
-			Limit:             aws.Int32(indexPage),
-		})
-		if err != nil {
-			return fmt.Errorf("query the due index of shard %d: %w", vshard, err)
-		}
-		page := make([]indexItem, len(out.Items))
-		for k, raw := range out.Items {
-			it := &page[k]
-			if err := attributevalue.UnmarshalMap(raw, it); err != nil {
-				return fmt.Errorf("decode due-index item of shard %d: %w", vshard, err)
-			}
-			if len(it.Versions) != len(it.Hosts) || len(it.Dues) != 0 && len(it.Dues) != len(it.Hosts) {
-				return fmt.Errorf("due-index item %s of shard %d names %d hosts with %d versions and %d due times: its lists must agree", it.SK, vshard, len(it.Hosts), len(it.Versions), len(it.Dues))
+		var first *indexStream
+		for k := range subs {
+			if len(subs[k].items) > 0 && (first == nil || subs[k].items[0].SK < first.items[0].SK) {
+				first = &subs[k]
 			}
 		}
-		start = out.LastEvaluatedKey
-		if !f(page) || len(start) == 0 {
+		if first == nil {
 			return nil
 		}
+		it := &first.items[0]
+		first.items = first.items[1:]
+		if !f(it) {
+			return nil
+		}
+		if len(first.items) == 0 && len(first.start) > 0 {
+			if err := s.nextPage(ctx, first, now); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// indexStream is one sub-key's index items as queryIndex reads them: the
+// rest of the page read, and where its next page starts (none: done).
+type indexStream struct {
+	pk    string
+	items []indexItem
+	start map[string]types.AttributeValue
+}
+
+// nextPage reads st's next page of items due by now.
+func (s *Store) nextPage(ctx context.Context, st *indexStream, now time.Time) error {
+	if err := s.readPage(ctx, st, now); err != nil || len(st.items) > 0 || len(st.start) == 0 {
+		return err
+	}
+	// An empty page that is not the last (DynamoDB may answer one): read on.
+	return s.nextPage(ctx, st, now)
+}
+
+// readPage reads one page of st into it.
+func (s *Store) readPage(ctx context.Context, st *indexStream, now time.Time) error {
+	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:              &s.table,
+		ConsistentRead:         aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk AND sk <= :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: st.pk},
+			// '~' sorts after the '#' and what follows it.
+			":hi": &types.AttributeValueMemberS{Value: fmt.Sprintf("%013d#~", now.UnixMilli())},
+		},
+		ExclusiveStartKey: st.start,
+		Limit:             aws.Int32(indexPage),
+	})
+	if err != nil {
+		return fmt.Errorf("query the due index %s: %w", st.pk, err)
+	}
+	st.items, st.start = make([]indexItem, len(out.Items)), out.LastEvaluatedKey
+	for k, raw := range out.Items {
+		it := &st.items[k]
+		if err := attributevalue.UnmarshalMap(raw, it); err != nil {
+			return fmt.Errorf("decode due-index item of %s: %w", st.pk, err)
+		}
+		if len(it.Versions) != len(it.Hosts) || len(it.Dues) != 0 && len(it.Dues) != len(it.Hosts) {
+			return fmt.Errorf("due-index item %s of %s names %d hosts with %d versions and %d due times: its lists must agree", it.SK, st.pk, len(it.Hosts), len(it.Versions), len(it.Dues))
+		}
+	}
+	return nil
 }
 
 // indexPage is how many index items one query page reads: a few hundred

@@ -129,26 +129,28 @@ func (e *listEnv) wantIndexGone(vs int) {
 // names.
 func (e *listEnv) index(vs int) map[string][]string {
 	e.t.Helper()
-	out, err := e.db.Query(e.t.Context(), &dynamodb.QueryInput{
-		TableName:              &e.table,
-		KeyConditionExpression: aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: "d#" + strconv.Itoa(vs)},
-		},
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		e.t.Fatalf("query lists of %d: %v", vs, err)
-	}
 	lists := map[string][]string{}
-	for _, it := range out.Items {
-		var hosts []string
-		if l, ok := it["h"].(*types.AttributeValueMemberL); ok {
-			for _, h := range l.Value {
-				hosts = append(hosts, h.(*types.AttributeValueMemberS).Value)
-			}
+	for _, pk := range dynamo.DuePKs(vs) {
+		out, err := e.db.Query(e.t.Context(), &dynamodb.QueryInput{
+			TableName:              &e.table,
+			KeyConditionExpression: aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": &types.AttributeValueMemberS{Value: pk},
+			},
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			e.t.Fatalf("query the due index %s: %v", pk, err)
 		}
-		lists[it["sk"].(*types.AttributeValueMemberS).Value] = hosts
+		for _, it := range out.Items {
+			var hosts []string
+			if l, ok := it["h"].(*types.AttributeValueMemberL); ok {
+				for _, h := range l.Value {
+					hosts = append(hosts, h.(*types.AttributeValueMemberS).Value)
+				}
+			}
+			lists[it["sk"].(*types.AttributeValueMemberS).Value] = hosts
+		}
 	}
 	return lists
 }

@@ -22,19 +22,32 @@ import (
 // host item records how far into the first chunk the queue has advanced).
 //
 // The due index, what a shard's check reads to find its hosts with work,
-// is items of the table too, under the shard's own partition key, sorted
-// by time (a host with work is always named by one of them):
+// is items of the table too, under dueSpread partition keys of the shard
+// (its sub-keys, "d#<vshard>" for sub 0 and "d#<vshard>#<sub>" for the
+// others), each sorted by time (a host with work is always named by one of
+// them):
 //
-//	due list   pk "d#<vshard>", sk "<due ms>#l#<batch>"  the hosts an
-//	                                 ingest batch gave their first work, of
-//	                                 one shard (from listMin of them)
-//	due bucket pk "d#<vshard>", sk "<slot ms>#b#<seq>"  every other host
-//	                                 given an entry: a batch's lone hosts
-//	                                 of a shard, and every move (a host
-//	                                 released with work due later: a
-//	                                 back-off, a run's end), by the 5 s
+//	due list   pk "d#<vshard>[#<sub>]", sk "<due ms>#l#<batch>"  the hosts
+//	                                 an ingest batch gave their first work,
+//	                                 of one shard (from listMin of them)
+//	due bucket pk "d#<vshard>[#<sub>]", sk "<slot ms>#b#<seq>"  every
+//	                                 other host given an entry: a batch's
+//	                                 lone hosts of a shard, and every move
+//	                                 (a host released with work due later:
+//	                                 a back-off, a run's end), by the 5 s
 //	                                 slot of its due time, at most
 //	                                 bucketCap hosts an item
+//
+// Why sub-keys: a partition key takes at most 1,000 write units a second
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html),
+// and split-for-heat cannot split keys whose sort keys only grow in time,
+// as these do. A slot's buckets take the shard's sub-keys in turn, from
+// one the slot's time picks (bucket.go, bucketSub), and a list the sub-key
+// of its batch, so a shard's writes spread over dueSpread keys as soon as
+// they fill more than a bucket a slot; the check reads every sub-key of its
+// shard and merges them by time (duelist.go, queryIndex). Sub 0 keeps the
+// key the index had before it was spread, so items written before an
+// upgrade are still read.
 //
 // Why: an entry in a secondary index (the design before, a GSI on the host
 // item's shard and due time) costs a host two index writes (the put when it
@@ -55,6 +68,12 @@ const (
 	duePrefix   = "d#"
 	listMark    = "#l#"
 	bucketMark  = "#b#"
+
+	// dueSpread is how many partition keys a shard's due index spreads
+	// over: four keys give a shard four times a key's 1,000 write units a
+	// second, far above the simulation's planned peak (docs/benchmarks.md).
+	// Each look of the check reads every one of them, a read unit each.
+	dueSpread = 4
 
 	// inlineBudget is the estimated size of the inline tail above which it is
 	// spilled into a chunk: it keeps the host item within one write unit.
@@ -203,6 +222,15 @@ type leaseItem struct {
 
 func hostPK(key string) string { return hostPrefix + key }
 func shardPK(v int) string     { return shardPrefix + strconv.Itoa(v) }
+
+// duePK is the partition key of sub-key sub of vshard v's due index; sub
+// 0 is the key of the index before it was spread.
+func duePK(v, sub int) string {
+	if sub == 0 {
+		return duePrefix + strconv.Itoa(v)
+	}
+	return duePrefix + strconv.Itoa(v) + "#" + strconv.Itoa(sub)
+}
 
 // pending counts the entries queued in a host item.
 func (h *hostItem) pending() int {

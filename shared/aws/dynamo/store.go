@@ -116,14 +116,15 @@ type Store struct {
 
 	// seen is what the store last saw of host items, holds the shards
 	// whose lease it holds, for the due lists (duelist.go): guarded by mu.
-	seen    map[string]hostSeen
-	holds   map[int]shardHold
-	buckets map[int]bucketPos // by virtual shard: where its adds go next
+	seen  map[string]hostSeen
+	holds map[int]shardHold
+	// positions is where each slot's bucket adds go next (bucket.go).
+	positions map[slotKey]int
 }
 
 // New returns a store on table; now is the clock used for TTLs.
 func New(client Client, table string, now func() time.Time) *Store {
-	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}, seen: map[string]hostSeen{}, holds: map[int]shardHold{}, buckets: map[int]bucketPos{}}
+	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}, seen: map[string]hostSeen{}, holds: map[int]shardHold{}, positions: map[slotKey]int{}}
 }
 
 // Append implements hostqueue.Appender. A host it gives work goes into a
