@@ -68,6 +68,18 @@ func kindOf(_ string, key map[string]types.AttributeValue) string {
 // due-index polls of every check invocation.
 func isBackground(kind string) bool { return kind == "lease" || strings.HasPrefix(kind, "query") }
 
+// RefusedAdds counts the due-bucket adds a full bucket refused, and all
+// adds (UpdateItems on due buckets).
+func (c *CostResult) RefusedAdds() (refused, adds int) {
+	for _, l := range c.Usage.Lines {
+		if l.Op == "UpdateItem" && l.Kind == "due bucket" {
+			refused += l.Failed
+			adds += l.Requests
+		}
+	}
+	return refused, adds
+}
+
 // WriteUnits sums the write units (table and index) of the lines that pass
 // keep.
 func (c *CostResult) WriteUnits(keep func(kind string) bool) (table, index float64) {

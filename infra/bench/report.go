@@ -100,6 +100,16 @@ func (r *Results) Table() string {
 			h := float64(c.Hosts)
 			w("| %s | %d | %.2f | %.2f | %.2f | %.2f | %d | %d + %d | %d | %d |\n", c.Name, c.Hosts, float64(c.Store.Appends)/h, float64(c.Store.Loads)/h, float64(c.Store.Commits)/h, float64(c.Store.Releases)/h, c.Store.DueQueries, c.CheckInvokes, c.WakeInvokes, c.IngestCalls, c.Duplicates)
 		}
+		w("\nDynamoDB's limits (internal/billing's meter): throttling answers (attempts, and requests that still failed after the SDK's retries), the most write units one partition key took in one second (a key takes at most 1,000), and the due-bucket adds refused by a full bucket, as a share of adds (target: at most 5%%):\n\n| scenario | throttled attempts | failed throttled | hottest key, write units/s | refused bucket adds / adds |\n|---|---|---|---|---|\n")
+		for _, c := range r.Cost {
+			u := c.Usage
+			refused, adds := c.RefusedAdds()
+			share := "-"
+			if adds > 0 {
+				share = fmt.Sprintf("%d / %d (%.1f%%)", refused, adds, 100*float64(refused)/float64(adds))
+			}
+			w("| %s | %d | %d | %s: %.0f | %s |\n", c.Name, u.Throttled, u.ThrottleFailures, u.HotKey, u.HotKeyWriteUnits, share)
+		}
 		w("\nBreakdown (units per URL by item kind; requests are totals):\n\n")
 		w("| scenario | op | kind | requests | failed conditions | write units / URL | GSI write units / URL | read units / URL | mean item bytes |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {

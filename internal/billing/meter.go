@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -61,6 +63,17 @@ type Usage struct {
 	// SideReadErrors counts the meter's own reads that failed (the write
 	// was then billed as if no old item existed).
 	SideReadErrors int `json:"sideReadErrors,omitempty"`
+	// HotKey is the partition key that took the most write units in one
+	// second (by MeterOptions.Now), HotKeyWriteUnits those units: a key
+	// takes at most 1,000 a second on DynamoDB
+	// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html).
+	HotKey           string  `json:"hotKey,omitempty"`
+	HotKeyWriteUnits float64 `json:"hotKeyWriteUnits,omitempty"`
+	// Throttled counts the attempts answered with a throttling error
+	// (each retry its own); ThrottleFailures the requests that still
+	// failed with one after the SDK's retries.
+	Throttled        int `json:"throttled,omitempty"`
+	ThrottleFailures int `json:"throttleFailures,omitempty"`
 }
 
 // Total sums the lines.
@@ -91,6 +104,19 @@ type Meter struct {
 	sideErrs  int
 	sideReads int
 	known     map[string]map[string]types.AttributeValue // table+key -> item (nil: absent)
+
+	// keySecond holds each partition key's write units in the second it
+	// last wrote in; hot is the most any key took in one second.
+	keySecond         map[string]keyUnits
+	hot               keyUnits
+	hotKey            string
+	throttled, failed int
+}
+
+// keyUnits is a partition key's write units in one second.
+type keyUnits struct {
+	sec   int64
+	units float64
 }
 
 // MeterOptions choose how the meter learns the old item of a write.
@@ -104,6 +130,9 @@ type MeterOptions struct {
 	// FreshTables, with Remember, takes an item never seen as absent: the
 	// tables were empty when metering began, so no side read is made.
 	FreshTables bool
+	// Now is the clock the write units a second of each partition key are
+	// counted on; nil: time.Now.
+	Now func() time.Time
 }
 
 // NewMeter returns a meter that reads every old item on the side through
@@ -117,7 +146,10 @@ func NewMeterWith(raw Reader, classify Classify, opts MeterOptions) *Meter {
 	if classify == nil {
 		classify = func(string, map[string]types.AttributeValue) string { return "" }
 	}
-	return &Meter{raw: raw, classify: classify, opts: opts, schemas: map[string]*schema{}, lines: map[[2]string]*Line{}, known: map[string]map[string]types.AttributeValue{}}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Meter{raw: raw, classify: classify, opts: opts, schemas: map[string]*schema{}, lines: map[[2]string]*Line{}, known: map[string]map[string]types.AttributeValue{}, keySecond: map[string]keyUnits{}}
 }
 
 // SideReads counts the reads the meter made on its own.
@@ -162,15 +194,66 @@ func (m *Meter) remember(table string, key, item map[string]types.AttributeValue
 // dynamodb.NewFromConfig(cfg, meter.Option).
 func (m *Meter) Option(o *dynamodb.Options) {
 	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("BillingMeter", m.handle), middleware.After)
+		if err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("BillingMeter", m.handle), middleware.After); err != nil {
+			return err
+		}
+		// Below the retry loop: every attempt's answer.
+		return st.Deserialize.Add(middleware.DeserializeMiddlewareFunc("BillingThrottles", m.attempt), middleware.After)
 	})
+}
+
+// attempt counts an attempt answered with a throttling error.
+func (m *Meter) attempt(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+	out, md, err := next.HandleDeserialize(ctx, in)
+	if isThrottle(err) {
+		m.mu.Lock()
+		m.throttled++
+		m.mu.Unlock()
+	}
+	return out, md, err
+}
+
+// isThrottle tells whether err is DynamoDB's answer to a key, a table or
+// the account past its throughput.
+func isThrottle(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+// wrote counts units written on the partition key of key now.
+func (m *Meter) wrote(s *schema, key map[string]types.AttributeValue, units float64) {
+	pk := ""
+	if v, ok := key[s.hash].(*types.AttributeValueMemberS); ok {
+		pk = v.Value
+	} else if key[s.hash] != nil {
+		pk = fmt.Sprint(key[s.hash])
+	}
+	sec := m.opts.Now().Unix()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.keySecond[pk]
+	if k.sec != sec {
+		k = keyUnits{sec: sec}
+	}
+	k.units += units
+	m.keySecond[pk] = k
+	if k.units > m.hot.units {
+		m.hot, m.hotKey = k, pk
+	}
 }
 
 // Usage returns the usage so far, lines sorted by operation and kind.
 func (m *Meter) Usage() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	u := Usage{SideReadErrors: m.sideErrs}
+	u := Usage{SideReadErrors: m.sideErrs, HotKey: m.hotKey, HotKeyWriteUnits: m.hot.units, Throttled: m.throttled, ThrottleFailures: m.failed}
 	for _, k := range slices.SortedFunc(maps.Keys(m.lines), func(a, b [2]string) int {
 		if a[0] != b[0] {
 			return cmpString(a[0], b[0])
@@ -187,7 +270,9 @@ func (m *Meter) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.lines)
-	m.sideErrs = 0
+	clear(m.keySecond)
+	m.sideErrs, m.throttled, m.failed = 0, 0, 0
+	m.hot, m.hotKey = keyUnits{}, ""
 }
 
 func cmpString(a, b string) int {
@@ -406,6 +491,7 @@ func (m *Meter) write(op, table string, s *schema, key, old, new map[string]type
 	if new != nil {
 		ns = ItemSize(new)
 	}
+	m.wrote(s, key, factor*WriteUnits(os, ns))
 	m.add(op, kind, func(l *Line) {
 		l.Items++
 		l.WriteUnits += factor * WriteUnits(os, ns)
@@ -425,7 +511,19 @@ func (m *Meter) request(op, kind string) {
 	m.add(op, kind, func(l *Line) { l.Requests++ })
 }
 
+// handle bills a request, and counts one that failed throttled after
+// every retry.
 func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	out, md, err := m.bill(ctx, in, next)
+	if isThrottle(err) {
+		m.mu.Lock()
+		m.failed++
+		m.mu.Unlock()
+	}
+	return out, md, err
+}
+
+func (m *Meter) bill(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 	switch p := in.Parameters.(type) {
 	case *dynamodb.PutItemInput:
 		table := aws.ToString(p.TableName)

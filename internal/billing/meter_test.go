@@ -167,3 +167,60 @@ func TestSQSCounterOnMoto(t *testing.T) {
 		t.Errorf("CreateQueue = %+v, want 1 request", l)
 	}
 }
+
+// TestMeterHotKey: the meter reports the most write units one partition
+// key took in one second of its clock, across the items under that key,
+// and counts throttling answers (none from moto).
+func TestMeterHotKey(t *testing.T) {
+	srv := moto.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := moto.AWSConfig(ctx, srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := dynamodb.NewFromConfig(cfg)
+	table := fmt.Sprintf("billing-hot-%d", time.Now().UnixNano())
+	if _, err := raw.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   &table,
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_760_000_000, 0)
+	meter := billing.NewMeterWith(raw, nil, billing.MeterOptions{Remember: true, FreshTables: true, Now: func() time.Time { return now }})
+	db := dynamodb.NewFromConfig(cfg, meter.Option)
+	put := func(pk, sk string, bytes int) {
+		t.Helper()
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: pk},
+			"sk": &types.AttributeValueMemberS{Value: sk},
+			"b":  &types.AttributeValueMemberS{Value: strings.Repeat("x", bytes)},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Second one: "hot" takes 2 + 3 units on two items, "cold" 1.
+	put("hot", "a", 1500)
+	put("hot", "b", 2500)
+	put("cold", "a", 10)
+	// Second two: "hot" 1 unit, "cold" 4.
+	now = now.Add(time.Second)
+	put("hot", "a", 10)
+	put("cold", "b", 3500)
+	u := meter.Usage()
+	if u.HotKey != "hot" || u.HotKeyWriteUnits != 5 {
+		t.Errorf("hot key %q at %.0f write units a second, want \"hot\" at 5", u.HotKey, u.HotKeyWriteUnits)
+	}
+	if u.Throttled != 0 || u.ThrottleFailures != 0 {
+		t.Errorf("%d throttled attempts, %d requests failed throttled; moto throttles none", u.Throttled, u.ThrottleFailures)
+	}
+}
