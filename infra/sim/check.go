@@ -30,6 +30,10 @@ type invocation struct {
 	pub       *publisher
 	wake      bool
 	msgs      int
+	pos       positions // its store's due-bucket positions (dueindex.go)
+	ended     bool
+	// paramsFailed: its parameter load failed, it does nothing.
+	paramsFailed bool
 }
 
 type run struct {
@@ -103,18 +107,44 @@ func (s *Sim) genAt(t int64) generation {
 }
 
 func (s *Sim) newInvocation(wake bool) (*invocation, int64) {
-	inv := &invocation{start: s.now, wake: wake}
+	inv := &invocation{start: s.now, wake: wake, pos: positions{}}
 	inv.pub = &publisher{s: s}
-	return inv, s.lambdaStart(lambdaCheck, nil)
+	over := s.lambdaStart(lambdaCheck, nil)
+	// Parameters at its start (a warm instance's are a minute old),
+	// then every paramTTL (ssm.go). A new instance whose first load never
+	// succeeds fails the invocation: the schedule's next minute runs.
+	var w int64
+	if s.runs.lastCold {
+		var ok bool
+		w, ok = s.firstLoad(s.cfg.CheckTimeout / 2)
+		inv.paramsFailed = !ok
+	} else {
+		// A warm instance's failed reload keeps its values.
+		w, _ = s.loadParams(0)
+	}
+	s.reloadParams(inv)
+	return inv, over + w
 }
 
 // scheduled is the schedule's {"shard": N}.
-func (s *Sim) scheduled(shard int) {
+func (s *Sim) scheduled(shard int) { s.scheduledAfter(shard, sec) }
+
+// scheduledAfter is scheduled, retried backoff later when throttled: Lambda
+// keeps a throttled asynchronous event and tries again, backing off from a
+// second up to five minutes
+// (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+func (s *Sim) scheduledAfter(shard int, backoff int64) {
+	if !s.lambdaRoom() {
+		s.ddb.throttled[lambdaThrottle]++
+		next := min(2*backoff, 5*60*sec)
+		s.after(backoff+int64(s.rng.Float64()*float64(backoff)/2), func() { s.scheduledAfter(shard, next) })
+		return
+	}
 	s.runs.scheduled++
 	inv, over := s.newInvocation(false)
 	g := s.genAt(s.now)
 	s.after(over, func() {
-		if shard >= g.shards {
+		if shard >= g.shards || inv.paramsFailed {
 			// The handler refuses a shard past its ShardCount.
 			s.endInvocation(inv)
 			return
@@ -139,6 +169,16 @@ func (s *Sim) wakeArrive(t int64, shard int, g generation) {
 func (s *Sim) pumpWake() {
 	r := &s.runs
 	for len(r.wakeQueue) > 0 && r.wakeInFlight < s.cfg.WakeMaxConc {
+		if !s.lambdaRoom() {
+			// The mapping's invocation throttled: the message waits
+			// (tried again as an invocation ends; counted once a wait).
+			if !r.wakeThrottled {
+				s.ddb.throttled[lambdaThrottle]++
+			}
+			r.wakeThrottled = true
+			return
+		}
+		r.wakeThrottled = false
 		n := min(max(1, s.cfg.WakeBatchSize), len(r.wakeQueue))
 		msgs := r.wakeQueue[:n]
 		r.wakeQueue = append([]wakeMsg(nil), r.wakeQueue[n:]...)
@@ -156,7 +196,7 @@ func (s *Sim) pumpWake() {
 					shards = append(shards, m.shard)
 				}
 			}
-			if len(shards) == 0 {
+			if len(shards) == 0 || inv.paramsFailed {
 				s.endInvocation(inv)
 				return
 			}
@@ -178,12 +218,13 @@ func containsInt(xs []int, x int) bool {
 }
 
 func (s *Sim) endInvocation(inv *invocation) {
+	inv.ended = true
 	s.lambdaEnd(lambdaCheck, inv.start, s.now)
 	if inv.wake {
 		s.m.sqsReq(s.now, "wake DeleteMessageBatch", 1)
 		s.runs.wakeInFlight--
-		s.pumpWake()
 	}
+	s.pumpWake()
 }
 
 // startRun is handler.run and the start of Engine.Run.
@@ -355,6 +396,9 @@ func (s *Sim) dispatch(r *run, v int, at int64) (int64, bool) {
 		returned++
 		s.startSession(r, h, v, at)
 	}
+	if s.cfg.Layout == LayoutListsBuckets {
+		return s.queryDue(v, returned), starved
+	}
 	// One query per GSI key; KEYS_ONLY items of ~40 bytes, eventually
 	// consistent (half a unit per 4 KB).
 	var wait int64
@@ -370,8 +414,13 @@ func (s *Sim) dispatch(r *run, v int, at int64) (int64, bool) {
 func (s *Sim) dueBefore(r *run, t int64) bool {
 	b := s.cfg.GSIBuckets
 	for _, v := range r.owned {
+		if s.cfg.Layout == LayoutListsBuckets {
+			s.queryDue(v, 0)
+		}
 		for k := v * b; k < (v+1)*b; k++ {
-			s.ddb.read(catQuery, &s.ddb.gsi[k], 0.5, s.cfg.QueryLatency)
+			if s.cfg.Layout != LayoutListsBuckets {
+				s.ddb.read(catQuery, &s.ddb.gsi[k], 0.5, s.cfg.QueryLatency)
+			}
 			if d, ok := s.firstDue(k); ok && d < t {
 				return true
 			}

@@ -69,14 +69,17 @@ type Config struct {
 	// second, across all its runs (its CPU, its event loop: what the
 	// workers alone do not show); 0: no bound; below 0: the measured
 	// figure at CheckMemoryMB (measuredRates).
-	InvocationRPS    float64
-	IngestLanes      int // hostqueue.Ingester.Concurrency (16)
-	CheckRun         time.Duration
-	CheckTimeout     time.Duration
-	IngestTimeout    time.Duration
-	CheckMemoryMB    int
-	IngestMemoryMB   int
-	AccountConc      int // Lambda concurrency of the account
+	InvocationRPS  float64
+	IngestLanes    int // hostqueue.Ingester.Concurrency (16)
+	CheckRun       time.Duration
+	CheckTimeout   time.Duration
+	IngestTimeout  time.Duration
+	CheckMemoryMB  int
+	IngestMemoryMB int
+	AccountConc    int // Lambda concurrency of the account: invocations past it are throttled
+	// SSMRate is Parameter Store's transactions a second for the account
+	// (40 by default, ssm.go).
+	SSMRate          float64
 	WakeMaxConc      int // the wake queue mapping's MaximumConcurrency (16)
 	WakeBatchSize    int // the wake queue mapping's BatchSize (1: one shard an invocation)
 	VisibilityTimout time.Duration
@@ -185,6 +188,7 @@ func builtin() Config {
 		CheckMemoryMB:    512,
 		IngestMemoryMB:   256,
 		AccountConc:      1000,
+		SSMRate:          40,
 		WakeMaxConc:      16,
 		WakeBatchSize:    1,
 		IngestMaxConc:    10,

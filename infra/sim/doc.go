@@ -78,10 +78,20 @@
 //     shard every 5 s from one instance.
 //   - sqsout.Publisher: batches of 10 and 255 KB, a 100 ms linger.
 //
-// Models of AWS (dynamo.go, ingest.go, lambda.go): per-partition-key
-// limits, warm throughput and the SDK's retries; the SQS event source
-// mapping's pollers and batching; Lambda invocations, cold starts and
-// GB-seconds. Latencies are log-normal through a p50 and a p99 (Config).
+// Models of AWS (dynamo.go, dueindex.go, ssm.go, ingest.go, lambda.go):
+// per-partition-key limits (1,000 write and 3,000 read units a second),
+// the on-demand table's warm throughput and its growth, and the SDK's
+// retries; the due index spread over dueSpread keys a shard, with each
+// process's own bucket positions (an add to a bucket another process
+// filled is refused, billed, and followed by a query for the newest);
+// Parameter Store's 40 transactions a second shared by every instance's
+// parameter loads (at its start and every 30 s); the account's Lambda
+// concurrency (AccountConc: past it invocations are throttled and retried
+// as their event source does); the SQS event source mapping's pollers and
+// batching; Lambda invocations, cold starts and GB-seconds. TTL: an idle
+// host's item expires 24 h after its last work, longer than any run here;
+// every host starts without an item, as one TTL deleted. Latencies are
+// log-normal through a p50 and a p99 (Config).
 //
 // Models of the web (workload.go): a Zipf spread of URLs over hosts,
 // response times, robots.txt, failing hosts, hosts that rate-limit as

@@ -136,6 +136,11 @@ type dynamoModel struct {
 	// The index's own items, by virtual shard (layout.go).
 	bucketBins []keyBins
 	buckets    []bucket
+	// The built layout's sub-keys (dueindex.go): by v*dueSpread+sub; the
+	// newest bucket of each slot; its adds and those refused.
+	dueBins           []keyBins
+	open              map[slotKey]*openBucket
+	adds, refusedAdds int64
 }
 
 func (d *dynamoModel) init(s *Sim) {
@@ -145,6 +150,8 @@ func (d *dynamoModel) init(s *Sim) {
 	d.lease = make([]keyBins, len(s.leases))
 	d.bucketBins = make([]keyBins, len(s.leases))
 	d.buckets = make([]bucket, len(s.leases))
+	d.dueBins = make([]keyBins, len(s.leases)*dueSpread)
+	d.open = map[slotKey]*openBucket{}
 	d.table.warm, d.idx.warm, d.tableR.warm = s.cfg.WarmWrite, s.cfg.WarmWrite, s.cfg.WarmRead
 	d.throttled = map[string]int64{}
 	d.failed = map[string]int64{}

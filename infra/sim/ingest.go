@@ -32,6 +32,19 @@ type poller struct {
 	warm    bool
 	wakeAt  map[int]int64 // wake.Queue.last: by shard, when its latest wake-up is due
 	started int64         // the instance's start (its deployment generation)
+	pos     positions     // the instance's due-bucket positions (dueindex.go)
+	// paramsAt is when the instance last loaded its parameters, reloadIn
+	// how long after it reloads them.
+	paramsAt, reloadIn int64
+}
+
+// positions is the instance's bucket positions, forgotten when too many
+// (a forgotten one costs a refused add, as in the store).
+func (p *poller) positions() positions {
+	if p.pos == nil || len(p.pos) > 4096 {
+		p.pos = positions{}
+	}
+	return p.pos
 }
 
 type inputQueue struct {
@@ -252,12 +265,39 @@ func (s *Sim) scalePollers() {
 
 // invokeIngest runs the ingest function on p's batch.
 func (s *Sim) invokeIngest(p *poller) {
+	if !s.lambdaRoom() {
+		// Throttled: the mapping backs off and invokes again.
+		s.ddb.throttled[lambdaThrottle]++
+		p.busy = true
+		s.after(sec, func() {
+			p.busy = false
+			if len(p.batch) > 0 {
+				s.invokeIngest(p)
+			}
+		})
+		return
+	}
 	batch := p.batch
 	p.batch, p.bytes, p.busy = nil, 0, true
 	p.gen++
 	s.m.sqsReq(s.now, "input ReceiveMessage", math.Ceil(float64(len(batch))/10))
 	start := s.now
 	over := s.lambdaStart(lambdaIngest, &p.warm)
+	// Parameters at the instance's start and when paramTTL old (ssm.go);
+	// a failed load hands the whole batch back.
+	paramsOK := true
+	switch {
+	case p.paramsAt == 0:
+		var w int64
+		w, paramsOK = s.firstLoad(s.cfg.IngestTimeout / 2)
+		over += w
+		p.paramsAt, p.reloadIn = s.now, s.reloadEvery()
+	case s.now-p.paramsAt >= p.reloadIn:
+		// A failed reload keeps the values in force.
+		w, _ := s.loadParams(0)
+		over += w
+		p.paramsAt, p.reloadIn = s.now, s.reloadEvery()
+	}
 	g := s.gen(p.started)
 	// Group by host, in order of first appearance (Ingester.Ingest).
 	type group struct {
@@ -303,7 +343,7 @@ func (s *Sim) invokeIngest(p *poller) {
 		}
 		gr := order[next]
 		next++
-		wait, ok, act, evicted := s.appendHost(gr.h, gr.ids, start, g.vshards)
+		wait, ok, act, evicted := s.appendHost(gr.h, gr.ids, start, g.vshards, p.positions())
 		if !ok {
 			for _, id := range gr.ids {
 				failedURL[id] = true
@@ -348,6 +388,15 @@ func (s *Sim) invokeIngest(p *poller) {
 		for i, n := 0, running; i < n; i++ {
 			lane()
 		}
+	}
+	if !paramsOK {
+		// The handler fails before any append: every record back.
+		for _, gr := range order {
+			for _, id := range gr.ids {
+				failedURL[id] = true
+			}
+		}
+		order = nil
 	}
 	s.after(over+cpu, func() {
 		if (s.cfg.Layout == LayoutBatchList || s.cfg.Layout == LayoutListsBuckets) && len(order) > 0 {

@@ -19,7 +19,8 @@ type runState struct {
 	gbs                   [2]float64
 	invocations           [2]int64
 	idle                  [2]int // warm instances
-	throttled             int64
+	lastCold              bool   // the latest invocation started a new instance
+	wakeThrottled         bool   // the wake queue waits for concurrency
 	workers, peakWorkers  int
 	wakeInFlight          int
 	wakeQueue             []wakeMsg
@@ -45,12 +46,7 @@ func (s *Sim) lambdaStart(k lambdaKind, warm *bool) int64 {
 	r.invocations[k]++
 	s.m.series(s.now).invocations++
 	r.peak[k] = max(r.peak[k], r.conc[k])
-	if t := r.conc[0] + r.conc[1]; t > r.peakTotal {
-		r.peakTotal = t
-		if t > s.cfg.AccountConc {
-			r.throttled++
-		}
-	}
+	r.peakTotal = max(r.peakTotal, r.conc[0]+r.conc[1])
 	s.m.series(s.now).check = int16(r.conc[lambdaCheck])
 	s.m.series(s.now).ingest = int16(r.conc[lambdaIngest])
 	over := s.cfg.InvokeOverhead.sample(s.rng, s.cfg.FixedLatency)
@@ -66,7 +62,16 @@ func (s *Sim) lambdaStart(k lambdaKind, warm *bool) int64 {
 	if cold {
 		over += int64(s.cfg.ColdStart)
 	}
+	r.lastCold = cold
 	return over
+}
+
+// lambdaRoom tells whether the account's concurrency (AccountConc) has
+// room for one more invocation: past it Lambda throttles
+// (https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html).
+// Each caller retries as its event source does.
+func (s *Sim) lambdaRoom() bool {
+	return s.runs.conc[0]+s.runs.conc[1] < s.cfg.AccountConc
 }
 
 // lambdaEnd ends an invocation that ran from start to end.

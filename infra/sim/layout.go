@@ -91,7 +91,10 @@ const (
 // in the configured layout (g its GSI key, -1 for none), charging first
 // the index items a layout writes apart from the host item, and returns
 // their wait. fromIngest: the host enters from an ingest batch.
-func (s *Sim) indexWrite(h *host, ev indexEvent, fromIngest bool) (g int, gsiUnits float64, wait int64) {
+// due is when the host is due after the write; pos is the bucket
+// positions of the process that writes (an ingest instance's, a check
+// invocation's).
+func (s *Sim) indexWrite(h *host, ev indexEvent, fromIngest bool, due int64, pos positions) (g int, gsiUnits float64, wait int64) {
 	key := s.gsiKey(h)
 	switch s.cfg.Layout {
 	case LayoutListsBuckets:
@@ -104,7 +107,7 @@ func (s *Sim) indexWrite(h *host, ev indexEvent, fromIngest bool) (g int, gsiUni
 			return -1, 0, 0
 		}
 		h.listed = false
-		return -1, 0, s.bucketAdd(h, ev == idxMove)
+		return -1, 0, s.spreadAdd(h, ev == idxMove, due, pos)
 	case LayoutBatchList:
 		if h.listed {
 			h.listed = ev == idxEnter
@@ -207,10 +210,15 @@ func (s *Sim) writeLists(hosts []*host, vshards int) int64 {
 			h.named = true
 		}
 		units := writeUnits(0, 60+listBytes*n)
-		name := "due list vs=" + itoa(v)
-		w, _ := d.write(catIndex, &d.bucketBins[v], name, units, -1, 0, -1)
-		d.write(catIndex, &d.bucketBins[v], name, units, -1, 0, -1) // its delete
-		d.read(catQuery, &d.bucketBins[v], readUnits(60+listBytes*n), s.cfg.DynamoLatency)
+		bins, name := &d.bucketBins[v], "due list vs="+itoa(v)
+		if s.cfg.Layout == LayoutListsBuckets {
+			// The sub-key of the list's batch (shared/aws/dynamo's putLists).
+			k := v*dueSpread + s.rng.IntN(dueSpread)
+			bins, name = &d.dueBins[k], dueKeyName(k)
+		}
+		w, _ := d.write(catIndex, bins, name, units, -1, 0, -1)
+		d.write(catIndex, bins, name, units, -1, 0, -1) // its delete
+		d.read(catQuery, bins, readUnits(60+listBytes*n), s.cfg.DynamoLatency)
 		wait = max(wait, w)
 	}
 	return wait

@@ -43,6 +43,9 @@ type Report struct {
 	Throttled              map[string]int64
 	Failed                 map[string]int64
 	Conflicts              int64
+	// BucketAdds and RefusedAdds count the due-bucket adds and those a
+	// full bucket refused (dueindex.go); SSMCalls Parameter Store's calls.
+	BucketAdds, RefusedAdds, SSMCalls int64
 
 	PeakCheck, PeakIngest, PeakTotal, PeakWorkers int
 	GBs                                           [2]float64
@@ -93,6 +96,7 @@ func (s *Sim) report() *Report {
 		Redelivered: s.m.redeliver, IngestTimeouts: s.m.ingestTimeouts,
 		HotGSI: s.ddb.hotGSI, HotTable: s.ddb.hotTable, HotGSIKey: s.ddb.hotGSIKey, HotTableKey: s.ddb.hotTableKey,
 		Throttled: s.ddb.throttled, Failed: s.ddb.failed, Conflicts: s.m.conflicts,
+		BucketAdds: s.ddb.adds, RefusedAdds: s.ddb.refusedAdds, SSMCalls: s.ssm.calls,
 		PeakCheck: s.runs.peak[lambdaCheck], PeakIngest: s.runs.peak[lambdaIngest], PeakTotal: s.runs.peakTotal,
 		PeakWorkers: s.runs.peakWorkers, GBs: s.runs.gbs, Invocations: s.runs.invocations,
 		Scheduled: s.runs.scheduled, Woken: s.runs.woken, IdleRuns: s.runs.idleRuns, ContendRuns: s.runs.contendRuns,
@@ -208,6 +212,16 @@ func (r *Report) Throttles() int64 {
 	var n int64
 	for _, v := range r.Throttled {
 		n += v
+	}
+	return n
+}
+
+// DynamoThrottles is the number of throttled DynamoDB requests (not
+// Parameter Store's or Lambda's).
+func (r *Report) DynamoThrottles() int64 {
+	n := r.Throttles()
+	for _, k := range []string{ssmThrottle, lambdaThrottle} {
+		n -= r.Throttled[k]
 	}
 	return n
 }
@@ -331,7 +345,7 @@ func deployment(c Config) string {
 // Details renders what each run's results and units were.
 func Details(reps []*Report) string {
 	var b strings.Builder
-	b.WriteString("| scenario | results: fetched / fetch_error / denied / dropped (given up) | duplicates, records handed back, DLQ | HTTP requests, host sessions | write units / URL (by kind) | read units / URL | SQS requests / URL | throttled by reason | check invocations: scheduled, woken; runs ended at once (shard held elsewhere, idle); scheduled runs that waited out their run for a woken one's leases (GB-s) | smallest gap / delay | invariants | wall, events |\n")
+	b.WriteString("| scenario | results: fetched / fetch_error / denied / dropped (given up) | duplicates, records handed back, DLQ | HTTP requests, host sessions | write units / URL (by kind) | read units / URL | SQS requests / URL | throttled by reason (DynamoDB, Parameter Store, Lambda) | check invocations: scheduled, woken; runs ended at once (shard held elsewhere, idle); scheduled runs that waited out their run for a woken one's leases (GB-s) | smallest gap / delay | invariants | wall, events |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
 		u := float64(max(1, r.URLs))
@@ -360,6 +374,10 @@ func Details(reps []*Report) string {
 		if len(thr) == 0 {
 			thr = []string{"none"}
 		}
+		if r.BucketAdds > 0 {
+			thr = append(thr, fmt.Sprintf("(due-bucket adds refused: %d of %s, %.1f%%)", r.RefusedAdds, num(float64(r.BucketAdds)), 100*float64(r.RefusedAdds)/float64(r.BucketAdds)))
+		}
+		thr = append(thr, fmt.Sprintf("(Parameter Store calls: %s)", num(float64(r.SSMCalls))))
 		inv := "hold"
 		if v := r.Check(); len(v) > 0 {
 			inv = fmt.Sprintf("**%d broken**: %s", len(v), v[0])

@@ -44,6 +44,7 @@ type Sim struct {
 	indexed int
 
 	ddb  dynamoModel
+	ssm  ssmModel
 	m    metrics
 	runs runState
 

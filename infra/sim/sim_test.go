@@ -114,7 +114,7 @@ func TestDueIndexHotKey(t *testing.T) {
 		conc, vshards int
 	}{{5, 16}, {20, 64}} {
 		r := run(tc.conc, tc.vshards)
-		if n := r.Throttles(); n != 0 || r.HotGSI > 800 || r.HotGSI < 400 {
+		if n := r.DynamoThrottles(); n != 0 || r.HotGSI > 800 || r.HotGSI < 400 {
 			t.Errorf("%d ingest invocations at %d virtual shards: hottest due-index key %.0f units/s, %d throttled; want about 500 and none",
 				tc.conc, tc.vshards, r.HotGSI, n)
 		}
@@ -410,5 +410,67 @@ func TestLongCrawlDelay(t *testing.T) {
 	}
 	if r.LongDelays < 3 || r.Sessions < 4 || r.MinGapRel < 1 {
 		t.Errorf("%d releases for the long delay in %d sessions, smallest gap %.3f of the delay; want a release before each page", r.LongDelays, r.Sessions, r.MinGapRel)
+	}
+}
+
+// TestAWSLimits holds the model to AWS's account limits: Lambda
+// invocations past the account's concurrency are throttled and retried
+// (never run), and every URL still ends; Parameter Store takes 40 calls a
+// second, the rest throttled.
+func TestAWSLimits(t *testing.T) {
+	c := small()
+	c.Name = "tight account"
+	c.AccountConc = 4
+	r := New(c).Run()
+	for _, v := range r.Check() {
+		t.Error(v)
+	}
+	if r.Ended != r.URLs {
+		t.Errorf("%d of %d URLs ended", r.Ended, r.URLs)
+	}
+	if r.PeakTotal > c.AccountConc || r.Throttled[lambdaThrottle] == 0 {
+		t.Errorf("account concurrency %d: peak %d invocations at once, %d throttled; want at most %d and some throttled",
+			c.AccountConc, r.PeakTotal, r.Throttled[lambdaThrottle], c.AccountConc)
+	}
+
+	s := New(small())
+	s.ssm.sec = -1
+	loads := 50/paramCalls + 1 // over 50 calls in the first second
+	for range loads {
+		s.loadParams(0)
+	}
+	if s.ssm.throttled == 0 || s.ssm.calls != int64(loads*paramCalls) {
+		t.Errorf("%d Parameter Store calls in one second: %d throttled; want some past 40", s.ssm.calls, s.ssm.throttled)
+	}
+}
+
+// TestBucketPositions: each process remembers its own bucket position; a
+// process whose bucket another filled pays one refused add and the
+// queries for the newest bucket, once; a slot's buckets spread over the
+// shard's keys.
+func TestBucketPositions(t *testing.T) {
+	s := New(small())
+	var h host
+	h.key, h.vs = "a.example", 3
+	a, b := positions{}, positions{}
+	for range 3 * bucketCap {
+		s.spreadAdd(&h, false, 0, a)
+	}
+	if s.ddb.refusedAdds != 2 {
+		t.Errorf("one process filling three buckets: %d adds refused, want 2 (one a full bucket)", s.ddb.refusedAdds)
+	}
+	s.spreadAdd(&h, false, 0, b)
+	s.spreadAdd(&h, false, 0, b)
+	if s.ddb.refusedAdds != 3 {
+		t.Errorf("another process's two adds: %d refused in all, want 3 (its first only)", s.ddb.refusedAdds)
+	}
+	used := 0
+	for sub := range dueSpread {
+		if s.ddb.dueBins[3*dueSpread+sub].peek(0, true) > 0 {
+			used++
+		}
+	}
+	if used < 3 {
+		t.Errorf("a slot's three buckets wrote to %d of shard 3's keys, want 3", used)
 	}
 }

@@ -168,7 +168,7 @@ func (s *Sim) conflictWait(h *host, units float64) int64 {
 // read the item, evict past PersistLimit (reporting the evicted URLs
 // first), write spilled chunks, then the item, and the due index when the
 // host becomes active. evicted are the URLs evicted (oldest first).
-func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int) (wait int64, ok, activated bool, evicted []int32) {
+func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int, pos positions) (wait int64, ok, activated bool, evicted []int32) {
 	old := h.itemSize(s.cfg.Web)
 	w, ok := s.ddb.read(catAppend, &h.bins, readUnits(old), s.cfg.DynamoLatency)
 	wait += w
@@ -209,7 +209,7 @@ func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int) (wait i
 			h.vs = int32(vshardOf(h.key, vshards))
 		}
 		var iw int64
-		g, gsiUnits, iw = s.indexWrite(h, idxEnter, true)
+		g, gsiUnits, iw = s.indexWrite(h, idxEnter, true, dueAt, pos)
 		wait += iw
 		entering = true
 	}
@@ -292,14 +292,14 @@ func (s *Sim) commitHost(h *host, c commitReq, w *session) (int64, bool) {
 			if !c.cont || !h.inIndex {
 				newDue = c.nextDue
 				if !h.inIndex {
-					g, gsiUnits, iw = s.indexWrite(h, idxEnter, false)
+					g, gsiUnits, iw = s.indexWrite(h, idxEnter, false, newDue, w.r.inv.pos)
 				} else if newDue != h.due {
-					g, gsiUnits, iw = s.indexWrite(h, idxMove, false)
+					g, gsiUnits, iw = s.indexWrite(h, idxMove, false, newDue, w.r.inv.pos)
 				}
 			}
 		} else if h.inIndex {
 			leave = true
-			g, gsiUnits, iw = s.indexWrite(h, idxLeave, false)
+			g, gsiUnits, iw = s.indexWrite(h, idxLeave, false, newDue, w.r.inv.pos)
 		}
 		wait += iw
 	}
