@@ -186,49 +186,62 @@ func TestExitCodes(t *testing.T) {
 			t.Errorf("exit %d, want 2 and `make emulated`:\n%s", code, stderr)
 		}
 	})
-	t.Run("SIGINT: 130, run again to continue", func(t *testing.T) {
-		urls := site(t, 30, crawlDelay1) // 30 s at the Crawl-delay: stopped long before
-		dir := t.TempDir()
-		cmd := exec.Command(binary(t), "--urls", urls, "--state", filepath.Join(dir, "s.db"), "--out", filepath.Join(dir, "out.jsonl"), "--allow-private")
-		cmd.Dir = dir
-		pr, pw := io.Pipe()
-		cmd.Stderr = pw
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		started := make(chan struct{})
-		read := make(chan struct{})
-		go func() {
-			defer close(read)
-			sc := bufio.NewScanner(pr)
-			once := sync.Once{}
-			for sc.Scan() {
-				stderr.WriteString(sc.Text() + "\n")
-				if strings.Contains(sc.Text(), "local mode, new state") {
-					once.Do(func() { close(started) })
-				}
+	// SIGHUP is a closed terminal: the same clean stop as Ctrl-C, not a
+	// kill with no summary.
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String()+": 130, the summary, run again to continue", func(t *testing.T) {
+			stopBySignal(t, sig)
+		})
+	}
+}
+
+// stopBySignal starts a long run, sends it sig once it has started, and
+// wants the clean stop: exit 130, the summary, the advice to continue.
+func stopBySignal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	urls := site(t, 30, crawlDelay1) // 30 s at the Crawl-delay: stopped long before
+	dir := t.TempDir()
+	cmd := exec.Command(binary(t), "--urls", urls, "--state", filepath.Join(dir, "s.db"), "--out", filepath.Join(dir, "out.jsonl"), "--allow-private")
+	cmd.Dir = dir
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	started := make(chan struct{})
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pr)
+		once := sync.Once{}
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "local mode, new state") {
+				once.Do(func() { close(started) })
 			}
-		}()
-		select {
-		case <-started:
-		case <-time.After(60 * time.Second): // bounds a hang only
-			_ = cmd.Process.Kill()
-			t.Fatal("the run did not start within 60 s")
 		}
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
+	}()
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second): // bounds a hang only
+		_ = cmd.Process.Kill()
+		t.Fatal("the run did not start within 60 s")
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	pw.Close()
+	<-read
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d, want 130:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"run the same command again to continue", "urls have a result"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
-		_ = cmd.Wait()
-		pw.Close()
-		<-read
-		if code := cmd.ProcessState.ExitCode(); code != 130 {
-			t.Fatalf("exit %d, want 130:\n%s", code, stderr.String())
-		}
-		if !strings.Contains(stderr.String(), "run the same command again to continue") {
-			t.Errorf("no word on how to continue:\n%s", stderr.String())
-		}
-	})
+	}
 }
 
 // TestMakeRunInstallsNothing: `make run` builds the command and runs it,

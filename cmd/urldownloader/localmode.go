@@ -119,7 +119,10 @@ func runLocalMode() int {
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
 	// The first Ctrl-C stops cleanly; after it, a second one kills.
-	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed, an ssh session dropped) is the same
+	// clean stop: its default would end the process with no summary and
+	// no word on how to continue.
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
 	go func() { <-sigCtx.Done(); stopSignals() }()
 	ctx := sigCtx
