@@ -101,7 +101,7 @@ func TestHelpByMode(t *testing.T) {
 			t.Errorf("--help does not list parameter %s with its default %q", name, defaults[name])
 		}
 	}
-	for _, code := range []string{"0 ", "1 ", "2 ", "130 "} {
+	for _, code := range []string{"0 ", "1 ", "2 ", "4 ", "130 "} {
 		if !strings.Contains(out, "\n  "+code) {
 			t.Errorf("--help does not list exit code %s", code)
 		}
@@ -179,6 +179,26 @@ func TestExitCodes(t *testing.T) {
 		}
 		if code, _, stderr = runCmd(t, "--faults", "3"); code != 2 {
 			t.Errorf("--faults in local mode: exit %d, want 2:\n%s", code, stderr)
+		}
+	})
+	t.Run("damaged state: 4, what is wrong and what to do", func(t *testing.T) {
+		dir := t.TempDir()
+		state := filepath.Join(dir, "s.db")
+		if err := os.WriteFile(state, bytes.Repeat([]byte("not sqlite "), 500), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		urls := filepath.Join(dir, "urls.txt")
+		if err := os.WriteFile(urls, []byte("http://127.0.0.1:1/a\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runCmd(t, "--urls", urls, "--state", state, "--out", filepath.Join(dir, "out.jsonl"))
+		if code != 4 {
+			t.Errorf("exit %d, want 4:\n%s", code, stderr)
+		}
+		want := "urldownloader: " + state + " is not a urldownloader state (or is damaged)\n" +
+			"urldownloader: running again will not mend it: move " + state + " away (keep it if its job matters) to start a new job, or give another --state\n"
+		if stderr != want {
+			t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
 		}
 	})
 	t.Run("--backend moto: 2, naming the developer command", func(t *testing.T) {

@@ -228,7 +228,8 @@ func runLocalMode() int {
 		if opts.State == "" {
 			opts.State = DefaultState
 		}
-		if _, err := os.Stat(opts.State); err == nil {
+		// A zero-byte file holds no job: Open takes it as a new state.
+		if fi, err := os.Stat(opts.State); err == nil && fi.Size() > 0 {
 			fresh = false
 		}
 	}
@@ -268,7 +269,7 @@ func runLocalMode() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urldownloader:", err)
 		cli.ExplainOpenError(os.Stderr, err)
-		return 2
+		return openExit(err)
 	}
 	defer rt.Close()
 	outs = newOutcomes(rt.QueueKey, rt.Params())
@@ -343,6 +344,10 @@ func runLocalMode() int {
 	switch {
 	case runErr != nil:
 		fmt.Fprintln(os.Stderr, "urldownloader:", runErr)
+		if errors.As(runErr, new(*localmode.StateDamagedError)) {
+			cli.ExplainOpenError(os.Stderr, runErr)
+			return cli.ExitState
+		}
 		if errors.Is(runErr, localmode.ErrInputChanged) {
 			fmt.Fprintln(os.Stderr, "urldownloader: use a new --state for a new input")
 			return 2
@@ -402,4 +407,13 @@ func stdinInput(r io.Reader) (*localmode.Input, error) {
 	}
 	sum := sha256.Sum256(first)
 	return &localmode.Input{Name: "stdin/" + hex.EncodeToString(sum[:8]), R: io.MultiReader(bytes.NewReader(first), br)}, nil
+}
+
+// openExit is the exit code for an error of localmode.Open: a damaged
+// state is not a usage error (the command was right, the file is not).
+func openExit(err error) int {
+	if errors.As(err, new(*localmode.StateDamagedError)) {
+		return cli.ExitState
+	}
+	return cli.ExitUsage
 }

@@ -97,6 +97,31 @@ func New(path string, now func() time.Time) (*Store, error) {
 	return s, nil
 }
 
+// ErrNotAStore: the file is an SQLite database of another program.
+var ErrNotAStore = errors.New("not a database of this store")
+
+// Damaged reports whether err says the file is not a store's database:
+// not SQLite at all, cut short, corrupted, or another program's database.
+// Such a file cannot be repaired by running again; the caller should say
+// so rather than show SQLite's words.
+func Damaged(err error) bool {
+	if errors.Is(err, ErrNotAStore) {
+		return true
+	}
+	var e interface{ Code() int }
+	if !errors.As(err, &e) {
+		return false
+	}
+	// The primary result codes (https://www.sqlite.org/rescode.html):
+	// SQLITE_CORRUPT 11, SQLITE_NOTADB 26. Extended codes keep the
+	// primary one in their low byte.
+	switch e.Code() & 0xff {
+	case 11, 26:
+		return true
+	}
+	return false
+}
+
 // NewMemory returns a store held in memory, lost when it is closed: the
 // store of fast tests. now is the clock used for idle TTLs; give it the
 // engine's (fake) clock, so that idle state expires on the test's time.
@@ -140,6 +165,16 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("schema version %d, this build reads %d", v, schemaVersion)
 		}
 		if v == 0 {
+			// A database with tables but no schema version is another
+			// program's: adding this store's tables to it would hide
+			// that the wrong file was given.
+			var tables int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+				return fmt.Errorf("read schema: %w", err)
+			}
+			if tables > 0 {
+				return fmt.Errorf("%d tables and no schema version: %w", tables, ErrNotAStore)
+			}
 			if _, err := s.conn.ExecContext(ctx, schema); err != nil {
 				return fmt.Errorf("create schema: %w", err)
 			}

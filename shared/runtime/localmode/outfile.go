@@ -44,6 +44,31 @@ func (e *OutConflictError) Error() string {
 	return fmt.Sprintf("results file %s: %s", out, e.Reason)
 }
 
+// StateDamagedError is returned by Open (and by Run, when a damaged page
+// is first read there) when the state file is not a urldownloader state:
+// not SQLite, cut short, corrupted, or another program's database. Running
+// again cannot mend it; Err keeps SQLite's own words for -v.
+type StateDamagedError struct {
+	State string
+	Err   error
+}
+
+func (e *StateDamagedError) Error() string {
+	return fmt.Sprintf("%s is not a urldownloader state (or is damaged)", e.State)
+}
+
+func (e *StateDamagedError) Unwrap() error { return e.Err }
+
+// damaged turns an error that says the state file is damaged into a
+// StateDamagedError, and returns any other error as it is.
+func damaged(state string, err error) error {
+	var d *StateDamagedError
+	if state == "" || err == nil || errors.As(err, &d) || !sqlite.Damaged(err) {
+		return err
+	}
+	return &StateDamagedError{State: state, Err: err}
+}
+
 // OutInfo tells what Open did with the results file.
 type OutInfo struct {
 	// Path is the results file, absolute; empty for Options.Out.
@@ -164,6 +189,11 @@ func prepareState(opts Options) (fresh bool, lock *stateLock, err error) {
 		return false, nil, fmt.Errorf("open state: %w", err)
 	case !fi.Mode().IsRegular():
 		return false, nil, fmt.Errorf("open state: %s is not a file", opts.State)
+	case fi.Size() == 0:
+		// A zero-byte file (touch, or a state created and never
+		// written) holds no job: it is a new state, whose results file
+		// must be new too, not an old one that appends to another job's.
+		fresh = true
 	}
 	if fresh {
 		if err := checkNewOut(opts); err != nil {

@@ -201,7 +201,7 @@ wait:
 	if m := t.missing(maxMissing); len(m) > 0 {
 		rep.Missing = m
 	}
-	return rep, runErr
+	return rep, damaged(rt.opts.State, runErr)
 }
 
 // maxMissing bounds Report.Missing: a stopped job of millions of lines

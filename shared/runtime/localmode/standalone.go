@@ -292,6 +292,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		if errors.As(err, &conflict) {
 			return nil, err
 		}
+		if d := damaged(opts.State, err); d != err {
+			return nil, d
+		}
 		return nil, fmt.Errorf("open state: %w", err)
 	}
 	if rt.files.out != nil {
