@@ -135,10 +135,9 @@ func runLocalMode() int {
 	params := sharedParams()
 	opts := localmode.Options{
 		Params: params, Addresses: cli.AddressPolicy(cli.AllowNet, *cli.AllowPrivate, demo), ShardCount: sharedInt("shards"), Log: log,
-		OnReject: func(r localmode.Rejected) {
-			fmt.Fprintf(os.Stderr, "urldownloader: line %d not accepted: %s\n", r.Line, r.Error)
-		},
 	}
+	refusals := &refusalPrinter{w: os.Stderr, all: sharedBool("v")}
+	opts.OnReject = refusals.print
 	if cli.FlagSet("check-run") {
 		opts.CheckRun = sharedDuration("check-run")
 	}
@@ -343,6 +342,11 @@ func runLocalMode() int {
 	rejected := rep.Input.Rejected + rep.Input.SkippedRejected
 	switch {
 	case runErr != nil:
+		if nt := (*localmode.NotTextError)(nil); errors.As(runErr, &nt) {
+			fmt.Fprintf(os.Stderr, "urldownloader: --urls %s is not UTF-8 text: it looks like %s; nothing of it was read\n", listName(urlsPath), nt.Looks())
+			fmt.Fprintln(os.Stderr, "urldownloader:", notTextHint(nt.Kind, urlsPath))
+			return cli.ExitUsage
+		}
 		fmt.Fprintln(os.Stderr, "urldownloader:", runErr)
 		if errors.As(runErr, new(*localmode.StateDamagedError)) {
 			cli.ExplainOpenError(os.Stderr, runErr)
@@ -379,6 +383,7 @@ func runLocalMode() int {
 			return 1
 		}
 	case rejected > 0:
+		refusals.printMore()
 		fmt.Fprintf(os.Stderr, "urldownloader: %d input lines were not accepted\n", rejected)
 		return 1
 	}

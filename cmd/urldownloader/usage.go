@@ -112,7 +112,7 @@ Usage:
 Exit codes:
   %d    every URL ended fetched, not_modified or redirect, or denied by its site's robots.txt
   %d    some ended %s (other than by robots.txt), input lines were rejected, --timeout passed, or the run failed (the summary says which and what to change)
-  %d    usage error: a bad flag or argument, an input that changed under its --state, or a needed tool is missing
+  %d    usage error: a bad flag or argument, an input that changed under its --state or is not UTF-8 text (gzip, UTF-16), or a needed tool is missing
   %d    the --state file is not a urldownloader state, or is damaged (cut short, corrupted): move it away to start a new job, or give another --state
   %d  interrupted (Ctrl-C, SIGTERM, SIGHUP: a closed terminal): run the same command again to continue
 `, cli.ExitOK, cli.ExitFailed, strings.Join(statusNames(cli.FailedStatuses), ", "), cli.ExitUsage, cli.ExitState, cli.ExitInterrupted)

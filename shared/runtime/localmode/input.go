@@ -239,6 +239,18 @@ func (f *feeder) run(ctx context.Context, stop <-chan struct{}) error {
 	if err := skip(br, h, prog); err != nil {
 		return fmt.Errorf("%s: %w", f.in.Name, err)
 	}
+	if prog.Offset == 0 {
+		// A list compressed or in UTF-16 is refused once, as a whole.
+		// Peek waits for a few bytes only, not a whole sniffLen: stdin
+		// may be a trickle.
+		head, _ := br.Peek(4)
+		if len(head) > 0 {
+			head, _ = br.Peek(min(max(br.Buffered(), len(head)), sniffLen))
+		}
+		if kind := sniff(head); kind != "" {
+			return &NotTextError{Name: f.in.Name, Kind: kind}
+		}
+	}
 	// The reader runs ahead of ingest by at most inputBudget bytes of
 	// lines: what is in flight is bounded by bytes, whatever the lines'
 	// length.
