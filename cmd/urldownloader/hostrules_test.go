@@ -17,7 +17,8 @@ import (
 
 // TestDuplicatesCostOneRequest: in local mode, 300 copies of one URL cost
 // at most 2 requests (robots.txt aside) and each line gets its own result
-// with that fetch; the rules come from a --host-rules file.
+// with that fetch; the summary's politeness bound counts that one fetch;
+// the rules come from a --host-rules file.
 func TestDuplicatesCostOneRequest(t *testing.T) {
 	var mu sync.Mutex
 	hits := map[string]int{}
@@ -50,6 +51,10 @@ func TestDuplicatesCostOneRequest(t *testing.T) {
 		"--allow-private", "--host-rules", rules)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", code, stderr)
+	}
+	// The bound counts the one fetch, not 300 delays.
+	if want := ": 1 distinct of 300 urls × "; !strings.Contains(stderr, want) {
+		t.Errorf("the politeness bound does not count the copies as one fetch (want %q):\n%s", want, stderr)
 	}
 	mu.Lock()
 	n := hits["/same"]

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"slices"
@@ -98,11 +99,27 @@ type outcomes struct {
 	queueKey func(host string) string
 	params   params.Params // in force, for the advice
 
-	mu      sync.Mutex
-	byKey   map[string]int
+	mu sync.Mutex
+	// byKey holds, by queue, the URLs of its results that cost a
+	// request, each as a hash: copies of one URL share its fetch.
+	byKey   map[string]*keyLoad
 	byCause map[string]*failure // by failure.what
 	// failures counts the results that are failures (cli.IsFailure).
 	failures int
+}
+
+// keyLoad is a queue's results that cost a request: how many, and the
+// distinct URLs among them (a 64-bit hash each, 8 bytes a URL rather than
+// the URL: a collision among a queue's URLs is as good as never).
+type keyLoad struct {
+	urls     int
+	distinct map[uint64]struct{}
+}
+
+func urlHash(u string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(u))
+	return h.Sum64()
 }
 
 type failure struct {
@@ -112,7 +129,7 @@ type failure struct {
 }
 
 func newOutcomes(queueKey func(string) string, p params.Params) *outcomes {
-	return &outcomes{queueKey: queueKey, params: p, byKey: map[string]int{}, byCause: map[string]*failure{}}
+	return &outcomes{queueKey: queueKey, params: p, byKey: map[string]*keyLoad{}, byCause: map[string]*failure{}}
 }
 
 // add takes one result.
@@ -121,7 +138,14 @@ func (o *outcomes) add(r result.Result) {
 	defer o.mu.Unlock()
 	// Refused before any request, a URL costs its host no delay.
 	if r.Status != result.StatusDenied && r.Status != result.StatusDropped {
-		o.byKey[o.queueKey(r.Host)]++
+		key := o.queueKey(r.Host)
+		l := o.byKey[key]
+		if l == nil {
+			l = &keyLoad{distinct: map[uint64]struct{}{}}
+			o.byKey[key] = l
+		}
+		l.urls++
+		l.distinct[urlHash(r.URL)] = struct{}{}
 	}
 	if !slices.Contains(cli.FailedStatuses, r.Status) {
 		return
@@ -174,7 +198,8 @@ func (o *outcomes) loads(delay func(key string) time.Duration) []localmode.HostL
 	defer o.mu.Unlock()
 	out := make([]localmode.HostLoad, 0, len(o.byKey))
 	for _, k := range slices.Sorted(maps.Keys(o.byKey)) {
-		out = append(out, localmode.HostLoad{Key: k, URLs: o.byKey[k], Delay: delay(k)})
+		l := o.byKey[k]
+		out = append(out, localmode.HostLoad{Key: k, URLs: l.urls, Copies: l.urls - len(l.distinct), Delay: delay(k)})
 	}
 	return out
 }
@@ -223,6 +248,10 @@ func boundText(loads []localmode.HostLoad, fetchDelay time.Duration) string {
 	kind := "FetchDelay"
 	if worst.Delay > fetchDelay {
 		kind = "Crawl-delay"
+	}
+	if worst.Copies > 0 {
+		// Copies of a URL share its one fetch: the bound counts fetches.
+		return fmt.Sprintf("%s (%s: %d distinct of %d urls × %s %s)", b.Round(time.Millisecond), worst.Key, worst.Fetches(), worst.URLs, worst.Delay, kind)
 	}
 	return fmt.Sprintf("%s (%s: %d urls × %s %s)", b.Round(time.Millisecond), worst.Key, worst.URLs, worst.Delay, kind)
 }

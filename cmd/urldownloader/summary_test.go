@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,9 @@ func TestAdviceLines(t *testing.T) {
 		Error: "evicted: the host's queue exceeded PersistLimit (1000)"})
 	add(1, result.Result{Host: "d.test", URL: "http://d.test/p", Status: result.StatusFetchError,
 		Error: "host gave no usable answer for 1h (9 attempts); last: connection refused"})
-	add(5, result.Result{Host: "e.test", URL: "http://e.test/p", Status: result.StatusFetched})
+	for i := range 5 {
+		o.add(result.Result{Host: "e.test", URL: fmt.Sprintf("http://e.test/p%d", i), Status: result.StatusFetched})
+	}
 	// A denial that names its remedy points at cli.AddressDenials' list.
 	named := newOutcomes(func(h string) string { return h }, p)
 	named.add(result.Result{Host: "10.1.2.3", URL: "http://10.1.2.3/", Status: result.StatusDenied,

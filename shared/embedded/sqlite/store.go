@@ -371,6 +371,28 @@ func (s *Store) Load(ctx context.Context, key string, want int) (*hostqueue.Host
 	return out, nil
 }
 
+// QueuedRequests counts the distinct requests among a queue's entries:
+// copies of one URL (with the same validators) cost one fetch, as the
+// engine makes one (engine/dedupe.go). It reads the whole queue, so call
+// it for a few queues, not for every one every second. A queue not
+// stored counts 0.
+func (s *Store) QueuedRequests(ctx context.Context, key string) (int, error) {
+	n := 0
+	err := s.read(ctx, func(tx *txn) error {
+		h, err := s.liveHost(ctx, tx, key)
+		if err != nil || h == nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, qQueuedRequests, h.id).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count requests queued for %s: %w", key, err)
+	}
+	return n, nil
+}
+
+const qQueuedRequests = `SELECT count(*) FROM (SELECT DISTINCT url, etag, last_modified, validators_url FROM entries WHERE host = ?)`
+
 // Commit implements hostqueue.Queues.
 func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*hostqueue.Host, error) {
 	done := make(map[string]bool, len(c.Done))

@@ -1,10 +1,12 @@
 package localmode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,16 +50,23 @@ func (rt *Runtime) Progress() Progress {
 	return p
 }
 
-// HostLoad is the work of one politeness queue: URLs, each a Delay apart.
+// HostLoad is the work of one politeness queue: URLs, each a Delay apart,
+// of which Copies repeat a request another of them makes (the same URL
+// and validators: the engine fetches it once for all of them).
 type HostLoad struct {
-	Key   string
-	URLs  int
-	Delay time.Duration
+	Key    string
+	URLs   int
+	Copies int
+	Delay  time.Duration
 }
 
+// Fetches is the requests the queue's URLs cost: one per distinct request.
+func (h HostLoad) Fetches() int { return h.URLs - h.Copies }
+
 // Time is the least time the queue's URLs take: one Delay before each
-// (the first waits for robots.txt, itself a request to the host).
-func (h HostLoad) Time() time.Duration { return time.Duration(h.URLs) * h.Delay }
+// fetch (the first waits for robots.txt, itself a request to the host).
+// 100,000 copies of one URL cost one Delay, not 100,000.
+func (h HostLoad) Time() time.Duration { return time.Duration(h.Fetches()) * h.Delay }
 
 // Bound returns the politeness bound of a job: the least time its hosts'
 // URLs take when each queue is worked one request per Delay, all queues at
@@ -111,7 +120,39 @@ func (rt *Runtime) HostsLeft(ctx context.Context) ([]HostLoad, error) {
 			}
 		}
 	}
-	return out, nil
+	return out, rt.countCopies(ctx, out)
+}
+
+// countCopies sets Copies on the loads that could set the bound. Counting
+// a queue's distinct requests reads the whole queue, so only the queues
+// whose URLs alone (the most they can cost) would exceed the slowest
+// queue counted so far are read: slowest first, until the next one's
+// most is under what is known. Loads not read keep Copies 0: their Time
+// is at most the bound all the same.
+func (rt *Runtime) countCopies(ctx context.Context, loads []HostLoad) error {
+	order := make([]int, len(loads))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(loads[b].Time(), loads[a].Time()) })
+	var worst time.Duration
+	for _, i := range order {
+		h := &loads[i]
+		if h.Time() <= worst {
+			break
+		}
+		if h.URLs > 1 {
+			n, err := rt.store.QueuedRequests(ctx, h.Key)
+			if err != nil {
+				return err
+			}
+			if n > 0 && n < h.URLs {
+				h.Copies = h.URLs - n
+			}
+		}
+		worst = max(worst, h.Time())
+	}
+	return nil
 }
 
 // watchCrawlDelays puts each engine's fetcher behind one that notes the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,14 +22,17 @@ func TestBound(t *testing.T) {
 		worst string
 	}{
 		{"none", nil, 0, ""},
-		{"one host", []HostLoad{{"a.test", 12, time.Second}}, 12 * time.Second, "a.test"},
+		{"one host", []HostLoad{{Key: "a.test", URLs: 12, Delay: time.Second}}, 12 * time.Second, "a.test"},
 		// 12 URLs and a Crawl-delay of 4 s on one host outweigh 30 URLs at
 		// 1 s elsewhere: the "said 2 s, took 40 s".
-		{"crawl-delay wins", []HostLoad{{"a.test", 30, time.Second}, {"slow.test", 10, 4 * time.Second}, {"b.test", 2, time.Second}},
+		{"crawl-delay wins", []HostLoad{{Key: "a.test", URLs: 30, Delay: time.Second}, {Key: "slow.test", URLs: 10, Delay: 4 * time.Second}, {Key: "b.test", URLs: 2, Delay: time.Second}},
 			40 * time.Second, "slow.test"},
-		{"many small hosts", []HostLoad{{"a.test", 1, time.Second}, {"b.test", 1, time.Second}, {"c.test", 3, 250 * time.Millisecond}},
+		{"many small hosts", []HostLoad{{Key: "a.test", URLs: 1, Delay: time.Second}, {Key: "b.test", URLs: 1, Delay: time.Second}, {Key: "c.test", URLs: 3, Delay: 250 * time.Millisecond}},
 			time.Second, "a.test"},
-		{"empty queues", []HostLoad{{"a.test", 0, time.Second}}, 0, ""},
+		// 100,000 copies of one URL are one fetch, not 100,000 delays.
+		{"copies share a fetch", []HostLoad{{Key: "same.test", URLs: 100000, Copies: 99999, Delay: time.Second}, {Key: "b.test", URLs: 3, Delay: time.Second}},
+			3 * time.Second, "b.test"},
+		{"empty queues", []HostLoad{{Key: "a.test", URLs: 0, Delay: time.Second}}, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, worst := Bound(tc.hosts)
@@ -84,5 +88,34 @@ func TestHostsLeft(t *testing.T) {
 	}
 	if d := rt.HostDelay("other.test"); d != 100*time.Millisecond {
 		t.Errorf("HostDelay of a host never seen = %s, want FetchDelay 100ms", d)
+	}
+}
+
+// TestHostsLeftCountsCopies: 500 copies of one URL queued on a host
+// cost one fetch (the engine makes one for all of them), so HostsLeft
+// counts them as one and the ETA's bound is set by a host with 3 distinct
+// URLs, not 500 delays.
+func TestHostsLeftCountsCopies(t *testing.T) {
+	rt := open(t, Options{State: filepath.Join(t.TempDir(), "s.db"), Out: io.Discard, Params: map[string]string{"FetchDelay": "1s"}})
+	var lines []string
+	for range 500 {
+		lines = append(lines, "http://same.test/x")
+	}
+	lines = append(lines, "http://same.test/y", "http://b.test/1", "http://b.test/2", "http://b.test/3")
+	if _, err := rt.feed(context.Background(), Input{Name: "t", R: strings.NewReader(strings.Join(lines, "\n"))}, make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	left, err := rt.HostsLeft(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, worst := Bound(left)
+	if bound != 3*time.Second || worst.Key != "b.test" {
+		t.Errorf("Bound = %s (%+v), want 3s (b.test); loads %+v", bound, worst, left)
+	}
+	for _, h := range left {
+		if h.Key == "same.test" && (h.URLs != 501 || h.Fetches() != 2) {
+			t.Errorf("same.test: %d urls, %d fetches; want 501, 2", h.URLs, h.Fetches())
+		}
 	}
 }

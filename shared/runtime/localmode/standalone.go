@@ -166,6 +166,9 @@ type Store interface {
 	// IdempotencyStore remembers POST /urls answers by Idempotency-Key,
 	// so serve mode replays a retried request as API Gateway's does.
 	hostqueue.IdempotencyStore
+	// QueuedRequests counts the distinct requests in a queue (copies of
+	// a URL cost one fetch): the progress line's ETA.
+	QueuedRequests(ctx context.Context, key string) (int, error)
 	Close() error
 }
 
