@@ -41,6 +41,7 @@ var (
 	backendFlag = flag.String("backend", "local", "local, the only backend: one process on an embedded SQLite state (resumable); the emulated AWS stack is the developer command make emulated")
 	stateFlag   = flag.String("state", "", "local backend: SQLite file keeping the queues, politeness state and input progress; the same file resumes a stopped run; without --urls or --listen, finish what it holds (default "+DefaultState+"; the demo site uses a fresh in-memory state)")
 	bodiesFlag  = flag.String("bodies", "", "local backend: folder for bodies larger than InlineBodyBytes, content-addressed (default: 'bodies' beside the state file, .state/bodies)")
+	retryFlag   = flag.Bool("retry-failed", false, "local backend: with the --state (and --out) of a job that ended with failures, and no --urls: queue the URLs whose results were failures again, as new inputs with new ids; each new result names the id it retries (retryOf), so both are kept by consumers that deduplicate by id")
 	listenFlag  = flag.String("listen", "", "local backend: serve POST /urls on this address (e.g. 127.0.0.1:8080) and keep running until Ctrl-C")
 )
 
@@ -96,7 +97,11 @@ func runLocalMode() int {
 	// --state alone finishes what that state holds. The demo site listens
 	// on new ports every run, so a demo cannot resume: it keeps its state
 	// in memory.
-	demo := urlsPath == "" && listen == "" && !cli.FlagSet("state")
+	demo := urlsPath == "" && listen == "" && !cli.FlagSet("state") && !*retryFlag
+	if *retryFlag && (urlsPath != "" || listen != "") {
+		fmt.Fprintln(os.Stderr, "urldownloader: --retry-failed tries the failures of the job a --state holds: give that --state (and its --out), without --urls or --listen")
+		return cli.ExitUsage
+	}
 	if sharedBool("demo-hostile") && !demo {
 		fmt.Fprintln(os.Stderr, "urldownloader: --demo-hostile serves its own site; it does not go with --urls, --listen or --state")
 		return 2
@@ -232,6 +237,10 @@ func runLocalMode() int {
 			fresh = false
 		}
 	}
+	if *retryFlag && fresh {
+		fmt.Fprintf(os.Stderr, "urldownloader: --retry-failed: %s holds no job: give the --state of the job whose failures to try again\n", opts.State)
+		return cli.ExitUsage
+	}
 	// Open checks the state and the results file before it creates or
 	// writes either (outfile.go).
 	opts.OutPath, opts.Overwrite = outPath, *cli.Overwrite
@@ -285,6 +294,22 @@ func runLocalMode() int {
 		fmt.Fprintf(os.Stderr, "urldownloader: local mode, state %s: %d urls queued by an earlier run\n", opts.State, rt.Resumed)
 		if rt.Resumed > 0 {
 			fmt.Fprintln(os.Stderr, "urldownloader: hosts the earlier run stopped are due again at their staggered check, within 2 × CheckHostPeriod")
+		}
+	}
+	if *retryFlag {
+		var n int
+		input, n, err = rt.RetryFailed(ctx, cli.IsFailure)
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "urldownloader: --retry-failed:", err)
+			return cli.ExitFailed
+		case n == 0 && rt.Resumed == 0:
+			fmt.Fprintf(os.Stderr, "urldownloader: --retry-failed: nothing to retry: no url of the job in %s ended in failure (or every failure was retried already)\n", opts.State)
+			return cli.ExitOK
+		case n == 0:
+			fmt.Fprintln(os.Stderr, "urldownloader: --retry-failed: no failure to retry yet; finishing the urls still queued")
+		default:
+			fmt.Fprintf(os.Stderr, "urldownloader: --retry-failed: %d failed urls queued again (%s), each result naming the id it retries (retryOf)\n", n, input.Name)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "urldownloader: up to %d hosts at once (%d connections, %.1f GiB for workers)\n",
@@ -397,6 +422,11 @@ func runLocalMode() int {
 	}
 	if n := outs.failed(); n > 0 {
 		fmt.Fprintf(os.Stderr, "urldownloader: %d urls failed (exit 1): see above\n", n)
+		if !demo && rt.OutFile().Path != "" {
+			// The advice above may be a flag to change: a retry takes
+			// the flags of its own command line.
+			fmt.Fprintf(os.Stderr, "urldownloader: to try the failed urls again (after the change advised, if any): urldownloader --state %s --out %s --retry-failed\n", opts.State, outPath)
+		}
 		return cli.ExitFailed
 	}
 	return cli.ExitOK

@@ -35,7 +35,7 @@ var flagGroups = []struct {
 }{
 	{"Input and output (every mode)", "", []string{"urls", "out", "overwrite", "param", "host-rules", "allow-net", "allow-private", "v"}},
 	{"Local mode (--backend local, the default): one process, state in a SQLite file", "local",
-		[]string{"backend", "state", "listen", "token", "allowed-host", "bodies", "warc", "warc-max-bytes", "timeout", "check-run", "shards", "dns-server"}},
+		[]string{"backend", "state", "retry-failed", "listen", "token", "allowed-host", "bodies", "warc", "warc-max-bytes", "timeout", "check-run", "shards", "dns-server"}},
 	{"Demo site (without --urls)", "", []string{"demo-hosts", "demo-pages", "demo-skewed", "demo-large", "demo-hostile", "hostile-pages"}},
 }
 
@@ -79,6 +79,7 @@ Results go to --out (or stdout) as JSON lines; everything else goes to stderr.
 Usage:
   %[1]s                               download the built-in demo site (state in memory)
   %[1]s --urls FILE --out FILE        a job: resumable, state in %s (run it again after Ctrl-C)
+  %[1]s --state FILE --out FILE --retry-failed  try the failed URLs of that job again
   %[1]s --listen 127.0.0.1:8080       serve POST /urls until Ctrl-C
   %[1]s send --stack NAME --urls FILE  put a list on a deployed stack's input queue (send --help)
   %[1]s receive --stack NAME --out FILE  write a deployed stack's results (receive --help)

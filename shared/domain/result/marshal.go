@@ -67,6 +67,7 @@ func marshal(r Result) ([]byte, error) {
 			return nil, fmt.Errorf("encode result %s: %w", r.ID, err)
 		}
 	}
+	b = appendField(b, "retryOf", r.RetryOf)
 	return append(b, '}'), nil
 }
 

@@ -91,4 +91,8 @@ type Result struct {
 	// same host names the last answer's; the hops before it are records
 	// of the same file too.
 	Warc *warc.Ref `json:"warc,omitempty"`
+	// RetryOf is the id of the result this one tries again (local mode's
+	// --retry-failed): the retry has an id of its own, so a consumer that
+	// deduplicates by id keeps both, and can tell which one is newer.
+	RetryOf string `json:"retryOf,omitempty"`
 }

@@ -37,6 +37,9 @@ type lineWriter struct {
 	// serve mode keeps each line by id (results.go), so a result seen is
 	// one GET /urls/{id} answers.
 	keep func([]result.Result)
+	// retryOf, when set (before the first Publish), names the id a
+	// result's URL retries (retry.go), or "".
+	retryOf func(id string) string
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -72,8 +75,11 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 	// it (a buffer of this call's own lines first was a copy more, and
 	// the second largest allocation of a run at 10,000 hosts).
 	lines := make([][]byte, len(results))
-	for i, r := range results {
-		b, err := encodeLine(r)
+	for i := range results {
+		if lw.retryOf != nil && results[i].RetryOf == "" {
+			results[i].RetryOf = lw.retryOf(results[i].ID)
+		}
+		b, err := encodeLine(results[i])
 		if err != nil {
 			return err
 		}

@@ -183,10 +183,13 @@ type Runtime struct {
 	ledger *ledger
 	over   *overflow
 	files  stateFiles // the state's lock, the results file (outfile.go)
-	waits  waits      // why hosts wait, for Progress (waiting.go)
-	out    *lineWriter
-	warc   *warc.Writer // nil without Options.Warc
-	tally  *tally
+	// retried maps the ids of retried URLs to the ids they retry
+	// (retry.go).
+	retried retries
+	waits   waits // why hosts wait, for Progress (waiting.go)
+	out     *lineWriter
+	warc    *warc.Writer // nil without Options.Warc
+	tally   *tally
 	// inputBudget, when set, replaces the input reader's byte budget
 	// (tests: batches the budget cuts short without a 40 MiB list).
 	inputBudget int64
@@ -287,6 +290,9 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.ledger, err = openLedger(opts.State)
 	}
 	if err == nil {
+		err = rt.loadRetries(ctx)
+	}
+	if err == nil {
 		err = rt.openOut(ctx, fresh)
 	}
 	if err != nil {
@@ -325,6 +331,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 		}
 	})
+	rt.out.retryOf = rt.retried.get
 	if err := rt.attachResults(); err != nil {
 		rt.Close()
 		return nil, err
