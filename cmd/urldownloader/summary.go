@@ -260,6 +260,9 @@ func boundText(loads []localmode.HostLoad, fetchDelay time.Duration) string {
 // runtime's own counters.
 func printLocalSummary(w io.Writer, r localmode.Report, o *outcomes, delay func(string) time.Duration, verbose bool) {
 	in := r.Input
+	if in.SameAs != "" {
+		fmt.Fprintf(w, "urldownloader: input: the list read before as %s (its start is the same: moved, renamed or extended), going on where it stopped, under its ids\n", in.SameAs)
+	}
 	if in.Skipped > 0 {
 		fmt.Fprintf(w, "urldownloader: input: %d lines read by earlier runs (%d urls accepted, %d lines rejected) skipped\n", in.Skipped, in.SkippedURLs, in.SkippedRejected)
 	}

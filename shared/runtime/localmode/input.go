@@ -34,6 +34,12 @@ type Input struct {
 	// reads it again goes on after the last line an earlier run accepted.
 	Name string
 	R    io.Reader
+	// ByName keeps the input's progress under Name only. Otherwise an
+	// input whose start is that of one read before under another name
+	// (the list moved or renamed, or extended at its end) goes on as
+	// that one, under its name: its lines keep their ids and are not read
+	// again.
+	ByName bool
 }
 
 // Rejected is an input line refused as invalid; it is never queued.
@@ -59,6 +65,9 @@ type InputReport struct {
 	Batches int
 	// EOF is set when the input was read to its end.
 	EOF bool
+	// SameAs is the name the input was read under before, when it was
+	// recognised by its start under another name (Input.ByName).
+	SameAs string
 }
 
 // ErrInputChanged is returned when an input's first bytes are not those an
@@ -229,14 +238,41 @@ func (rt *Runtime) feed(ctx context.Context, in Input, stop <-chan struct{}) (In
 }
 
 func (f *feeder) run(ctx context.Context, stop <-chan struct{}) error {
+	given := f.in.Name
 	prog, err := f.rt.ledger.get(ctx, f.in.Name)
 	if err != nil {
 		return err
 	}
+	br := bufio.NewReaderSize(f.in.R, headLen)
+	// The input's start, as far as it is at hand: a file's first 64
+	// KiB, a trickle's first lines (Peek waits for one byte only).
+	var start []byte
+	if _, err := br.Peek(1); err == nil {
+		start, _ = br.Peek(min(br.Buffered(), headLen))
+	}
+	if prog.Offset == 0 && !f.in.ByName {
+		same, err := f.rt.ledger.sameHead(ctx, start)
+		if err != nil {
+			return err
+		}
+		if same != "" && same != f.in.Name {
+			f.rep.SameAs, f.in.Name = same, same
+			if prog, err = f.rt.ledger.get(ctx, same); err != nil {
+				return err
+			}
+		}
+	}
+	if !f.in.ByName {
+		if err := f.rt.ledger.noteHead(ctx, f.in.Name, start); err != nil {
+			return err
+		}
+	}
 	f.rep.Skipped, f.rep.SkippedURLs, f.rep.SkippedRejected = prog.Lines, prog.URLs, prog.Rejected
-	br := bufio.NewReaderSize(f.in.R, 64<<10)
 	h := sha256.New()
 	if err := skip(br, h, prog); err != nil {
+		if f.rep.SameAs != "" {
+			return fmt.Errorf("%s starts as %s, read before into this state, but %w", given, f.in.Name, err)
+		}
 		return fmt.Errorf("%s: %w", f.in.Name, err)
 	}
 	if prog.Offset == 0 {

@@ -3,6 +3,7 @@ package localmode
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -66,7 +67,56 @@ CREATE TABLE IF NOT EXISTS input_held (
 	msg BLOB    NOT NULL
 );
 CREATE INDEX IF NOT EXISTS input_held_key ON input_held (key, seq);
+CREATE TABLE IF NOT EXISTS input_head (
+	name TEXT    PRIMARY KEY,
+	len  INTEGER NOT NULL,
+	sum  BLOB    NOT NULL
+) WITHOUT ROWID;
 `
+
+// headLen bounds the start of an input by which it is recognised under
+// another name (sameHead): what the reader's buffer holds at once.
+const headLen = 64 << 10
+
+// sameHead returns the name of an input read before whose recorded start
+// is the start of this one (start: its first bytes, up to headLen), the
+// longest such start first; "" when none is. The same list moved or
+// renamed, or extended at its end, starts the same.
+func (l *ledger) sameHead(ctx context.Context, start []byte) (string, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT name, len, sum FROM input_head WHERE len <= ? ORDER BY len DESC, name", len(start))
+	if err != nil {
+		return "", fmt.Errorf("read input heads: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int
+		var sum []byte
+		if err := rows.Scan(&name, &n, &sum); err != nil {
+			return "", fmt.Errorf("read input heads: %w", err)
+		}
+		if got := sha256.Sum256(start[:n]); n > 0 && bytes.Equal(got[:], sum) {
+			return name, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("read input heads: %w", err)
+	}
+	return "", nil
+}
+
+// noteHead records an input's start (up to headLen bytes) under its name,
+// once: the first reading's start is the one a copy must match.
+func (l *ledger) noteHead(ctx context.Context, name string, start []byte) error {
+	if len(start) == 0 {
+		return nil
+	}
+	sum := sha256.Sum256(start)
+	if _, err := l.db.ExecContext(ctx, "INSERT INTO input_head (name, len, sum) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING", name, len(start), sum[:]); err != nil {
+		return fmt.Errorf("record the start of %s: %w", name, err)
+	}
+	return nil
+}
 
 func openLedger(path string) (*ledger, error) {
 	if path == "" {

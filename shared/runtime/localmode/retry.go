@@ -107,7 +107,7 @@ func (rt *Runtime) RetryFailed(ctx context.Context, failed func(result.Result) b
 			return nil, 0, err
 		}
 		if prog.Offset < int64(len(text)) {
-			return &Input{Name: retryName(round), R: strings.NewReader(string(text))}, strings.Count(string(text), "\n"), nil
+			return &Input{Name: retryName(round), R: strings.NewReader(string(text)), ByName: true}, strings.Count(string(text), "\n"), nil
 		}
 	}
 
@@ -163,7 +163,9 @@ func (rt *Runtime) RetryFailed(ctx context.Context, failed func(result.Result) b
 		return nil, 0, fmt.Errorf("record retry round %d: %w", round, err)
 	}
 	rt.retried.put(of)
-	return &Input{Name: name, R: strings.NewReader(b.String())}, len(failures), nil
+	// A round may hold the very lines of an earlier one (the same URLs
+	// failed again): it is recognised by its name only.
+	return &Input{Name: name, R: strings.NewReader(b.String()), ByName: true}, len(failures), nil
 }
 
 func retryName(round int64) string { return "retry/" + strconv.FormatInt(round, 10) }
