@@ -344,6 +344,7 @@ func runLocalMode() int {
 	stopProgress()
 	stopServing()
 
+	refusals.printMore()
 	printLocalSummary(os.Stderr, rep, outs, rt.HostDelay, sharedBool("v"))
 	denials.Print(os.Stderr)
 	bodies.Print(os.Stderr, opts.Bodies)
@@ -408,7 +409,6 @@ func runLocalMode() int {
 			return 1
 		}
 	case rejected > 0:
-		refusals.printMore()
 		fmt.Fprintf(os.Stderr, "urldownloader: %d input lines were not accepted\n", rejected)
 		return 1
 	}
