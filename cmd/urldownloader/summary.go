@@ -59,7 +59,7 @@ var causes = []cause{
 		}},
 	{result.StatusDenied, []string{"robots.txt could not be read"}, "denied: robots.txt could not be read until GiveUpAfter",
 		func(now map[string]string, _ string) string {
-			return fmt.Sprintf("the site did not answer: run again later, or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
+			return fmt.Sprintf("the site did not answer; these urls have ended, so the same command will not ask again: to try them later, list them in a new job (another --state and --out), or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"beyond GiveUpAfter"}, "the host asked to wait (Retry-After) beyond GiveUpAfter",
 		func(now map[string]string, _ string) string {
@@ -67,7 +67,7 @@ var causes = []cause{
 		}},
 	{result.StatusFetchError, []string{"host gave no usable answer"}, "given up: the host gave no usable answer for GiveUpAfter",
 		func(now map[string]string, _ string) string {
-			return fmt.Sprintf("run again later, or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
+			return fmt.Sprintf("these urls have ended, so the same command will not ask again: to try them later, list them in a new job (another --state and --out), or raise --param GiveUpAfter (now %s)", now[params.NameGiveUpAfter])
 		}},
 	{result.StatusFetchError, []string{"no complete answer within"}, "timed out",
 		func(now map[string]string, _ string) string {
@@ -81,11 +81,11 @@ var causes = []cause{
 		func(map[string]string, string) string { return "" }},
 	{result.StatusFetchError, []string{"connection reset"}, "connection reset by the server",
 		func(now map[string]string, _ string) string {
-			return fmt.Sprintf("run again later, or raise --param MaxAttempts (now %s)", now[params.NameMaxAttempts])
+			return fmt.Sprintf("raise --param MaxAttempts (now %s), or list these urls in a new job later (they have ended: the same command will not ask again)", now[params.NameMaxAttempts])
 		}},
 	{result.StatusFetchError, []string{"connection refused"}, "connection refused",
 		func(map[string]string, string) string {
-			return "nothing listens there: check the URLs' ports, or run again later"
+			return "nothing listens there: check the URLs' ports (these urls have ended: to try them later, list them in a new job)"
 		}},
 	{result.StatusDropped, nil, "dropped: the host's queue exceeded PersistLimit",
 		func(now map[string]string, _ string) string {

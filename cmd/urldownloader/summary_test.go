@@ -62,7 +62,7 @@ func TestAdviceLines(t *testing.T) {
 		"2 answered HTTP 404 (e.g. http://a.test/gone: HTTP 404)",
 		"1 disallowed by the site's robots.txt (not a failure) (e.g. http://b.test/p: ",
 		"1 dropped: the host's queue exceeded PersistLimit (e.g. http://c.test/p: evicted: the host's queue exceeded PersistLimit (1000)): raise --param PersistLimit (now 1000)",
-		"1 given up: the host gave no usable answer for GiveUpAfter (e.g. http://d.test/p: host gave no usable answer for 1h (9 attempts); last: connection refused): run again later, or raise --param GiveUpAfter (now 1h)",
+		"1 given up: the host gave no usable answer for GiveUpAfter (e.g. http://d.test/p: host gave no usable answer for 1h (9 attempts); last: connection refused): these urls have ended, so the same command will not ask again: to try them later, list them in a new job (another --state and --out), or raise --param GiveUpAfter (now 1h)",
 	}
 	all := strings.Join(lines, "\n")
 	for _, w := range want {

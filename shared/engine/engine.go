@@ -163,6 +163,12 @@ type Engine struct {
 	// InlineLimit, when positive, caps InlineBodyBytes: the largest body
 	// whose result fits the output queue's message.
 	InlineLimit int64
+	// RunStart, when set, is when the run a give-up counts from began: a
+	// failing host is given up only after a request made since then failed
+	// (giveup.go). Local mode sets the process's start, so a failure run
+	// that outlasted GiveUpAfter while nothing ran gets one probe first;
+	// zero counts from each check invocation's start (AWS).
+	RunStart time.Time
 	// Metrics receives the run's metrics (requests, bytes, fetch latency,
 	// politeness wait, robots denials, give-ups, hosts worked); nil
 	// records nothing. Results are counted where they are published (see

@@ -33,10 +33,16 @@ import (
 //
 // When the run has lasted GiveUpAfter (FailingSince + GiveUpAfter has
 // passed; no probe starts at or after it), or the server asked for a pause
-// that ends beyond it, the host gives up: every URL queued at that moment
-// ends at once, in rounds of GiveUpBatch results published and then
-// committed as done, without a request. A URL ends as fetch_error, or as
-// denied when the last failure was robots.txt (RFC 9309 §2.3.1.4: an
+// that ends beyond it, and a request made in the current run failed (a run:
+// Engine.RunStart's process in local mode, one check invocation on AWS),
+// the host gives up. A failure run that outlasted its bound while nothing
+// ran (a stop, and the same command a while later) gets one probe first:
+// the host may answer now; if it fails, the host gives up at once. So a
+// deployment whose runs come further apart than GiveUpAfter makes one
+// probe per run and never probes forever. Giving up, every URL queued at
+// that moment ends at once, in rounds of GiveUpBatch results published
+// and then committed as done, without a request. A URL ends as
+// fetch_error, or as denied when the last failure was robots.txt (RFC 9309 §2.3.1.4: an
 // unreachable robots.txt means complete disallow); its error says for how
 // long and how many requests the host failed and what the last failure was,
 // and its attempts are its own failed requests. The last round releases the
@@ -63,8 +69,24 @@ const robotsFailure = "robots.txt: "
 func (w *worker) bound() (time.Time, bool) { return w.pol().Bound(w.st) }
 
 // expired reports whether the host must give up now: its failure run has
-// lasted GiveUpAfter, or the server asked for a pause beyond that.
-func (w *worker) expired(now time.Time) bool { return w.pol().Expired(w.st, now) }
+// lasted GiveUpAfter, or the server asked for a pause beyond that, and a
+// request of this run failed (politeness.Policy.GivesUp).
+func (w *worker) expired(now time.Time) bool {
+	return w.pol().GivesUp(w.st, now, w.runStart())
+}
+
+// askedThisRun reports whether the host is failing and its latest request,
+// which failed, was made in this run: only then may its bound give it up.
+func (w *worker) askedThisRun() bool { return w.pol().AskedSince(w.st, w.runStart()) }
+
+// runStart is when the run began that a give-up needs a failed request of:
+// Engine.RunStart (local mode: the process), else this check invocation.
+func (w *worker) runStart() time.Time {
+	if !w.engine.RunStart.IsZero() {
+		return w.engine.RunStart
+	}
+	return w.start
+}
 
 // fail records a request that got no usable answer: msg says what
 // happened, resp is the answer when there was one (its Retry-After, on a

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -557,4 +558,62 @@ func TestUnresolvableHostLooksUpOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGiveUpAsksAfterRestart checks that a failure run that outlasted
+// GiveUpAfter while no run was under way gives no host up unasked: the
+// next run probes each host once; the one that answers now has its URLs
+// fetched, the one that still fails is given up after that one probe, not
+// probed on (runs further apart than the bound still end).
+func TestGiveUpAsksAfterRestart(t *testing.T) {
+	t.Parallel()
+	inBothWorlds(t, func(t *testing.T) {
+		p := giveUpParams()
+		e := newEnv(t, p)
+		var down atomic.Bool
+		down.Store(true)
+		healed := newSite(t, withRobots(404, "", func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				status500(w, r)
+				return
+			}
+			page(w, r)
+		}))
+		dead := newSite(t, withRobots(404, "", status500))
+		pages := func(s *site) int { return len(s.paths()) - s.count("/robots.txt") }
+		e.seed(healed.url("/a"), healed.url("/b"), dead.url("/c"), dead.url("/d"))
+
+		// The first run stops after two failures of each host, well within
+		// the bound.
+		e.runUntilSeen(func() bool {
+			return pages(healed) >= 2 && pages(dead) >= 2 && settled(healed.requests(), 1) && settled(dead.requests(), 1)
+		}, 10*time.Second)
+		if rs := e.pub.all(); len(rs) > 0 {
+			t.Fatalf("first run ended %d urls (%s), want none: it stops within GiveUpAfter", len(rs), describe(rs))
+		}
+		for _, s := range []*site{healed, dead} {
+			if h := e.load(s.host); h == nil || h.FailingSince.IsZero() {
+				t.Fatalf("%s stored %+v, want a failure run under way", s.host, h)
+			}
+		}
+		// Nothing runs for longer than the bound; then one host answers.
+		time.Sleep(p.GiveUpAfter + 500*time.Millisecond)
+		down.Store(false)
+		deadBefore := pages(dead)
+		e.runUntil(4, 15*time.Second)
+
+		for _, path := range []string{"/a", "/b"} {
+			if res := e.pub.one(t, healed.url(path)); res.Status != result.StatusFetched {
+				t.Errorf("%s: %s %q, want fetched: the host answers now and was never asked in this run", path, res.Status, res.Error)
+			}
+		}
+		for _, path := range []string{"/c", "/d"} {
+			if res := e.pub.one(t, dead.url(path)); !strings.Contains(res.Error, "no usable answer") {
+				t.Errorf("%s: %s %q, want given up", path, res.Status, res.Error)
+			}
+		}
+		if n := pages(dead) - deadBefore; n != 1 {
+			t.Errorf("the failing host got %d requests in the second run, want one probe before the give-up", n)
+		}
+	})
 }

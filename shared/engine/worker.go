@@ -834,7 +834,7 @@ func (w *worker) paceOnce(ctx context.Context) outcome {
 		// A long delay (Crawl-delay): release the host, due again at next.
 		return outStop
 	}
-	if b, failing := w.bound(); failing {
+	if b, failing := w.bound(); failing && w.askedThisRun() {
 		if w.st.PauseUntil.After(b) {
 			return outGiveUp
 		}

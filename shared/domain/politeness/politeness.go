@@ -209,6 +209,23 @@ func (p Policy) Expired(s State, now time.Time) bool {
 	return failing && (s.PauseUntil.After(b) || !now.Before(b))
 }
 
+// GivesUp reports whether the host must give up at now in a run that began
+// at runStart: Expired, and the latest request, which failed (the host is
+// failing), was made in this run. A failure run that outlasted GiveUpAfter
+// while no process ran (a stop and a restart later) gets one probe first:
+// the host may answer now. A deployment whose runs come further apart than
+// GiveUpAfter still gives a failing host up, after one probe per run.
+func (p Policy) GivesUp(s State, now, runStart time.Time) bool {
+	return p.Expired(s, now) && p.AskedSince(s, runStart)
+}
+
+// AskedSince reports whether a failing host's latest request (LastFetch:
+// while FailingSince is set the latest request failed) ended at or after
+// runStart.
+func (p Policy) AskedSince(s State, runStart time.Time) bool {
+	return !s.FailingSince.IsZero() && !s.LastFetch.Before(runStart)
+}
+
 // GivenUp records the end of a give-up: the failure run, its pause and its
 // error count are cleared so URLs that arrive later start afresh. The
 // learned rate-limit delay and the last fetch stay: they are politeness.

@@ -245,3 +245,35 @@ func TestBoundAndExpired(t *testing.T) {
 		}
 	}
 }
+
+// TestGivesUpOnlyAfterAsking checks that a failure run that outlasted
+// GiveUpAfter gives the host up only once a request of the current run has
+// failed: after a restart the host is asked first, and a deployment whose
+// runs come further apart than the bound still gives up after one probe.
+func TestGivesUpOnlyAfterAsking(t *testing.T) {
+	p := policy()
+	lastRun := politeness.State{FailingSince: t0, LastFetch: t0.Add(10 * time.Minute), Errors: 3}
+	restart := t0.Add(3 * time.Hour)
+	for _, tc := range []struct {
+		name     string
+		s        politeness.State
+		now      time.Time
+		runStart time.Time
+		want     bool
+	}{
+		{"failed in this run, at the bound", lastRun, t0.Add(time.Hour), t0, true},
+		{"failed in this run, within the bound", lastRun, t0.Add(30 * time.Minute), t0, false},
+		{"failed only in an earlier run", lastRun, restart, restart, false},
+		{"one probe of this run failed", func() politeness.State {
+			s := lastRun
+			p.Failed(&s, restart.Add(time.Second), "refused")
+			s.Fetched(restart.Add(time.Second))
+			return s
+		}(), restart.Add(time.Second), restart, true},
+		{"answering", politeness.State{LastFetch: restart}, restart.Add(48 * time.Hour), restart, false},
+	} {
+		if got := p.GivesUp(tc.s, tc.now, tc.runStart); got != tc.want {
+			t.Errorf("%s: GivesUp = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -389,6 +389,10 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	// queued again (holdback.go).
 	eng.Store = committed{Store: rt.store, over: rt.over}
 	eng.LeaseTTL = opts.LeaseTTL
+	// The process is the run: a host whose failure run outlasted
+	// GiveUpAfter while no process ran is asked again before it is given
+	// up (shared/engine giveup.go).
+	eng.RunStart = rt.clock.Now()
 	eng.Admission = wiring.MachineAdmission(runtime.NumCPU())
 	// A lingering host learns of its new URLs from ingest, in this
 	// process, instead of polling its queue (which cost more CPU than the
