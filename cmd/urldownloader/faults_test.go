@@ -1,13 +1,17 @@
 package main
 
 // Local mode under faults a machine really has, each in the command's own
-// process.
+// process: a pause between runs longer than GiveUpAfter, a second job on
+// the same results file, a hang-up.
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,4 +114,60 @@ func TestPauseBeyondGiveUpAfter(t *testing.T) {
 	if n := s.requests() - before; n < 3 {
 		t.Errorf("the second run made %d page requests, want the 3 URLs asked for", n)
 	}
+}
+
+// TestOneWriterPerResultsFile: while a job writes a results file, a
+// second job on it (another state, with --overwrite; or any job while a
+// server holds it, even empty) is refused at once, naming the holder, and
+// the file keeps every result of the first job.
+func TestOneWriterPerResultsFile(t *testing.T) {
+	t.Parallel()
+	s := newFlakySite(t)
+	s.down.Store(false)
+	dir := t.TempDir()
+	var urls []string
+	for i := range 20 {
+		urls = append(urls, fmt.Sprintf("%s/p%d", s.URL, i))
+	}
+	in := writeList(t, dir, urls...)
+	out := filepath.Join(dir, "out.jsonl")
+	first, firstErr := runner(t, "--urls", in, "--state", filepath.Join(dir, "a.db"), "--out", out, "--allow-private",
+		"--param", "FetchDelay=200ms")
+	waitFor(t, time.Minute, "the first job's first results", func() bool {
+		b, _ := os.ReadFile(out)
+		return bytes.Count(b, []byte("\n")) >= 2
+	})
+
+	holder := "pid " + strconv.Itoa(first.Process.Pid)
+	for name, args := range map[string][]string{
+		"another job with --overwrite": {"--urls", in, "--state", filepath.Join(dir, "b.db"), "--out", out, "--overwrite", "--allow-private"},
+		"a server with --overwrite":    {"--listen", "127.0.0.1:0", "--state", filepath.Join(dir, "c.db"), "--out", out, "--overwrite", "--allow-private"},
+	} {
+		second, secondErr := runner(t, args...)
+		if code := exitCode(t, second, time.Minute); code != cli.ExitUsage || !strings.Contains(secondErr.String(), holder) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d naming %s", name, code, secondErr, cli.ExitUsage, holder)
+		}
+	}
+	if code := exitCode(t, first, 2*time.Minute); code != cli.ExitOK {
+		t.Fatalf("first job: exit %d:\n%s", code, firstErr)
+	}
+	if rs := readResults(t, out); len(rs) != len(urls) {
+		t.Errorf("%d results in the file, want the first job's %d", len(rs), len(urls))
+	}
+
+	// A server holds an empty results file: a job on it is refused too.
+	empty := filepath.Join(dir, "empty.jsonl")
+	server, _ := runner(t, "--listen", "127.0.0.1:0", "--state", filepath.Join(dir, "d.db"), "--out", empty, "--allow-private")
+	waitFor(t, time.Minute, "the server's state", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "d.db"))
+		return err == nil
+	})
+	job, jobErr := runner(t, "--urls", in, "--state", filepath.Join(dir, "e.db"), "--out", empty, "--allow-private")
+	if code := exitCode(t, job, time.Minute); code != cli.ExitUsage || !strings.Contains(jobErr.String(), "pid "+strconv.Itoa(server.Process.Pid)) {
+		t.Errorf("a job on a server's empty results file: exit %d, stderr %q; want exit %d naming the server", code, jobErr, cli.ExitUsage)
+	}
+	if err := server.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = exitCode(t, server, time.Minute)
 }

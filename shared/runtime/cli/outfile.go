@@ -27,9 +27,12 @@ func ExplainOpenError(w io.Writer, err error) {
 	var conflict *localmode.OutConflictError
 	var busy *localmode.BusyError
 	var damaged *localmode.StateDamagedError
+	var outBusy *localmode.OutBusyError
 	switch {
 	case errors.As(err, &damaged):
 		fmt.Fprintf(w, "urldownloader: running again will not mend it: move %s away (keep it if its job matters) to start a new job, or give another --state\n", damaged.State)
+	case errors.As(err, &outBusy):
+		fmt.Fprintf(w, "urldownloader: nothing was written; wait for that job to end (or stop it with Ctrl-C), or give another --out\n")
 	case errors.As(err, &conflict) && conflict.Recorded != "":
 		fmt.Fprintf(w, "urldownloader: to continue this job, give --out %s; to send the rest of its results to %s instead, add --overwrite (it is emptied first); or choose another --state for a new job\n",
 			conflict.Recorded, outName(conflict.Out))

@@ -103,6 +103,7 @@ type Takeover = sqlite.Takeover
 // lock and the results file with its record.
 type stateFiles struct {
 	lock     *stateLock
+	outLock  *outLock
 	takeover Takeover
 	outInfo  OutInfo
 
@@ -173,11 +174,25 @@ const recordEvery = time.Second
 // prepareState checks the state path and, for a new state, the results
 // file, before anything is created: a mistyped --state must not empty or
 // touch a results file. Then it creates the state's folder and takes its
-// lock. fresh tells that no state file existed.
-func prepareState(opts Options) (fresh bool, lock *stateLock, err error) {
+// lock. fresh tells that no state file existed. The results file's lock is
+// taken first of all, before anything is checked against it or emptied:
+// a second job on the same file is refused whatever its state.
+func prepareState(opts Options) (fresh bool, lock *stateLock, out *outLock, err error) {
 	if opts.OutPath != "" && opts.Out != nil {
-		return false, nil, errors.New("give Out or OutPath, not both")
+		return false, nil, nil, errors.New("give Out or OutPath, not both")
 	}
+	if out, err = lockOut(opts.OutPath); err != nil {
+		return false, nil, nil, err
+	}
+	fresh, lock, err = prepareLockedState(opts)
+	if err != nil {
+		out.discard()
+		return false, nil, nil, err
+	}
+	return fresh, lock, out, nil
+}
+
+func prepareLockedState(opts Options) (fresh bool, lock *stateLock, err error) {
 	if opts.State == "" {
 		return true, nil, checkNewOut(opts)
 	}
@@ -270,7 +285,8 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 	}
 	info := OutInfo{Path: abs}
 	fi, err := os.Stat(abs)
-	exists := err == nil
+	// A file the lock created (empty) was not there before.
+	exists := err == nil && (f.outLock == nil || f.outLock.created == "")
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("results file: %w", err)
 	}
@@ -529,16 +545,30 @@ func size(n int64) string {
 // CreateOut opens a results file for a run with no state to resume (the
 // emulated stack's): as for a new state, a non-empty file is refused
 // unless overwrite empties it.
+// The file is locked as long as it is open (see outLock).
 func CreateOut(path string, overwrite bool) (*os.File, error) {
-	if err := checkNewOut(Options{OutPath: path, Overwrite: overwrite}); err != nil {
+	lock, err := lockOut(path)
+	if err != nil {
 		return nil, err
 	}
-	mode := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	if overwrite {
-		mode |= os.O_TRUNC
+	if err := checkNewOut(Options{OutPath: path, Overwrite: overwrite}); err != nil {
+		lock.discard()
+		return nil, err
 	}
-	f, err := os.OpenFile(path, mode, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err == nil && lock != nil {
+		// The lock goes with the descriptor that writes: taken on it
+		// before the other is closed, so it is never free meanwhile.
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		_ = lock.release()
+	}
+	if err == nil && overwrite {
+		err = f.Truncate(0)
+	}
 	if err != nil {
+		if f != nil {
+			f.Close()
+		}
 		return nil, fmt.Errorf("results file: %w", err)
 	}
 	return f, nil

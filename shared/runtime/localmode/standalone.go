@@ -260,12 +260,12 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 
 	// The state and the results file are checked before either is created.
-	fresh, lock, err := prepareState(opts)
+	fresh, lock, outLock, err := prepareState(opts)
 	if err != nil {
 		return nil, err
 	}
 	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock()}
-	rt.files.lock = lock
+	rt.files.lock, rt.files.outLock = lock, outLock
 	rt.over = newOverflow(rt)
 	if opts.State == "" {
 		var s *sqlite.Store
@@ -296,6 +296,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		err = rt.openOut(ctx, fresh)
 	}
 	if err != nil {
+		rt.files.outLock.discard()
 		rt.Close()
 		var conflict *OutConflictError
 		if errors.As(err, &conflict) {
@@ -465,7 +466,7 @@ func (rt *Runtime) Close() error {
 	if rt.store != nil {
 		errs = append(errs, rt.store.Close())
 	}
-	errs = append(errs, rt.files.lock.release())
+	errs = append(errs, rt.files.lock.release(), rt.files.outLock.release())
 	return errors.Join(errs...)
 }
 
