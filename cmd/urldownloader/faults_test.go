@@ -6,10 +6,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -170,4 +172,140 @@ func TestOneWriterPerResultsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = exitCode(t, server, time.Minute)
+}
+
+// smallDisk mounts a tmpfs of size at a new folder and returns it. The
+// test is skipped when mounting is not possible (not root).
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v: %s): the disk fault tests need root", err, bytes.TrimSpace(out))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fill writes a file into dir until its disk is full and returns the
+// file's path (remove it to free the space).
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for n := len(chunk) / 2; n > 0; n /= 2 { // the last few blocks too
+		for {
+			if _, err := f.Write(chunk[:n]); err != nil {
+				break
+			}
+		}
+	}
+	return path
+}
+
+// pageSites starts hosts loopback servers whose pages are 6,000 bytes of
+// text, each page its own, and returns their URLs, n a host.
+func pageSites(t *testing.T, hosts, n int) []string {
+	t.Helper()
+	var urls []string
+	for range hosts {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			line := []byte(r.Host + r.URL.Path + " ")
+			_, _ = w.Write(bytes.Repeat(line, 6000/len(line)))
+		}))
+		t.Cleanup(srv.Close)
+		for i := range n {
+			urls = append(urls, fmt.Sprintf("%s/p%d", srv.URL, i))
+		}
+	}
+	return urls
+}
+
+// TestDiskFull fills the disk under each of --out, --bodies, --warc and
+// --state in turn, while the job runs: it stops with exit 3 and one message saying to free
+// space there; the results file holds only whole lines; once space is
+// freed, the same command finishes the job with every url's result exactly
+// once.
+func TestDiskFull(t *testing.T) {
+	t.Parallel()
+	for _, place := range []string{"out", "bodies", "warc", "state"} {
+		t.Run(place, func(t *testing.T) {
+			t.Parallel()
+			disk := smallDisk(t, "4m")
+			dir := t.TempDir()
+			at := func(name string) string {
+				file := map[string]string{"out": "out.jsonl", "state": "s.db", "bodies": "bodies", "warc": "crawl.warc.gz"}[name]
+				if name == place {
+					return filepath.Join(disk, file)
+				}
+				return filepath.Join(dir, file)
+			}
+			urls := pageSites(t, 4, 15)
+			args := []string{"--urls", writeList(t, dir, urls...), "--state", at("state"), "--out", at("out"),
+				"--bodies", at("bodies"), "--allow-private", "--param", "FetchDelay=100ms"}
+			switch place {
+			case "bodies":
+				args = append(args, "--param", "InlineBodyBytes=1024")
+			case "warc":
+				args = append(args, "--warc", at("warc"))
+			}
+			first, firstErr := runner(t, args...)
+			waitFor(t, time.Minute, "the first results", func() bool {
+				b, _ := os.ReadFile(at("out"))
+				return bytes.Count(b, []byte("\n")) >= 4
+			})
+			filler := fill(t, disk)
+			if code := exitCode(t, first, 2*time.Minute); code != cli.ExitDisk || !strings.Contains(firstErr.String(), "free space on "+disk) {
+				t.Fatalf("a full disk under --%s: exit %d, want %d and a word to free space on %s:\n%s", place, code, cli.ExitDisk, disk, firstErr)
+			}
+			before := readResults(t, at("out")) // fails on a partial line
+			if len(before) >= len(urls) {
+				t.Fatalf("%d results before the disk was full, want fewer than %d (the disk too large?)", len(before), len(urls))
+			}
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			second, secondErr := runner(t, args...)
+			if code := exitCode(t, second, 2*time.Minute); code != cli.ExitOK {
+				t.Fatalf("the same command after freeing space: exit %d:\n%s", code, secondErr)
+			}
+			seen := map[string]int{}
+			for _, r := range readResults(t, at("out")) {
+				seen[r.URL]++
+				if r.Status != result.StatusFetched {
+					t.Errorf("%s: %s %q, want fetched", r.URL, r.Status, r.Error)
+				}
+			}
+			for _, u := range urls {
+				if seen[u] != 1 {
+					t.Errorf("%s: %d results, want exactly one", u, seen[u])
+				}
+			}
+			t.Logf("%d results before the disk under --%s was full, %d in all; first run:\n%s", len(before), place, len(seen), firstErr)
+		})
+	}
 }

@@ -276,6 +276,10 @@ func runLocalMode() int {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urldownloader:", err)
+		if localmode.IsDiskFault(err) {
+			fmt.Fprintln(os.Stderr, "urldownloader: the disk under the state or --out is full, read-only or failing: free space (or fix it) and run the same command again")
+			return cli.ExitDisk
+		}
 		cli.ExplainOpenError(os.Stderr, err)
 		return openExit(err)
 	}
@@ -366,7 +370,11 @@ func runLocalMode() int {
 			len(reqs), gap.Round(time.Millisecond), host)
 	}
 	rejected := rep.Input.Rejected + rep.Input.SkippedRejected
+	var fault *localmode.DiskFaultError
 	switch {
+	case errors.As(runErr, &fault):
+		cli.ExplainDiskFault(os.Stderr, fault, rep, opts.State)
+		return cli.ExitDisk
 	case runErr != nil:
 		if nt := (*localmode.NotTextError)(nil); errors.As(runErr, &nt) {
 			fmt.Fprintf(os.Stderr, "urldownloader: --urls %s is not UTF-8 text: it looks like %s; nothing of it was read\n", listName(urlsPath), nt.Looks())

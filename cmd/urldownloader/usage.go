@@ -114,9 +114,10 @@ Exit codes:
   %d    every URL ended fetched, not_modified or redirect, or denied by its site's robots.txt
   %d    some ended %s (other than by robots.txt), input lines were rejected, --timeout passed, or the run failed (the summary says which and what to change)
   %d    usage error: a bad flag or argument, an input that changed under its --state or is not UTF-8 text (gzip, UTF-16), or a needed tool is missing
+  %d    disk fault: the disk under --out, --bodies, --warc or --state is full, read-only or failing; free space (or fix it) and run the same command again: nothing was lost
   %d    the --state file is not a urldownloader state, or is damaged (cut short, corrupted): move it away to start a new job, or give another --state
   %d  interrupted (Ctrl-C, SIGTERM, SIGHUP: a closed terminal): run the same command again to continue
-`, cli.ExitOK, cli.ExitFailed, strings.Join(statusNames(cli.FailedStatuses), ", "), cli.ExitUsage, cli.ExitState, cli.ExitInterrupted)
+`, cli.ExitOK, cli.ExitFailed, strings.Join(statusNames(cli.FailedStatuses), ", "), cli.ExitUsage, cli.ExitDisk, cli.ExitState, cli.ExitInterrupted)
 }
 
 // printFlag writes one flag as flag.PrintDefaults does, with the default of

@@ -33,6 +33,7 @@ const (
 	ExitOK          = 0   // no URL failed (IsFailure)
 	ExitFailed      = 1   // some URLs failed, or lines were rejected, or the run failed
 	ExitUsage       = 2   // a bad flag or argument, a changed input, or a missing tool
+	ExitDisk        = 3   // a full, read-only or failing disk under --out, --bodies, --warc or --state
 	ExitState       = 4   // the state file is not a urldownloader state, or is damaged
 	ExitInterrupted = 130 // Ctrl-C, SIGTERM or SIGHUP: run the same command again to continue
 )

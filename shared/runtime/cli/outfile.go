@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/urldownloader/urldownloader/shared/runtime/localmode"
 )
@@ -50,4 +51,19 @@ func outName(path string) string {
 		return "standard output"
 	}
 	return path
+}
+
+// ExplainDiskFault says what a disk fault stopped and what to do: one
+// message, whatever was being written.
+func ExplainDiskFault(w io.Writer, fault *localmode.DiskFaultError, rep localmode.Report, state string) {
+	dir := fault.Path
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		dir = filepath.Dir(dir)
+	}
+	fix := "free space on " + dir
+	if !fault.Full() {
+		fix = "make " + dir + " writable again (or replace the failing disk)"
+	}
+	fmt.Fprintf(w, "urldownloader: stopped: %s: %s; %s and run the same command again: nothing was lost, the %d urls without a result are still queued in %s, and no result is written twice\n",
+		fault.Where, fault.Cause(), fix, rep.MissingCount, state)
 }

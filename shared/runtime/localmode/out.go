@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
@@ -27,6 +28,18 @@ var _ hostqueue.Publisher = (*lineWriter)(nil)
 type lineWriter struct {
 	w    io.Writer
 	sync func() error // nil when w is not a file that can be synced
+	// file is w when it is a regular file: a failed write or sync is cut
+	// back to synced, the offset after the last whole line synced (what
+	// the state records: stateFiles.measure).
+	file   *os.File
+	synced atomic.Int64
+	// fault, when set, is told of a failed write or sync (faults.note).
+	fault func(error) error
+	// written are the ids of results an earlier run wrote past the
+	// offset its state recorded (published, maybe never committed: a
+	// crash, or a state that could not be written): such a result
+	// published again is not written twice.
+	written map[string]bool
 	// before, when set (before the first Publish), runs before each
 	// write: the WARC writer's sync, so a result on disk never points at
 	// a record the disk could still lose.
@@ -58,7 +71,8 @@ func newLineWriter(w io.Writer, seen func([]result.Result)) *lineWriter {
 	lw.cond = sync.NewCond(&lw.mu)
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			lw.sync = f.Sync
+			lw.sync, lw.file = f.Sync, f
+			lw.synced.Store(fi.Size())
 		}
 	}
 	return lw
@@ -90,7 +104,11 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 	if lw.err != nil {
 		return lw.err
 	}
-	for _, b := range lines {
+	for i, b := range lines {
+		if id := results[i].ID; lw.written[id] {
+			delete(lw.written, id) // its line is in the file already
+			continue
+		}
 		lw.buf = append(append(lw.buf, b...), '\n')
 	}
 	lw.pending = append(lw.pending, results...)
@@ -139,15 +157,37 @@ func (lw *lineWriter) write(b []byte) error {
 		}
 	}
 	if _, err := lw.w.Write(b); err != nil {
-		return fmt.Errorf("write results: %w", err)
+		return lw.failedWrite(fmt.Errorf("write results: %w", err))
 	}
 	if lw.sync != nil {
 		if err := lw.sync(); err != nil {
-			return fmt.Errorf("sync results: %w", err)
+			return lw.failedWrite(fmt.Errorf("sync results: %w", err))
 		}
 	}
+	lw.synced.Add(int64(len(b)))
 	return nil
 }
+
+// failedWrite cuts the file back to the end of the last whole line synced:
+// the lines of a write that failed (a full disk cuts one mid-line) or was
+// not synced are not committed, so their URLs are fetched again and the
+// file must not keep them. If the cut fails too, the next run cuts a
+// partial line past the recorded offset, and does not write twice the
+// results past it (written).
+func (lw *lineWriter) failedWrite(err error) error {
+	if lw.file != nil {
+		if terr := lw.file.Truncate(lw.synced.Load()); terr == nil {
+			_ = lw.file.Sync()
+		}
+	}
+	if lw.fault != nil {
+		return lw.fault(err)
+	}
+	return err
+}
+
+// Synced is the offset after the last whole line written and synced.
+func (lw *lineWriter) Synced() int64 { return lw.synced.Load() }
 
 // Failed is closed when a write failed: no result can be written any more.
 func (lw *lineWriter) Failed() <-chan struct{} { return lw.failed }

@@ -8,10 +8,12 @@ package localmode
 // refused unless Options.Overwrite says to start it anew.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +108,13 @@ type stateFiles struct {
 	outLock  *outLock
 	takeover Takeover
 	outInfo  OutInfo
+
+	// synced, once results are written, is the offset after the last
+	// whole line synced (lineWriter.Synced): what the record keeps.
+	synced func() int64
+	// tail are the ids of the lines past the recorded offset at open
+	// (see lineWriter.written).
+	tail map[string]bool
 
 	mu       sync.Mutex
 	out      *os.File // nil unless Options.OutPath
@@ -343,6 +352,12 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 			out.Close()
 			return fmt.Errorf("results file %s: %w", abs, err)
 		}
+		if limit >= 0 {
+			if f.tail, err = idsFrom(out, limit); err != nil {
+				out.Close()
+				return fmt.Errorf("results file %s: %w", abs, err)
+			}
+		}
 	}
 	f.out, f.outInfo = out, info
 	fi, err = out.Stat()
@@ -404,6 +419,30 @@ func endLinesOf(w *os.File, r io.ReaderAt, end, known int64) (cut int64, termina
 		return 0, 0, err
 	}
 	return 0, 1, w.Sync()
+}
+
+// idsFrom returns the ids of the whole result lines of f from offset on:
+// results an earlier run wrote and synced after its record was last
+// written, which it may not have committed (killed, or its state could not
+// be written). Those it did not are published again: the runtime then does
+// not write them twice.
+func idsFrom(f *os.File, offset int64) (map[string]bool, error) {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() <= offset {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	sc := bufio.NewScanner(io.NewSectionReader(f, offset, fi.Size()-offset))
+	sc.Buffer(make([]byte, 64<<10), 1<<30)
+	for sc.Scan() {
+		var line struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.ID != "" {
+			ids[line.ID] = true
+		}
+	}
+	return ids, sc.Err()
 }
 
 // read returns the state's record ({} when it has none).
@@ -490,12 +529,21 @@ func (f *stateFiles) measure() {
 	if err != nil {
 		return
 	}
-	if n := min(fi.Size(), headBytes); n > f.rec.HeadLen || f.rec.Head == nil {
+	size := fi.Size()
+	if f.synced != nil {
+		size = min(size, f.synced())
+	}
+	if n := min(size, headBytes); n > f.rec.HeadLen || f.rec.Head == nil {
 		if sum, err := headSum(f.out, n); err == nil {
 			f.rec.Head, f.rec.HeadLen = sum, n
 		}
 	}
 	f.rec.Size = fi.Size()
+	if f.synced != nil {
+		// Never the file's size: a write cut by a full disk leaves a
+		// partial line the next run must remove, not keep as ours.
+		f.rec.Size = f.synced()
+	}
 }
 
 // headSum is the SHA-256 of r's first n bytes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -155,6 +156,9 @@ wait:
 		case <-rt.out.Failed():
 			runErr = rt.out.Err()
 			break wait
+		case <-rt.faults.stopped():
+			runErr = rt.faults.err()
+			break wait
 		case err := <-overDone:
 			runErr = err
 			overDone <- nil // read again below
@@ -201,7 +205,25 @@ wait:
 	if m := t.missing(maxMissing); len(m) > 0 {
 		rep.Missing = m
 	}
-	return rep, damaged(rt.opts.State, runErr)
+	return rep, damaged(rt.opts.State, rt.faultOf(runErr))
+}
+
+// faultOf is the run's error as a disk fault when one stopped it: the
+// first one noted, or runErr when a write of ingest, the ledger or the
+// tally to the state met one.
+func (rt *Runtime) faultOf(runErr error) error {
+	if err := rt.faults.err(); err != nil {
+		return err
+	}
+	var fault *DiskFaultError
+	if IsDiskFault(runErr) && !errors.As(runErr, &fault) {
+		where := "state " + rt.opts.State
+		if rt.opts.State == "" {
+			where = "scratch state in " + os.TempDir()
+		}
+		return &DiskFaultError{Where: where, Path: rt.opts.State, Err: runErr}
+	}
+	return runErr
 }
 
 // maxMissing bounds Report.Missing: a stopped job of millions of lines

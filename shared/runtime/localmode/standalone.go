@@ -188,6 +188,7 @@ type Runtime struct {
 	retried retries
 	waits   waits // why hosts wait, for Progress (waiting.go)
 	out     *lineWriter
+	faults  *faults      // the run's first disk fault (faults.go)
 	warc    *warc.Writer // nil without Options.Warc
 	tally   *tally
 	// inputBudget, when set, replaces the input reader's byte budget
@@ -264,7 +265,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock()}
+	rt := &Runtime{opts: opts, params: p, log: opts.Log, clock: newStopClock(), faults: newFaults()}
 	rt.files.lock, rt.files.outLock = lock, outLock
 	rt.over = newOverflow(rt)
 	if opts.State == "" {
@@ -333,6 +334,13 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 	})
 	rt.out.retryOf = rt.retried.get
+	rt.out.written = rt.files.tail
+	if path := rt.files.outInfo.Path; path != "" {
+		rt.out.fault = func(err error) error { return rt.faults.note("results file "+path, path, err) }
+	}
+	rt.files.mu.Lock()
+	rt.files.synced = rt.out.Synced
+	rt.files.mu.Unlock()
 	if err := rt.attachResults(); err != nil {
 		rt.Close()
 		return nil, err
@@ -351,7 +359,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		ShardCount: opts.ShardCount, Clock: rt.clock, Log: opts.Log, Metrics: opts.Metrics,
 	}
 	if bodies != nil {
-		parts.Bodies = bodies
+		parts.Bodies = faultBodies{Store: bodies, f: rt.faults, path: bodyFolder(opts)}
 	}
 	// One engine and one fetcher for every check loop: the budget of host
 	// workers and connections is the process's (wiring.MachineBudget, from
@@ -374,10 +382,12 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			rt.Close()
 			return nil, err
 		}
-		fetchOpts.Archive = rt.warc
+		fetchOpts.Archive = faultArchive{archive: rt.warc, f: rt.faults, path: opts.Warc}
 		// The records results point at are durable before the results
 		// are: the results file's sync waits for the WARC file's.
-		rt.out.before = rt.warc.Sync
+		rt.out.before = func() error {
+			return rt.faults.note("WARC files "+opts.Warc, opts.Warc, rt.warc.Sync())
+		}
 	}
 	fetcher := &activeFetcher{f: fetch.New(fetchOpts, rt.clock.Now),
 		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
@@ -388,7 +398,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	eng := parts.Engine()
 	// A commit frees room in its host's queue: URLs held back are
 	// queued again (holdback.go).
-	eng.Store = committed{Store: rt.store, over: rt.over}
+	eng.Store = committed{Store: faultStore{Store: rt.store, f: rt.faults, path: opts.State}, over: rt.over}
 	eng.LeaseTTL = opts.LeaseTTL
 	// The process is the run: a host whose failure run outlasted
 	// GiveUpAfter while no process ran is asked again before it is given
