@@ -266,7 +266,7 @@ func TestDiskFull(t *testing.T) {
 			}
 			urls := pageSites(t, 4, 15)
 			args := []string{"--urls", writeList(t, dir, urls...), "--state", at("state"), "--out", at("out"),
-				"--bodies", at("bodies"), "--allow-private", "--param", "FetchDelay=100ms"}
+				"--bodies", at("bodies"), "--allow-private", "--param", "FetchDelay=300ms"}
 			switch place {
 			case "bodies":
 				args = append(args, "--param", "InlineBodyBytes=1024")
