@@ -51,7 +51,9 @@ func startProgress(w io.Writer, src progressSource, redraw bool) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	start := time.Now()
-	var window []sample
+	// The window starts with the requests at start, so the first line
+	// (after logEvery when not a terminal) has a rate to show too.
+	window := []sample{{start, src.Progress().Requests}}
 	every := progressEvery
 	if !redraw {
 		every = logEvery

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,6 +116,37 @@ func TestProgressNotATerminal(t *testing.T) {
 	first, _, _ := strings.Cut(got, "\n")
 	if !strings.Contains(first, "2/12 urls") || !strings.Contains(first, "ETA 40s") || !strings.Contains(first, "elapsed ") {
 		t.Errorf("progress line %q: want 2/12 urls, ETA 40s (10 urls × 4 s) and the elapsed time", first)
+	}
+}
+
+// countingSource makes 10 more requests every time it is asked.
+type countingSource struct {
+	fakeSource
+	reqs atomic.Int64
+}
+
+func (c *countingSource) Progress() localmode.Progress {
+	p := c.fakeSource.Progress()
+	p.Requests = c.reqs.Add(10)
+	return p
+}
+
+// TestProgressFirstLineRate: the first line a log gets, logEvery after the
+// start, shows the requests made since the start, not "0.0 req/s" (a
+// resumed job's first line said 0.0 req/s after 192 urls in 10 s).
+func TestProgressFirstLineRate(t *testing.T) {
+	defer func(d time.Duration) { logEvery = d }(logEvery)
+	logEvery = 20 * time.Millisecond
+	var out lockedBuffer
+	stop := startProgress(&out, &countingSource{}, false)
+	deadline := time.Now().Add(30 * time.Second) // bounds a hang only
+	for !strings.Contains(out.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	first, _, _ := strings.Cut(out.String(), "\n")
+	if first == "" || strings.Contains(first, " 0.0 req/s") {
+		t.Errorf("first progress line %q: want the rate since the start", first)
 	}
 }
 
