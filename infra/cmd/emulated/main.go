@@ -19,7 +19,6 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -196,16 +195,14 @@ func run() int {
 		healthyURLs = len(items) - len(hostile.URLs())
 	}
 	bodies := &cli.BodyTally{}
-	var failed atomic.Int64
+	failed := newFailures()
 	denials := &cli.AddressDenials{}
 	report, runErr := p.Run(ctx, sent.Expected, func(r result.Result, line []byte) {
 		w.Write(line)
 		w.WriteByte('\n')
 		bodies.Add(r)
 		denials.Add(r)
-		if cli.IsFailure(r) {
-			failed.Add(1)
-		}
+		failed.add(r)
 		if tally == nil {
 			return
 		}
@@ -246,7 +243,11 @@ func run() int {
 		}
 		return 1
 	}
-	if len(sent.Rejected) > 0 || failed.Load() > 0 {
+	failed.print(os.Stderr)
+	if len(sent.Rejected) > 0 {
+		fmt.Fprintf(os.Stderr, "urldownloader: %d input lines were not sent (exit 1): see \"not sent\" above\n", len(sent.Rejected))
+	}
+	if len(sent.Rejected) > 0 || failed.count() > 0 {
 		return 1
 	}
 	return 0
