@@ -34,12 +34,15 @@ const (
 // after the request arrived (its RequestTimeEpoch), not after the handler
 // started, since a cold start or a wait for a free instance spends the
 // same 29 s ("Amazon API Gateway quotas", integration timeout). An event
-// without the time (a local server that does not set it), or one stamped
-// after now (clocks apart), counts from now.
+// without the time (a local server that does not set it), one stamped
+// after now (clocks apart), or one whose 29 s had passed before the
+// handler began (a saved event replayed, as `sam local invoke -e` does:
+// on AWS the gateway would not be waiting, and refusing every item would
+// only make a replay fail) counts from now.
 func apiDeadline(ev events.APIGatewayProxyRequest, now time.Time) time.Time {
 	d := now.Add(apiGatewayTimeout)
 	if ms := ev.RequestContext.RequestTimeEpoch; ms > 0 {
-		if arrived := time.UnixMilli(ms).Add(apiGatewayTimeout); arrived.Before(d) {
+		if arrived := time.UnixMilli(ms).Add(apiGatewayTimeout); arrived.Before(d) && arrived.After(now) {
 			d = arrived
 		}
 	}

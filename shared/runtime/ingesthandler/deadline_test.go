@@ -182,7 +182,8 @@ func (nopPublisher) Publish(context.Context, []result.Result) error { return nil
 // TestAPIDeadlineFromRequestArrival: API Gateway's 29 s count from the
 // request's arrival (RequestTimeEpoch), so a request that waited 20 s for a
 // cold start leaves the writes 7 s, not 27; one stamped in the future
-// (clocks apart) or not stamped counts from now.
+// (clocks apart), not stamped, or replayed long after (a saved event, as
+// sam local invoke -e sends) counts from now.
 func TestAPIDeadlineFromRequestArrival(t *testing.T) {
 	now := time.Now().Truncate(time.Millisecond) // whole milliseconds, as RequestTimeEpoch
 	tests := []struct {
@@ -195,6 +196,7 @@ func TestAPIDeadlineFromRequestArrival(t *testing.T) {
 		{"arrived now", now, 27 * time.Second},
 		{"stamped 5s ahead", now.Add(5 * time.Second), 27 * time.Second},
 		{"not stamped", time.Time{}, 27 * time.Second},
+		{"replayed an hour later", now.Add(-time.Hour), 27 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
