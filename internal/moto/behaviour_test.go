@@ -65,7 +65,28 @@ func hostsTable(t *testing.T, db *dynamodb.Client) string {
 	if err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
+	motoStock(t, moto.KnobDynamoStaleReadMs, 0, moto.KnobDynamoTTL, false)(name)
 	return name
+}
+
+// motoStock returns a function that turns the strict layer's given rules
+// (knob, value pairs) off for one table or queue: these tests pin moto's own
+// answers (what NOTES.md says of moto), strict_test.go tests the layer.
+func motoStock(t *testing.T, kv ...any) func(name string) {
+	return func(name string) {
+		t.Helper()
+		knobs := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			knobs[kv[i].(string)] = kv[i+1]
+		}
+		set := moto.SetStrictTable
+		if _, ok := knobs[moto.KnobSQSRedeliverShare]; ok {
+			set = moto.SetStrictQueue
+		}
+		if err := set(t.Context(), moto.Shared(t).Endpoint, name, knobs); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func clients(t *testing.T) (*dynamodb.Client, *sqs.Client, *ssm.Client) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// patches is moto_server with its hot spots made cheap, giving the same
+// patchesBase is moto_server with its hot spots made cheap, giving the same
 // answers. Stock moto 5.2.5 computes every attribute of a queue, including
 // the approximate message counts (a scan of all its messages with two
 // datetime conversions per message), for every message it sends and
@@ -47,7 +47,7 @@ import (
 //
 // TestPatches checks the answers; a moto upgrade that moves these internals
 // makes the server fail at start, loudly, rather than run unpatched.
-const patches = `import sys, time, threading, logging
+const patchesBase = `import sys, time, threading, logging, collections
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 import moto.dynamodb.models.table as dt
 _tls = threading.local()
@@ -153,10 +153,18 @@ def _one_at_a_time(f):
     return g
 for _name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item", "get_item", "batch_get_item", "query", "scan"):
     setattr(dm.DynamoDBBackend, _name, _one_at_a_time(getattr(dm.DynamoDBBackend, _name)))
+`
+
+// patchesMain starts the server, after the patches and the strict layer.
+const patchesMain = `
 from moto.server import main
 sys.argv[0] = "moto_server"
 sys.exit(main())
 `
+
+// patches is the whole script: the speed and atomicity patches above, the
+// strict layer (strict.go), then the server.
+var patches = patchesBase + strictPatch + patchesMain
 
 // patchedCommand returns the command line that runs the moto_server
 // console script at server with the patches: the Python from its #! line
