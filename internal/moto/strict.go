@@ -105,7 +105,8 @@ def _strict_control(environ, start_response):
         if n:
             body = environ["wsgi.input"].read(n)
         req = _json.loads(body) if body else {}
-        with _strict_lock, _dynamo_lock:
+        # The order every path takes: DynamoDB's lock, then the layer's.
+        with _dynamo_lock, _strict_lock:
             if path.rstrip("/") == "/moto-api/strict":
                 out = {"defaults": _STRICT_DEFAULTS, "config": _cfg, "counters": _counters, "clocks": _clocks}
             elif path == "/moto-api/strict/config":

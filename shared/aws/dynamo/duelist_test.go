@@ -35,6 +35,9 @@ type listEnv struct {
 
 func newListEnv(t *testing.T) *listEnv {
 	e := newEnv(t)
+	// DueHosts reads each named host's item with an eventually
+	// consistent GetItem; these tests read the list at once after writing.
+	e.readYourWrites()
 	c := storetest.NewClock(t0)
 	return &listEnv{env: e, clock: c, check: dynamo.New(e.db, e.table, c.Now)}
 }

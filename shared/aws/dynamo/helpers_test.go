@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/aws/dynamo"
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
@@ -41,6 +42,10 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	st, cfg := stack.DeployForTest(t, stack.Options{})
+	// The strict layer's TTL reaper judges expiry on the tests' clock (t0,
+	// a year before the machine's): on the server's clock every TTL the
+	// stores write would be long past, and their items deleted at once.
+	cfg.APIOptions = append(cfg.APIOptions, moto.WithClock(fixedNow))
 	db := dynamodb.NewFromConfig(cfg)
 	return &env{t: t, db: db, table: st.TableName, store: newStore(db, st.TableName)}
 }
@@ -316,4 +321,16 @@ func (c atomicConditions) DeleteItem(ctx context.Context, in *dynamodb.DeleteIte
 		defer c.mu.Unlock()
 	}
 	return c.Client.DeleteItem(ctx, in, opt...)
+}
+
+// readYourWrites turns the strict layer's stale reads off for e's table:
+// for tests that read back what they just wrote through an eventually
+// consistent read (the robots cache's GetItem, the due index's Query, the
+// host item's GetItem in DueHosts). On AWS such a read may miss a write
+// for up to a second; these tests assert the store's logic, not that.
+func (e *env) readYourWrites() {
+	e.t.Helper()
+	if err := moto.SetStrictTable(e.t.Context(), moto.Shared(e.t).Endpoint, e.table, map[string]any{moto.KnobDynamoStaleReadMs: 0}); err != nil {
+		e.t.Fatal(err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/aws/dynamo"
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
@@ -33,6 +34,7 @@ func (p prefixed) Settle(ctx context.Context, key, token string, out hostqueue.I
 // instances) in turn.
 func TestIdempotencyContract(t *testing.T) {
 	st, cfg := stack.DeployForTest(t, stack.Options{})
+	cfg.APIOptions = append(cfg.APIOptions, moto.WithClock(fixedNow)) // see newEnv
 	db := dynamodb.NewFromConfig(cfg)
 	idemtest.Run(t, func(t *testing.T) hostqueue.IdempotencyStore {
 		return prefixed{dynamo.New(db, st.TableName, fixedNow), t.Name() + "/"}

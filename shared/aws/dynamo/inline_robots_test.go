@@ -13,6 +13,7 @@ import (
 // extra write; a large one gets an item of its own. Both read back.
 func TestCommitKeepsSmallRobotsInline(t *testing.T) {
 	e := newEnv(t)
+	e.readYourWrites() // the robots cache's GetItem right after the commit
 	const host = "inline-robots.example"
 	e.append(host, entries("a", 0, 1, 100), 10)
 	small := hostqueue.Robots{Status: 404, FetchedAt: t0}

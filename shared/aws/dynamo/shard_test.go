@@ -272,6 +272,7 @@ func TestShardLease(t *testing.T) {
 func TestRobots(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.readYourWrites() // the robots cache's GetItem right after the commit
 	ctx := t.Context()
 	const key = "robots.example"
 	fetched := t0.Add(-time.Minute)
