@@ -99,6 +99,11 @@ type Options struct {
 	// MaximumBatchingWindowInSeconds (5s in the template): tests that are
 	// not about batching gather a batch for less long.
 	IngestBatchingWindow time.Duration
+	// LambdaConcurrency is the account's concurrent executions quota that
+	// both functions' invocations share (see concurrency.go); beyond it an
+	// invocation is refused as Lambda throttles it. Zero takes
+	// $MOTO_STRICT_LAMBDA_CONCURRENCY, else AWS's default of 1,000.
+	LambdaConcurrency int
 	// ScheduleEvery, when set, starts each shard's scheduled invocations
 	// that far apart, as EventBridge's rate(1 minute) does (idle shards
 	// then rely on the wake queue). Zero runs them back to back, with a
@@ -147,6 +152,7 @@ type Pipeline struct {
 	check     *checkhandler.Handler
 	esm       stack.EventSourceMapping
 	wakes     atomic.Int64
+	lambda    *concurrency
 	posts     atomic.Int64
 	log       *slog.Logger
 
@@ -176,7 +182,11 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = "local" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	}
-	p := &Pipeline{opts: opts, log: opts.Log}
+	conc, err := lambdaConcurrency(opts.LambdaConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{opts: opts, log: opts.Log, lambda: newConcurrency(conc)}
 	endpoint := opts.Endpoint
 	if endpoint == "" {
 		srv, err := moto.Start(ctx)
@@ -344,6 +354,9 @@ type Report struct {
 	// others are scheduled).
 	WakeInvocations int `json:"wakeInvocations"`
 	FailedRecords   int `json:"failedRecords"`
+	// Throttles counts the invocations refused for want of Lambda
+	// concurrency (Options.LambdaConcurrency), retried later.
+	Throttles int64 `json:"throttles,omitempty"`
 	// Faults counts the injected faults by kind (fault runs only).
 	Faults map[faults.Kind]int `json:"faults,omitempty"`
 }
@@ -377,6 +390,7 @@ func (p *Pipeline) Run(ctx context.Context, expected map[string]urlmsg.Message, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.report.Elapsed = time.Since(start)
+	c.report.Throttles = p.lambda.throttled.Load()
 	c.report.WakeInvocations = p.WakeInvocations()
 	c.report.Faults = p.opts.Faults.Counts()
 	for id := range c.want {
@@ -492,6 +506,14 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 	}
 	inv := p.opts.Faults
 	var resp events.SQSEventResponse
+	if !p.lambda.acquire() {
+		// Throttled: the mapping hands the batch back to the queue (its
+		// receive count grows, as on AWS) and tries again later.
+		p.releaseInput(ctx, msgs, retryDelay)
+		time.Sleep(100 * time.Millisecond)
+		return 0, 0, nil
+	}
+	defer p.lambda.release()
 	if inv.Fire(faults.IngestCrash, 1) {
 		// Killed mid-batch: some hosts may be written, the response is
 		// lost, and every record comes back.
@@ -540,6 +562,19 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 
 // noteAccepted records the acceptance time of the hosts whose URLs came in
 // the records ingest did not report as failed.
+// releaseInput makes input messages visible again after delay seconds.
+func (p *Pipeline) releaseInput(ctx context.Context, msgs []sqstypes.Message, delay int32) {
+	var retry []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for i, m := range msgs {
+		retry = append(retry, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: delay})
+	}
+	for b := range slices.Chunk(retry, 10) {
+		if _, err := p.sqs.ChangeMessageVisibilityBatch(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &p.Stack.InputQueueURL, Entries: b}); err != nil {
+			p.log.Error("release throttled input messages", "error", err)
+		}
+	}
+}
+
 func (p *Pipeline) noteAccepted(records []events.SQSMessage, failed map[string]bool) {
 	now := time.Now()
 	p.acceptedMu.Lock()
@@ -592,16 +627,28 @@ func (p *Pipeline) schedule(ctx context.Context, shard int, c *collector) {
 	for ctx.Err() == nil {
 		ictx, cancel := context.WithTimeout(ctx, p.opts.CheckRun+checkhandler.DeadlineMargin+15*time.Second)
 		var dup sync.WaitGroup
-		if p.opts.Faults.Fire(faults.DuplicateSchedule, 1) {
+		if p.opts.Faults.Fire(faults.DuplicateSchedule, 1) && p.lambda.acquire() {
 			// EventBridge delivers at least once: the same shard twice.
 			dup.Add(1)
 			go func() {
 				defer dup.Done()
+				defer p.lambda.release()
 				_, _ = p.check.Handle(p.opts.Faults.CheckCrash(ictx), checkhandler.Event{Shard: &shard})
 			}()
 		}
 		began := time.Now()
+		if !p.lambda.acquire() {
+			// Throttled: EventBridge retries the event later.
+			dup.Wait()
+			cancel()
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
 		_, err := p.check.Handle(p.opts.Faults.CheckCrash(ictx), checkhandler.Event{Shard: &shard})
+		p.lambda.release()
 		dup.Wait()
 		cancel()
 		if p.opts.ScheduleEvery > 0 {

@@ -67,9 +67,15 @@ func (p *Pipeline) ServeWakes(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if !p.lambda.acquire() {
+				// Throttled: the wake-ups stay on the queue and come back
+				// after its visibility timeout, as the mapping retries.
+				return
+			}
 			ictx, cancel := context.WithTimeout(ctx, p.opts.CheckRun+checkhandler.DeadlineMargin+15*time.Second)
 			_, _ = p.check.Handle(p.opts.Faults.CheckCrash(ictx), ev)
 			cancel()
+			p.lambda.release()
 			p.wakes.Add(1)
 			var del []sqstypes.DeleteMessageBatchRequestEntry
 			for i, m := range msgs {

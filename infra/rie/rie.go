@@ -90,6 +90,13 @@ type Options struct {
 	// FunctionName is AWS_LAMBDA_FUNCTION_NAME, part of the invoked ARN the
 	// function sees. Empty: the bootstrap's directory name.
 	FunctionName string
+	// EphemeralStorageMB is the size of the function's /tmp (the
+	// template's EphemeralStorage): a tmpfs of that size, mounted in a
+	// mount namespace of the emulator's own, with TMPDIR pointing at it
+	// (/tmp itself stays, as the bootstrap may live there), so a write
+	// beyond it fails with ENOSPC as on Lambda. Zero means Lambda's default,
+	// 512; -1 leaves the host's disk.
+	EphemeralStorageMB int
 	// Output, when set, receives every line the emulator and the function
 	// print (the function's stdout and stderr both arrive on the
 	// emulator's stdout). It must be safe to call from one goroutine at a
@@ -118,6 +125,24 @@ type Emulator struct {
 	reports []*Report
 	byID    map[string]*Report
 	log     logState
+	tmp     string // the tmpfs mount point that is the function's /tmp
+}
+
+// DefaultEphemeralStorageMB is Lambda's default /tmp, in MB
+// (https://docs.aws.amazon.com/lambda/latest/dg/configuration-ephemeral-storage.html).
+const DefaultEphemeralStorageMB = 512
+
+// withTmpfs runs argv in a mount namespace of its own where a tmpfs of mb
+// megabytes is mounted at dir: unshare(1) then sh mount and exec argv, so
+// the emulator keeps the process id Start gave it. Unprivileged, a user
+// namespace maps the caller to root in it.
+func withTmpfs(argv []string, dir string, mb int) []string {
+	un := []string{"unshare", "--mount", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		un = []string{"unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"}
+	}
+	script := `mount -t tmpfs -o size=` + strconv.Itoa(mb) + `m,mode=1777 tmpfs "$0" && exec "$@"`
+	return append(append(un, "sh", "-c", script, dir), argv...)
 }
 
 // Start starts the emulator for opts.Bootstrap on free loopback ports and
@@ -194,15 +219,28 @@ func start(ctx context.Context, bin string, opts Options) (*Emulator, error) {
 		out:    &proc.Tail{Max: 256 << 10},
 		byID:   map[string]*Report{},
 	}
-	e.cmd = exec.Command(bin,
+	argv := []string{bin,
 		// Our functions read LOG_LEVEL too, and the emulator exits on a
 		// level logrus does not know; its INIT/INVOKE lines need info.
 		"--log-level", "info",
 		"--runtime-interface-emulator-address", invokeAddr,
 		"--runtime-api-address", runtimeAddr,
-		opts.Bootstrap)
+		opts.Bootstrap}
+	env := environ(opts, timeoutSec)
+	if opts.EphemeralStorageMB >= 0 {
+		mb := opts.EphemeralStorageMB
+		if mb == 0 {
+			mb = DefaultEphemeralStorageMB
+		}
+		if e.tmp, err = os.MkdirTemp("", "rie-tmp-*"); err != nil {
+			return nil, fmt.Errorf("rie: /tmp of the function: %w", err)
+		}
+		argv = withTmpfs(argv, e.tmp, mb)
+		env = append(env, "TMPDIR="+e.tmp)
+	}
+	e.cmd = exec.Command(argv[0], argv[1:]...)
 	e.cmd.Dir = filepath.Dir(opts.Bootstrap)
-	e.cmd.Env = environ(opts, timeoutSec)
+	e.cmd.Env = env
 
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -228,6 +266,9 @@ func start(ctx context.Context, bin string, opts Options) (*Emulator, error) {
 	if err != nil {
 		stdoutR.Close()
 		stderrR.Close()
+		if e.tmp != "" {
+			os.Remove(e.tmp)
+		}
 		return nil, fmt.Errorf("run %s: %w", bin, err)
 	}
 	e.readers.Add(2)
@@ -489,6 +530,9 @@ func (e *Emulator) Close() error {
 			killPID(pid)
 		}
 		<-e.done
+		if e.tmp != "" {
+			os.Remove(e.tmp) // empty here: the tmpfs was the namespace's
+		}
 		// The pipes end when every holder is gone; an orphaned function
 		// that survived would hold them, so do not wait for ever.
 		waited := make(chan struct{})

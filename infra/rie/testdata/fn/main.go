@@ -18,6 +18,8 @@ import (
 type Event struct {
 	Op    string `json:"op"`
 	Sleep string `json:"sleep"`
+	// Bytes is what the "fill" op writes to a file in os.TempDir().
+	Bytes int `json:"bytes"`
 }
 
 // Answer is the function's successful response.
@@ -57,6 +59,19 @@ func handle(ctx context.Context, ev Event) (Answer, error) {
 		for _, kv := range os.Environ() {
 			k, v, _ := strings.Cut(kv, "=")
 			a.Env[k] = v
+		}
+	case "fill":
+		f, err := os.CreateTemp("", "fill-*")
+		if err != nil {
+			return a, err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		if _, err := f.Write(make([]byte, ev.Bytes)); err != nil {
+			return a, fmt.Errorf("fill %s: %w", os.TempDir(), err)
+		}
+		if err := f.Sync(); err != nil {
+			return a, fmt.Errorf("fill %s: %w", os.TempDir(), err)
 		}
 	case "alloc":
 		// Touch every page so the resident set grows.
