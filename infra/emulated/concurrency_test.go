@@ -6,8 +6,8 @@ import (
 
 	"github.com/urldownloader/urldownloader/infra/emulated"
 	"github.com/urldownloader/urldownloader/internal/demosite"
-	"github.com/urldownloader/urldownloader/shared/web/fetch"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
 
 // TestLambdaConcurrency runs 4 shards' schedules and ingest on an account
