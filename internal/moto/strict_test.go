@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dt "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -26,9 +28,19 @@ import (
 	"github.com/urldownloader/urldownloader/internal/moto"
 )
 
-// once makes a call without the SDK's retries, so a throttle is seen as is.
-func onceDB(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
-func onceSSM(o *ssm.Options)     { o.RetryMaxAttempts = 1 }
+// once makes a call without the SDK's retries of AWS's errors, so a
+// throttle is seen as is; a broken connection (a loaded machine's) is
+// still tried again.
+func onceDB(o *dynamodb.Options) { o.Retryer = connRetryer() }
+func onceSSM(o *ssm.Options)     { o.Retryer = connRetryer() }
+
+func connRetryer() aws.Retryer {
+	return retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = 4
+		so.RateLimiter = ratelimit.None
+		so.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
+	})
+}
 
 func TestStrictDefaults(t *testing.T) {
 	// AWS's documented values (see NOTES.md for the pages).

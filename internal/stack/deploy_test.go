@@ -248,7 +248,9 @@ func TestDeployIsRepeatable(t *testing.T) {
 	if again.TableName != first.TableName || again.InputQueueURL != first.InputQueueURL {
 		t.Errorf("redeploy changed names: %+v vs %+v", again, first)
 	}
-	out, err := db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &first.TableName, Key: item})
+	// A consistent read: an eventually consistent one may miss a write
+	// of the last second (on AWS and under the strict layer).
+	out, err := db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &first.TableName, Key: item, ConsistentRead: aws.Bool(true)})
 	if err != nil || out.Item == nil {
 		t.Errorf("item lost on redeploy: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/urldownloader/urldownloader/internal/moto"
 	"github.com/urldownloader/urldownloader/internal/stack"
 	"github.com/urldownloader/urldownloader/shared/aws/dynamo"
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
@@ -154,7 +155,10 @@ func TestIdempotentRetryGetsTheFirstAnswer(t *testing.T) {
 func TestIdempotentRetryOnDynamoDB(t *testing.T) {
 	e := newIdemEnvOn(t, func(clock func() time.Time) queueAndKeys {
 		st, cfg := stack.DeployForTest(t, stack.Options{})
-		return dynamo.New(dynamodb.NewFromConfig(cfg), st.TableName, clock)
+		// The store's TTLs come from the test's clock: the strict layer's
+		// TTL reaper judges them on it (moto.WithClock), not the machine's.
+		db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, moto.WithClock(clock)) })
+		return dynamo.New(db, st.TableName, clock)
 	})
 	first, a := e.post(idemBody, "order-42", "alice")
 	again, b := e.post(idemBody, "order-42", "alice")
