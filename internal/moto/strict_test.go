@@ -357,7 +357,11 @@ func TestStrictDynamoDBPartition(t *testing.T) {
 			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item("k", "big", 100),
 				ConditionExpression: aws.String("attribute_not_exists(pk)")}, onceDB)
 			var failed *dt.ConditionalCheckFailedException
-			if !errors.As(err, &failed) {
+			var early *dt.ThrottlingException
+			// The last may be throttled already if a broken connection
+			// made the SDK send one of them twice (billed twice, as AWS
+			// bills a retried write).
+			if !errors.As(err, &failed) && !(i == 9 && errors.As(err, &early)) {
 				t.Fatalf("conditional put %d: %v, want ConditionalCheckFailedException", i, err)
 			}
 		}
