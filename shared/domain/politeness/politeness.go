@@ -54,6 +54,115 @@ type State struct {
 	// LastTook is how long the last response took (request sent to last
 	// byte): the adaptive delay after it is DelayFactor times that.
 	LastTook time.Duration
+	// LastFailed is when the latest failed request of the failure run
+	// ended (AskedSince); zero in states stored before it was kept, where
+	// LastFetch stands in.
+	LastFailed time.Time
+
+	// Origin is the origin (scheme://host:port) whose failure run the
+	// fields PauseUntil, Errors, FailingSince, LastError and LastFailed
+	// hold; "" until the host's first origin is worked (and in states
+	// stored before origins were told apart: the first origin worked
+	// takes their run). Others holds the failure runs of the host's other
+	// origins, only while they fail. The delay (LastFetch and the learned
+	// delays) stays one per host: see Switch.
+	Origin string
+	Others map[string]Run
+}
+
+// Run is one origin's failure run, kept in State.Others while another
+// origin's is in the State's own fields.
+type Run struct {
+	PauseUntil   time.Time
+	Errors       int
+	FailingSince time.Time
+	LastError    string
+	LastFailed   time.Time
+}
+
+// MaxOrigins bounds the failure runs a host keeps for its other origins
+// (State.Others), so a host's stored state stays small (a DynamoDB item
+// is at most 400 KB, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html):
+// beyond it the run asked least recently is dropped, and its origin
+// starts afresh when asked again.
+const MaxOrigins = 8
+
+// run is the failure run in s's own fields.
+func (s *State) run() Run {
+	return Run{PauseUntil: s.PauseUntil, Errors: s.Errors, FailingSince: s.FailingSince, LastError: s.LastError, LastFailed: s.LastFailed}
+}
+
+func (s *State) setRun(r Run) {
+	s.PauseUntil, s.Errors, s.FailingSince, s.LastError, s.LastFailed = r.PauseUntil, r.Errors, r.FailingSince, r.LastError, r.LastFailed
+}
+
+// held tells whether a run is worth keeping at now: its origin fails, or
+// is paused beyond now.
+func (r Run) held(now time.Time) bool {
+	return !r.FailingSince.IsZero() || r.Errors > 0 || r.PauseUntil.After(now)
+}
+
+// Switch makes origin's failure run the one in s's own fields, so every
+// rule (Failed, Answered, Bound, GivesUp, Next) applies to that origin
+// alone: one origin's failures pace and give up only its own URLs, while
+// the delay between any two requests to the host stays one. The run it
+// replaces goes to Others while it fails or is paused (an origin that
+// answers costs nothing stored); past MaxOrigins the run failed least
+// recently is dropped.
+func (s *State) Switch(origin string, now time.Time) {
+	if origin == s.Origin || origin == "" {
+		return
+	}
+	if s.Origin == "" {
+		// The host's first origin, or a state stored before origins were
+		// told apart: its run, if any, is this origin's.
+		s.Origin = origin
+		return
+	}
+	cur := s.run()
+	next := s.Others[origin]
+	delete(s.Others, origin)
+	if cur.held(now) {
+		if s.Others == nil {
+			s.Others = map[string]Run{}
+		}
+		s.Others[s.Origin] = cur
+		for len(s.Others) > MaxOrigins {
+			var oldest string
+			for o, r := range s.Others {
+				if oldest == "" || r.LastFailed.Before(s.Others[oldest].LastFailed) {
+					oldest = o
+				}
+			}
+			delete(s.Others, oldest)
+		}
+	}
+	if len(s.Others) == 0 {
+		s.Others = nil
+	}
+	s.setRun(next)
+	s.Origin = origin
+}
+
+// PausedUntil is when origin's own pause (back-off, Retry-After) ends: the
+// zero time when it has none.
+func (s State) PausedUntil(origin string) time.Time {
+	if origin == s.Origin || s.Origin == "" {
+		return s.PauseUntil
+	}
+	return s.Others[origin].PauseUntil
+}
+
+// EarliestPause is the earliest pause of the host's origins: the
+// host is due again when the first of them may be asked.
+func (s State) EarliestPause() time.Time {
+	t := s.PauseUntil
+	for _, r := range s.Others {
+		if r.PauseUntil.Before(t) {
+			t = r.PauseUntil
+		}
+	}
+	return t
 }
 
 // Policy is the parameters the rules read, taken once from params.
@@ -107,7 +216,7 @@ func (s *State) Fetched(t time.Time) {
 // last raised or halved (gone when it falls to FetchDelay or below).
 func (p Policy) Answered(s *State, now time.Time, took time.Duration) {
 	s.Errors = 0
-	s.FailingSince, s.LastError = time.Time{}, ""
+	s.FailingSince, s.LastError, s.LastFailed = time.Time{}, "", time.Time{}
 	s.LastTook = max(0, took)
 	if s.RateDelay > 0 && now.Sub(s.RateSince) >= QuietPeriod {
 		s.RateDelay /= 2
@@ -133,6 +242,7 @@ func (p Policy) fail(s *State, now time.Time, msg string) {
 	if s.FailingSince.IsZero() {
 		s.FailingSince = now
 	}
+	s.LastFailed = now
 	s.LastError = msg
 	s.Errors++
 }
@@ -219,11 +329,16 @@ func (p Policy) GivesUp(s State, now, runStart time.Time) bool {
 	return p.Expired(s, now) && p.AskedSince(s, runStart)
 }
 
-// AskedSince reports whether a failing host's latest request (LastFetch:
-// while FailingSince is set the latest request failed) ended at or after
-// runStart.
+// AskedSince reports whether a failing origin's latest failed request
+// (LastFailed; LastFetch in a state stored before it was kept) ended at or
+// after runStart. Another origin's requests to the host do not count: they
+// asked nothing of this one.
 func (p Policy) AskedSince(s State, runStart time.Time) bool {
-	return !s.FailingSince.IsZero() && !s.LastFetch.Before(runStart)
+	last := s.LastFailed
+	if last.IsZero() {
+		last = s.LastFetch
+	}
+	return !s.FailingSince.IsZero() && !last.Before(runStart)
 }
 
 // GivenUp records the end of a give-up: the failure run, its pause and its
@@ -231,12 +346,16 @@ func (p Policy) AskedSince(s State, runStart time.Time) bool {
 // learned rate-limit delay and the last fetch stay: they are politeness.
 func (s *State) GivenUp() {
 	s.Errors = 0
-	s.FailingSince, s.LastError = time.Time{}, ""
+	s.FailingSince, s.LastError, s.LastFailed = time.Time{}, "", time.Time{}
 	s.PauseUntil = time.Time{}
 }
 
 // Drained records that every URL of the failure run has ended: later URLs
 // get a bound of their own; the pause and back-off stay.
 func (s *State) Drained() {
-	s.FailingSince, s.LastError = time.Time{}, ""
+	s.FailingSince, s.LastError, s.LastFailed = time.Time{}, "", time.Time{}
+	for o, r := range s.Others {
+		r.FailingSince, r.LastError, r.LastFailed = time.Time{}, "", time.Time{}
+		s.Others[o] = r
+	}
 }

@@ -1,6 +1,7 @@
 package politeness_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -179,7 +180,9 @@ func TestFailuresAndAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
 			tc.do(&s)
-			if s != tc.want {
+			// LastFailed (when a failure ended) is checked in origins_test.go.
+			s.LastFailed = tc.want.LastFailed
+			if !reflect.DeepEqual(s, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", s, tc.want)
 			}
 		})
