@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/politeness"
 )
 
 // The table layout. One table, all under pk/sk, no secondary index: these
@@ -121,6 +122,11 @@ type hostItem struct {
 	RateDelay int64 `dynamodbav:"rd,omitempty"`
 	RateSince int64 `dynamodbav:"rs,omitempty"`
 	LastTook  int64 `dynamodbav:"lt,omitempty"`
+	// Origins holds the failure runs of the host's other origins
+	// (politeness.EncodeOrigins): absent for a host with one origin that
+	// answers, and at most politeness.MaxOrigins runs of a few hundred
+	// bytes each otherwise, well inside the item's 400 KB.
+	Origins string `dynamodbav:"og,omitempty"`
 	// Tail is the queue's inline tail, after every chunk's entries.
 	Tail []entryItem `dynamodbav:"q,omitempty"`
 	// Chunks lists the queue's chunk items, oldest first; FirstChunkTaken
@@ -294,6 +300,7 @@ func (h *hostItem) recordProgress(c hostqueue.Commit, done map[string]bool) {
 		h.FailingSince = c.FailingSince.UnixMilli()
 	}
 	h.RateDelay, h.RateSince, h.LastTook = c.RateDelay.Milliseconds(), 0, c.LastTook.Milliseconds()
+	h.Origins = politeness.EncodeOrigins(c.State)
 	if !c.RateSince.IsZero() {
 		h.RateSince = c.RateSince.UnixMilli()
 	}

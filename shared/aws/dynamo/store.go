@@ -679,6 +679,9 @@ func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) 
 	if it.RateSince != 0 {
 		h.RateSince = time.UnixMilli(it.RateSince)
 	}
+	if err := politeness.DecodeOrigins(it.Origins, &h.State); err != nil {
+		return nil, fmt.Errorf("host %s: %w", key, err)
+	}
 	for origin, ir := range it.Robots {
 		if ir.StoredApart {
 			if h.RobotsItems == nil {

@@ -30,7 +30,7 @@ func TestMigratesVersion2(t *testing.T) {
 	s.Close()
 	// Make the file what version 2 wrote.
 	db := raw(t, path)
-	for _, q := range []string{"ALTER TABLE entries DROP COLUMN validators_url", "PRAGMA user_version = 2"} {
+	for _, q := range []string{"ALTER TABLE hosts DROP COLUMN origins", "ALTER TABLE entries DROP COLUMN validators_url", "PRAGMA user_version = 2"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -57,7 +57,7 @@ func TestMigratesVersion2(t *testing.T) {
 		t.Fatalf("after the migration: head %+v (%v), want the old two then %+v", h.Head, err, moved)
 	}
 	var v int
-	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 3 {
-		t.Errorf("user_version = %d (%v), want 3", v, err)
+	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 4 {
+		t.Errorf("user_version = %d (%v), want 4", v, err)
 	}
 }

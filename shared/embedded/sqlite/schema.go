@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS hosts (
 	rate_delay    INTEGER NOT NULL DEFAULT 0,
 	rate_since    INTEGER NOT NULL DEFAULT 0,
 	last_took     INTEGER NOT NULL DEFAULT 0,
+	origins       TEXT    NOT NULL DEFAULT '',
 	attempts      BLOB,
 	robots        BLOB,
 	expires       INTEGER
@@ -85,30 +86,34 @@ CREATE TABLE IF NOT EXISTS leases (
 // schemaVersion is kept in PRAGMA user_version: a file written by a
 // different layout is refused rather than misread, except the older ones
 // migrations lists.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // migrations take a state file from version i+1 to i+2. Version 2 added
 // the learned delays (rate_delay, rate_since, last_took: ms); a host
 // without them has learned none. Version 3 added an entry's
 // validators_url (empty when its validators are its own URL's, as every
-// entry queued before was).
+// entry queued before was). Version 4 added a host's origins (the failure
+// runs of its other origins: politeness.EncodeOrigins); ” is what a host
+// with one origin has, and an older host's run goes to the first origin
+// it works.
 var migrations = []string{
 	`ALTER TABLE hosts ADD COLUMN rate_delay INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE hosts ADD COLUMN rate_since INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE hosts ADD COLUMN last_took INTEGER NOT NULL DEFAULT 0;`,
 	`ALTER TABLE entries ADD COLUMN validators_url TEXT NOT NULL DEFAULT '';`,
+	`ALTER TABLE hosts ADD COLUMN origins TEXT NOT NULL DEFAULT '';`,
 }
 
 // The statements. Each one that runs per operation reads or writes through
 // a key or an index (plan_test.go checks that none scans a table).
 const (
 	qHost = `SELECT id, vs, due, tail, pending, last_fetch, pause_until, errors,
-		failing_since, last_error, rate_delay, rate_since, last_took, attempts, robots, expires
+		failing_since, last_error, rate_delay, rate_since, last_took, origins, attempts, robots, expires
 		FROM hosts WHERE key = ?`
 	qInsertHost = "INSERT INTO hosts (key, vs) VALUES (?, ?)"
 	qUpdateHost = `UPDATE hosts SET due = ?, tail = ?, pending = ?, last_fetch = ?,
 		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, rate_delay = ?, rate_since = ?,
-		last_took = ?, attempts = ?, robots = ?,
+		last_took = ?, origins = ?, attempts = ?, robots = ?,
 		expires = ? WHERE id = ?`
 	qHead    = "SELECT seq, id, url, etag, last_modified, validators_url, hops FROM entries WHERE host = ? ORDER BY seq LIMIT ?"
 	qHeadIDs = "SELECT seq, id FROM entries WHERE host = ? AND seq > ? ORDER BY seq LIMIT ?"

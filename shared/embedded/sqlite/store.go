@@ -422,6 +422,7 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 		h.errors = c.Errors
 		h.failingSince, h.lastError = msOf(c.FailingSince), c.LastError
 		h.rateDelay, h.rateSince, h.lastTook = c.RateDelay.Milliseconds(), msOf(c.RateSince), c.LastTook.Milliseconds()
+		h.origins = politeness.EncodeOrigins(c.State)
 		h.attempts = nil
 		for id, n := range c.Attempts {
 			if !done[id] && n > 0 {
@@ -649,8 +650,10 @@ type hostRow struct {
 	rateDelay    int64 // ms
 	rateSince    int64
 	lastTook     int64 // ms
-	attempts     map[string]int
-	robots       map[string]inlineRobots
+	// origins is politeness.EncodeOrigins of the host's state.
+	origins  string
+	attempts map[string]int
+	robots   map[string]inlineRobots
 	// robotsJSON is robots as stored, nil once storeRobots changed it:
 	// a commit that leaves the answers alone writes them back without
 	// encoding them again.
@@ -675,7 +678,7 @@ func getHost(ctx context.Context, tx *txn, key string) (*hostRow, error) {
 	var attempts, robots []byte
 	err := tx.QueryRowContext(ctx, qHost, key).Scan(
 		&h.id, &h.vs, &h.due, &h.tail, &h.pending, &h.lastFetch, &h.pauseUntil, &h.errors,
-		&h.failingSince, &h.lastError, &h.rateDelay, &h.rateSince, &h.lastTook, &attempts, &robots, &h.expires)
+		&h.failingSince, &h.lastError, &h.rateDelay, &h.rateSince, &h.lastTook, &h.origins, &attempts, &robots, &h.expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -722,7 +725,7 @@ func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 	}
 	_, err = tx.ExecContext(ctx, qUpdateHost,
 		h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
-		h.lastError, h.rateDelay, h.rateSince, h.lastTook, attempts, robots, h.expires, h.id)
+		h.lastError, h.rateDelay, h.rateSince, h.lastTook, h.origins, attempts, robots, h.expires, h.id)
 	if err != nil {
 		return fmt.Errorf("write host: %w", err)
 	}
@@ -820,6 +823,9 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 			RateDelay: time.Duration(h.rateDelay) * time.Millisecond, RateSince: timeOf(h.rateSince),
 			LastTook: time.Duration(h.lastTook) * time.Millisecond,
 		},
+	}
+	if err := politeness.DecodeOrigins(h.origins, &out.State); err != nil {
+		return nil, fmt.Errorf("host %s: %w", key, err)
 	}
 	if h.due.Valid {
 		out.Due = time.UnixMilli(h.due.Int64)

@@ -242,7 +242,7 @@ func TestMigratesVersion1(t *testing.T) {
 	s.Close()
 	// Make the file what version 1 wrote.
 	db := raw(t, path)
-	for _, q := range []string{"ALTER TABLE hosts DROP COLUMN rate_delay", "ALTER TABLE hosts DROP COLUMN rate_since",
+	for _, q := range []string{"ALTER TABLE hosts DROP COLUMN origins", "ALTER TABLE hosts DROP COLUMN rate_delay", "ALTER TABLE hosts DROP COLUMN rate_since",
 		"ALTER TABLE hosts DROP COLUMN last_took", "ALTER TABLE entries DROP COLUMN validators_url", "PRAGMA user_version = 1"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -270,7 +270,7 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Errorf("after the migration: RateDelay %v RateSince %v LastTook %v, want 2s %v 1s", h.RateDelay, h.RateSince, h.LastTook, t0)
 	}
 	var v int
-	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 3 {
-		t.Errorf("user_version = %d (%v), want 3", v, err)
+	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 4 {
+		t.Errorf("user_version = %d (%v), want 4", v, err)
 	}
 }

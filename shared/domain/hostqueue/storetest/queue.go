@@ -433,6 +433,33 @@ func testPolitenessFields(t *testing.T, _ Harness, e *env) {
 	check("idle", e.load(key, 0), t3, time.Time{}, 2, time.Time{}, "")
 }
 
+// testOriginRuns: the failure runs of a host's origins (one in the state's
+// own fields, the others in Others) are replaced by each commit, and a
+// commit of one healthy origin leaves none.
+func testOriginRuns(t *testing.T, _ Harness, e *env) {
+	const key = "origins.example"
+	e.append(key, entries("a", 0, 2), 100)
+	failing, pause := T0.Add(-time.Minute), T0.Add(time.Hour)
+	st := politeness.State{
+		LastFetch: T0, Origin: "http://origins.example", Errors: 2, FailingSince: failing, LastFailed: T0, LastError: "refused",
+		Others: map[string]politeness.Run{"https://origins.example": {PauseUntil: pause, Errors: 3, FailingSince: failing, LastError: "tls", LastFailed: T0}},
+	}
+	check := func(what string, h *hostqueue.Host, want politeness.State) {
+		t.Helper()
+		o, w := h.Others["https://origins.example"], want.Others["https://origins.example"]
+		if h.Origin != want.Origin || !h.LastFailed.Equal(want.LastFailed) || len(h.Others) != len(want.Others) ||
+			!o.PauseUntil.Equal(w.PauseUntil) || o.Errors != w.Errors || !o.FailingSince.Equal(w.FailingSince) ||
+			o.LastError != w.LastError || !o.LastFailed.Equal(w.LastFailed) {
+			t.Errorf("%s: origin %q last failed %v others %+v\nwant %q %v %+v", what, h.Origin, h.LastFailed, h.Others,
+				want.Origin, want.LastFailed, want.Others)
+		}
+	}
+	check("returned", e.commit(key, hostqueue.Commit{State: st}), st)
+	check("loaded", e.load(key, 0), st)
+	healthy := politeness.State{LastFetch: T0, Origin: "http://origins.example"}
+	check("one healthy origin", e.commit(key, hostqueue.Commit{State: healthy}), politeness.State{})
+}
+
 // testLearnedDelays: the delays a host taught (rate limits, response time)
 // are replaced by each commit, kept while the host idles, and zero when a
 // commit carries none (absent attributes, old rows).

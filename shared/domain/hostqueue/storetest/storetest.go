@@ -105,6 +105,7 @@ var (
 		{"CommitDone", testCommitDone},
 		{"ReleaseAndContinue", testReleaseContinue},
 		{"PolitenessFields", testPolitenessFields},
+		{"OriginRuns", testOriginRuns},
 		{"LearnedDelays", testLearnedDelays},
 		{"Attempts", testAttempts},
 		{"DueHosts", testDueHosts},
