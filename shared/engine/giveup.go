@@ -154,16 +154,20 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 		return fmt.Errorf("read the queue of %s to give it up: %w", w.key, err)
 	}
 	skip := doneSet(done)
+	// Only the failing origin's URLs are given up: the host's other
+	// origins have failure runs of their own (politeness.State.Switch).
+	origin := w.st.Origin
 	var queue []hostqueue.Entry
 	if h != nil {
 		for _, ent := range h.Head {
-			if !skip[ent.ID] {
+			if !skip[ent.ID] && (origin == "" || originOfURL(ent.URL) == origin) {
 				queue = append(queue, ent)
 			}
 		}
 	}
+	var given []string
 	w.engine.Metrics.Add(metrics.GiveUps, 1)
-	w.engine.Log.InfoContext(ctx, "giving up host", "host", w.key, "urls", len(queue), "status", status, "error", why)
+	w.engine.Log.InfoContext(ctx, "giving up host", "host", w.key, "origin", origin, "urls", len(queue), "status", status, "error", why)
 	for {
 		n := min(GiveUpBatch, len(queue))
 		rs, ids := results, done
@@ -174,8 +178,12 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 				FetchedAt: now.UTC(), Attempts: w.attempts[ent.ID],
 			})
 			ids = append(ids, ent.ID)
+			given = append(given, ent.ID)
 		}
 		queue = queue[n:]
+		if len(queue) == 0 {
+			rs, ids = w.heldBehind(h, origin, rs, ids, skip, given)
+		}
 		if w.crash(CrashBeforePublish, w.key) {
 			return ErrCrashed
 		}
@@ -193,7 +201,10 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 		last := len(queue) == 0
 		if last {
 			w.st.GivenUp()
-			clear(w.attempts)
+			// The other origins' URLs keep their attempts.
+			for _, id := range given {
+				delete(w.attempts, id)
+			}
 			c = w.walkCommit(ids, true)
 		} else {
 			c = w.walkCommit(ids, !w.mayWalkOn(ctx))
@@ -207,6 +218,30 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 		}
 		now = w.engine.Clock.Now()
 	}
+}
+
+// heldBehind adds to the give-up's last round the results of other
+// origins' entries fetched behind the given-up ones (held: see fetchRound)
+// that the round's commit can remove: those with nothing but given-up,
+// done or such entries before them in the queue (a commit removes only a
+// prefix).
+func (w *worker) heldBehind(h *hostqueue.Host, origin string, rs []result.Result, ids []string, done map[string]bool, given []string) ([]result.Result, []string) {
+	if h == nil || origin == "" || len(w.held) == 0 {
+		return rs, ids
+	}
+	gone := doneSet(given)
+	for _, ent := range h.Head {
+		if done[ent.ID] || gone[ent.ID] {
+			continue
+		}
+		res, ok := w.held[ent.ID]
+		if !ok {
+			break
+		}
+		delete(w.held, ent.ID)
+		rs, ids = append(rs, res), append(ids, ent.ID)
+	}
+	return rs, ids
 }
 
 // walkCommit is a give-up round's commit; it needs no head entries back.

@@ -165,7 +165,9 @@ func (w *worker) policyFor(ctx context.Context, raw string) (*policy, outcome) {
 	}
 	// Lanes wait while one of them reads robots.txt (lanes.go: pin).
 	unpin := w.pin()
+	w.st.Switch(origin, now)
 	rb, out := w.fetchRobots(ctx, origin)
+	w.st.Switch(origin, w.engine.Clock.Now())
 	unpin()
 	if out != outDone {
 		return nil, out
@@ -221,6 +223,9 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		// robots.Parse that the file goes on, so it drops the line the cap
 		// cuts ("Allow: /public/" cut to "Allow: /" would allow all).
 		resp, sent, err := w.fetch(ctx, fetch.Request{URL: target, MaxBodyBytes: robots.MaxBytes + 1})
+		// The run is the origin's whose robots.txt this is, whichever
+		// origin another lane worked meanwhile or a redirect led to.
+		w.st.Switch(origin, w.engine.Clock.Now())
 		w.st.LastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)

@@ -364,16 +364,56 @@ func (w *worker) fetchRound(ctx context.Context, r *round, ho *handOff) error {
 		// Only a host whose rule gives it several connections (lanes.go).
 		return w.fetchLanes(ctx, r, ho)
 	}
-	for _, ent := range r.entries {
+	// waiting are the origins whose entries wait this round: one failed
+	// or is paused beyond the host's next request, while entries of other
+	// origins behind it go on (State.Switch: failure runs per origin).
+	// A commit removes only a prefix of the queue, so a result fetched
+	// behind a waiting entry is kept (held) and handed over when its
+	// entry comes up, or with the give-up that ends the waiting origin.
+	var waiting map[string]bool
+	for i, ent := range r.entries {
 		if r.out != outDone {
 			break
 		}
-		res, o := w.processOnce(ctx, ent)
+		if res, ok := w.held[ent.ID]; ok {
+			if len(waiting) > 0 {
+				continue
+			}
+			delete(w.held, ent.ID)
+			r.ended = append(r.ended, ent.ID)
+			if !ho.add(ctx, r.handed, res) {
+				return ErrCrashed
+			}
+			continue
+		}
+		o := originOfURL(ent.URL)
+		if waiting[o] || w.originWaits(o, r.entries[i+1:], waiting) {
+			if waiting == nil {
+				waiting = map[string]bool{}
+			}
+			waiting[o] = true
+			continue
+		}
+		res, out := w.processOnce(ctx, ent)
 		if w.crash(CrashFetched, ent.ID) {
 			return ErrCrashed
 		}
-		if o != outDone {
-			r.out = o
+		if out == outRetry && w.laterOrigins(o, r.entries[i+1:], waiting) {
+			if waiting == nil {
+				waiting = map[string]bool{}
+			}
+			waiting[o] = true
+			continue
+		}
+		if out != outDone {
+			r.out = out
+			continue
+		}
+		if len(waiting) > 0 {
+			if w.held == nil {
+				w.held = map[string]result.Result{}
+			}
+			w.held[ent.ID] = res
 			continue
 		}
 		r.ended = append(r.ended, ent.ID)
@@ -381,10 +421,56 @@ func (w *worker) fetchRound(ctx context.Context, r *round, ho *handOff) error {
 			return ErrCrashed
 		}
 	}
+	if len(waiting) > 0 && r.out == outDone {
+		r.out = outRetry
+	}
 	if !ho.flush(ctx, r.handed) {
 		return ErrCrashed
 	}
 	return nil
+}
+
+// originWaits tells whether an entry of origin o should wait this round:
+// o is paused (its own back-off or Retry-After) beyond the host's next
+// request, and an entry of another origin behind it may go first.
+func (w *worker) originWaits(o string, rest []hostqueue.Entry, waiting map[string]bool) bool {
+	slot := w.st.LastFetch.Add(w.delay())
+	if now := w.engine.Clock.Now(); now.After(slot) {
+		slot = now
+	}
+	if !w.st.PausedUntil(o).After(slot) {
+		return false
+	}
+	return w.laterOrigins(o, rest, waiting)
+}
+
+// laterOrigins tells whether rest holds an entry of an origin other than
+// o that does not wait and is not answered yet (held).
+func (w *worker) laterOrigins(o string, rest []hostqueue.Entry, waiting map[string]bool) bool {
+	for _, e := range rest {
+		if _, ok := w.held[e.ID]; ok {
+			continue
+		}
+		if eo := originOfURL(e.URL); eo != o && !waiting[eo] {
+			return true
+		}
+	}
+	return false
+}
+
+// useOrigin makes the failure run of raw's origin the worker's (see
+// politeness.State.Switch): the rules that follow apply to that origin.
+func (w *worker) useOrigin(raw string) {
+	w.st.Switch(originOfURL(raw), w.engine.Clock.Now())
+}
+
+// originOfURL is raw's origin (scheme://host[:port]), "" if unparsable.
+func originOfURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return originOf(u)
 }
 
 // end decides what the round leaves to do, h being the host's state after
@@ -759,7 +845,10 @@ func (w *worker) commit(ctx context.Context, c hostqueue.Commit) (*hostqueue.Hos
 
 // nextDue is when the host should be checked again after this run.
 func (w *worker) nextDue() time.Time {
-	return NextDue(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod, w.st, w.delay())
+	st := w.st
+	// The host is due when its first origin may be asked again.
+	st.PauseUntil = st.EarliestPause()
+	return NextDue(w.engine.Clock.Now(), w.key, w.p.CheckHostPeriod, st, w.delay())
 }
 
 // NextDue is when a host released at now with state st and this delay is
@@ -940,6 +1029,10 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		if res, ok := w.unresolved(ent, target, hop); ok {
 			return res, outDone
 		}
+		w.useOrigin(target)
+		if w.expired(w.engine.Clock.Now()) {
+			return result.Result{}, outGiveUp
+		}
 		if w.p.RespectRobots {
 			pol, out := w.policyFor(ctx, target)
 			if out != outDone {
@@ -975,6 +1068,8 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		}
 		w.engine.Metrics.AddDuration(metrics.PolitenessWait, w.engine.Clock.Now().Sub(ready))
 		resp, sent, err := w.fetch(ctx, req)
+		// Another lane may have worked another origin meanwhile.
+		w.useOrigin(target)
 		w.st.Fetched(w.engine.Clock.Now())
 		w.remember(w.key, w.st.LastFetch)
 		w.reqs.Add(1)
