@@ -21,12 +21,13 @@ func TestLambdaConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.Close()
-	// Schedules a little apart, as EventBridge's are (once a minute, a
-	// run lasting most of it): without gaps, four check loops that start
+	// Schedules apart, as EventBridge's are (once a minute, a run lasting
+	// most of it; here 2 s runs every 6 s, room for a run slowed by a
+	// loaded machine): without gaps, four check loops that start
 	// again at once keep both slots and ingest never gets one (its
 	// records then reach the DLQ, as they would on AWS; see the deploying
 	// docs' concurrency section).
-	p := start(t, emulated.Options{Addresses: fetch.PrivatePolicy(), ShardCount: 4, LambdaConcurrency: 2, CheckRun: 2 * time.Second, ScheduleEvery: 3 * time.Second,
+	p := start(t, emulated.Options{Addresses: fetch.PrivatePolicy(), ShardCount: 4, LambdaConcurrency: 2, CheckRun: 2 * time.Second, ScheduleEvery: 6 * time.Second,
 		Params: map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s"}})
 	rep, _ := runAll(t, p, inputs(site.URLs(3)), 3*time.Minute)
 	if rep.ByStatus[result.StatusFetched] != 18 || rep.Duplicates != 0 {

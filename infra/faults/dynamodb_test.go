@@ -11,6 +11,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/infra/faults"
 	"github.com/urldownloader/urldownloader/internal/stack"
+	"github.com/urldownloader/urldownloader/shared/aws/config"
 )
 
 // TestLostResponse runs the lost-response faults against moto: the write
@@ -66,7 +67,7 @@ func TestLostResponse(t *testing.T) {
 		{name: "conditional put, retried: fails against itself", kind: faults.DynamoLostResponse,
 			run: func(c *dynamodb.Client, pk string) error { return put(c, pk, true) }, wantErr: conditionFailed, wantItem: true, wantCount: 1},
 		{name: "plain put, retried until the SDK gives up", kind: faults.DynamoLostResponse,
-			run: func(c *dynamodb.Client, pk string) error { return put(c, pk, false) }, wantErr: lost, wantItem: true, wantCount: 3},
+			run: func(c *dynamodb.Client, pk string) error { return put(c, pk, false) }, wantErr: lost, wantItem: true, wantCount: config.RetryMaxAttempts},
 		{name: "conditional delete, retried: fails against itself", kind: faults.DynamoLostResponse, setup: true,
 			run: func(c *dynamodb.Client, pk string) error {
 				_, err := c.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: &st.TableName, Key: key(pk), ConditionExpression: aws.String("attribute_exists(pk)")})
