@@ -29,6 +29,7 @@ func TestLambdaConcurrency(t *testing.T) {
 	// docs' concurrency section).
 	p := start(t, emulated.Options{Addresses: fetch.PrivatePolicy(), ShardCount: 4, LambdaConcurrency: 2, CheckRun: 2 * time.Second, ScheduleEvery: 6 * time.Second,
 		Params: map[string]string{"FetchDelay": "100ms", "CheckHostPeriod": "2s"}})
+	noRedelivery(t, p)
 	rep, _ := runAll(t, p, inputs(site.URLs(3)), 3*time.Minute)
 	if rep.ByStatus[result.StatusFetched] != 18 || rep.Duplicates != 0 {
 		t.Errorf("fetched %d of 18 with %d duplicates: %+v", rep.ByStatus[result.StatusFetched], rep.Duplicates, rep.ByStatus)
