@@ -206,8 +206,12 @@ func TestReceiveWritesEachResultOnceThenDeletes(t *testing.T) {
 	if err != nil || !rep.Idle {
 		t.Fatalf("%+v, %v", rep, err)
 	}
-	if rep.Written != 3 || rep.Duplicates != 1 || rep.Deleted != 4 || rep.Bodies != 1 || rep.Left < 1 {
-		t.Errorf("report %+v: want 3 written, 1 duplicate, 4 deleted, 1 body, the non-result left", rep)
+	// SQS delivers at least once: a copy more (a message seen again after
+	// a broken connection on a loaded machine) is one more duplicate
+	// dropped and deleted; the out file's ids, checked below, are the
+	// promise.
+	if rep.Written != 3 || rep.Duplicates < 1 || rep.Deleted != 3+rep.Duplicates || rep.Bodies != 1 || rep.Left < 1 {
+		t.Errorf("report %+v: want 3 written, at least 1 duplicate, each deleted, 1 body, the non-result left", rep)
 	}
 	ids := idsIn(t, outPath)
 	if len(ids) != 3 || ids["id-inline"] != 1 || ids["id-stored"] != 1 || ids["id-failed"] != 1 {

@@ -237,7 +237,22 @@ func TestSendResumesAfterWholeWindows(t *testing.T) {
 	if err != nil || !rep2.Done || rep2.Skipped == 0 || rep2.Skipped+rep2.Lines != 1002 {
 		t.Fatalf("second run: %+v, %v; want it to skip the windows sent and read the rest", rep2, err)
 	}
-	exactlyOnce(t, urlsOf(t, drain(t, client, st.InputQueueURL)), urls)
+	// The batch in flight when the first run was cancelled may have landed
+	// unrecorded, and is sent again (at least once): at most one window's
+	// URLs twice, none missing, none three times.
+	seen := urlsOf(t, drain(t, client, st.InputQueueURL))
+	twice := 0
+	for _, u := range urls {
+		switch n := seen[u]; {
+		case n == 2:
+			twice++
+		case n != 1:
+			t.Fatalf("%s on the queue %d times, want once (twice if in flight at the cancel)", u, n)
+		}
+	}
+	if len(seen) != len(urls) || twice > 100 {
+		t.Fatalf("%d distinct URLs on the queue (want %d), %d twice (want at most a window's)", len(seen), len(urls), twice)
+	}
 }
 
 func TestSendRefusesAnUnwritableProgressBeforeSending(t *testing.T) {
