@@ -557,15 +557,15 @@ func (s *Store) readPage(ctx context.Context, st *indexStream, now time.Time) er
 const indexPage = 64
 
 // readHosts reads the host items of keys, side by side, for what the store
-// sees of them. Eventually consistent is enough: a stale item shows an
-// older version, which can make a settled host look unsettled (it is read
-// again) or a drained one joined (its Load finds no work), never an
-// unsettled one settled. A failed read leaves the host unknown, and its
-// index item in place.
+// sees of them. The reads are consistent: under the strict layer's
+// eventually consistent reads (up to a second stale, as DynamoDB allows)
+// hosts appended a moment before were left unworked for good in the
+// benchmark's politeness run, so a stale view of a host is not safe here.
+// A failed read leaves the host unknown, and its index item in place.
 func (s *Store) readHosts(ctx context.Context, keys []string) {
 	parallel(len(keys), func(k int) {
 		key := keys[k]
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: itemKey(hostPK(key), hostSK)})
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: itemKey(hostPK(key), hostSK), ConsistentRead: aws.Bool(true)})
 		if err != nil || len(out.Item) == 0 {
 			return
 		}
