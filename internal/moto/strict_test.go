@@ -308,14 +308,23 @@ func TestStrictDynamoDBPartition(t *testing.T) {
 	t.Run("1,000 write units a second on one partition key, on demand", func(t *testing.T) {
 		table := strictTable(t, db, true, nil)
 		// 250 items of 4,000 bytes are 4 write units each: 1,000 units.
+		// The last may meet the throttle already when a broken connection
+		// (a loaded machine's) made the SDK send one write twice: AWS
+		// bills a retried write too.
+		var throttled *dt.ThrottlingException
+		early := false
 		for i := range 250 {
-			if err := put(table, item("hot", strconv.Itoa(i), 4000)); err != nil {
+			err := put(table, item("hot", strconv.Itoa(i), 4000))
+			if i >= 248 && errors.As(err, &throttled) {
+				early = true
+				break
+			}
+			if err != nil {
 				t.Fatalf("write %d of 250 (%d units so far): %v", i+1, 4*i, err)
 			}
 		}
 		err := put(table, item("hot", "one-more", 1000))
-		var throttled *dt.ThrottlingException
-		if !errors.As(err, &throttled) {
+		if !early && !errors.As(err, &throttled) {
 			t.Fatalf("1,001st unit on a partition key of an on-demand table: %v, want ThrottlingException", err)
 		}
 		if err := put(table, item("cold", "a", 1000)); err != nil {
