@@ -506,12 +506,18 @@ func (p *Pipeline) IngestOnce(ctx context.Context) (records, failedRecords int, 
 	}
 	inv := p.opts.Faults
 	var resp events.SQSEventResponse
-	if !p.lambda.acquire() {
-		// Throttled: the mapping hands the batch back to the queue (its
-		// receive count grows, as on AWS) and tries again later.
-		p.releaseInput(ctx, msgs, retryDelay)
-		time.Sleep(100 * time.Millisecond)
-		return 0, 0, nil
+	// Throttled: the mapping's poller keeps the batch and tries the
+	// invocation again shortly, counting each refusal. (Handing the batch
+	// back at once, as the emulation did, let four back-to-back check
+	// loops refuse ingest five times in seconds and send valid records to
+	// the DLQ, a starvation AWS's minute-apart schedules make far slower.)
+	for !p.lambda.acquire() {
+		select {
+		case <-ctx.Done():
+			p.releaseInput(ctx, msgs, retryDelay)
+			return 0, 0, nil
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	defer p.lambda.release()
 	if inv.Fire(faults.IngestCrash, 1) {
