@@ -48,6 +48,10 @@ SAM_TRANSFORM = "AWS::Serverless-2016-10-31"
 # us-east-1 whatever the developer's AWS settings, and so does this.
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 os.environ.pop("AWS_REGION", None)
+# Nor does it need a profile: botocore refuses an empty AWS_PROFILE (a
+# test's way of clearing it) with ProfileNotFound before translating.
+for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
+    os.environ.pop(name, None)
 # The translator logs notes about its feature toggles; only errors matter.
 logging.disable(logging.WARNING)
 

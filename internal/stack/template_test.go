@@ -1,11 +1,16 @@
 package stack
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/urldownloader/urldownloader/internal/proc"
 )
 
 // The translator reads YAML 1.1, as CloudFormation does: a condition
@@ -268,5 +273,29 @@ func TestUniquePrefixIsValid(t *testing.T) {
 		if err := (Parameter{Name: "Stage", AllowedPattern: "[a-z0-9-]+"}).Check(stageFromPrefix(p)); err != nil {
 			t.Errorf("stage of %q: %v", p, err)
 		}
+	}
+}
+
+// TestTranslatorIgnoresAnEmptyProfile: tests clear AWS_PROFILE by setting
+// it empty, and botocore refuses that with ProfileNotFound. The translator
+// needs no profile, so a cold cache must translate all the same.
+func TestTranslatorIgnoresAnEmptyProfile(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_DEFAULT_PROFILE", "")
+	root, err := proc.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runTranslator(data)
+	if err != nil {
+		t.Fatalf("translate with AWS_PROFILE empty: %v", err)
+	}
+	if !bytes.Contains(out, []byte("AWS::Lambda::Function")) {
+		t.Errorf("translation names no Lambda function:\n%.300s", out)
 	}
 }
