@@ -34,6 +34,10 @@ type invocation struct {
 	ended     bool
 	// paramsFailed: its parameter load failed, it does nothing.
 	paramsFailed bool
+	// gates are its in-memory gates by server address, learned the lease
+	// ends it learned (gate.go).
+	gates   map[int64]*procGate
+	learned map[int64]int64
 }
 
 type run struct {
@@ -534,6 +538,10 @@ type session struct {
 	lingering  bool
 	lingerFrom int64
 	lingerGen  int
+
+	// deferTo: due no sooner than this when released (GateLease's
+	// deferral, gate.go).
+	deferTo int64
 }
 
 func (s *Sim) startSession(r *run, h *host, v int, at int64) {
@@ -845,34 +853,40 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 	}
 	s.at(start, func() {
 		s.invocationSlot(r, cb, func() {
-			if !engine.LeaseFences(time.Duration(r.held[w.v]-s.now), p.FetchTimeout, w.delay()) {
-				cb(outStop, 0)
-				return
-			}
-			h := w.h
-			resp, dur := s.respond(h, robots)
-			w.took = time.Duration(dur)
-			if s.starts != nil {
-				s.starts = append(s.starts, s.now)
-			}
-			if s.hostStarts != nil {
-				s.hostStarts[h.key] = append(s.hostStarts[h.key], s.now)
-			}
-			if resp != respNXDomain {
-				s.checkPolite(w)
-				h.inflight = true
-			}
-			s.m.requests++
-			s.after(dur, func() {
+			s.serverGate(w, cb, func(gateDone func()) {
+				if !engine.LeaseFences(time.Duration(r.held[w.v]-s.now), p.FetchTimeout, w.delay()) {
+					gateDone()
+					cb(outStop, 0)
+					return
+				}
+				h := w.h
+				s.noteAddrStart(h)
+				resp, dur := s.respond(h, robots)
+				w.took = time.Duration(dur)
+				if s.starts != nil {
+					s.starts = append(s.starts, s.now)
+				}
+				if s.hostStarts != nil {
+					s.hostStarts[h.key] = append(s.hostStarts[h.key], s.now)
+				}
 				if resp != respNXDomain {
-					h.inflight = false
-					h.lastEnd = s.now
+					s.checkPolite(w)
+					h.inflight = true
 				}
-				w.st.Fetched(wall(s.now))
-				if s.now > r.remember[h] {
-					r.remember[h] = s.now
-				}
-				cb(outDone, resp)
+				s.m.requests++
+				s.after(dur, func() {
+					s.noteAddrEnd(h)
+					gateDone()
+					if resp != respNXDomain {
+						h.inflight = false
+						h.lastEnd = s.now
+					}
+					w.st.Fetched(wall(s.now))
+					if s.now > r.remember[h] {
+						r.remember[h] = s.now
+					}
+					cb(outDone, resp)
+				})
 			})
 		})
 	})
@@ -1133,7 +1147,7 @@ func (w *session) progress(done map[int32]bool, release, cont bool) commitReq {
 	// worker.nextDue: the staggered check, never before the host may be
 	// requested again.
 	due := engine.NextDue(wall(w.s.now), w.h.key, w.s.cfg.P.CheckHostPeriod, w.st, w.delay())
-	c := commitReq{done: done, release: release, cont: cont, nextDue: fromWall(due), robots: w.newRobots}
+	c := commitReq{done: done, release: release, cont: cont, nextDue: max(fromWall(due), w.deferTo), robots: w.newRobots}
 	w.newRobots = false
 	return c
 }

@@ -134,6 +134,15 @@ type Config struct {
 	// StarvedTick (a proposal): how soon a starved run queries its due
 	// hosts again; 0: the usual tick (1 s).
 	StarvedTick time.Duration
+
+	// One gate per server address (gate.go): the design, ServerDelay (the
+	// least time between request starts to one address; 0: no gate and
+	// nothing measured), ServerConnections (requests in flight to one
+	// address, 1 when 0) and which hosts share an address.
+	Gate              GateDesign
+	ServerDelay       time.Duration
+	ServerConnections int
+	Addr              AddrModel
 }
 
 // steady reports whether the run is a day's rate for Window (not a dump

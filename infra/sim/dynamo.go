@@ -110,10 +110,11 @@ const (
 	catRobots
 	catGSI
 	catIndex // the due index's own items in the layouts that have them (layout.go)
+	catGate  // a design's gate items per server address (gate.go)
 	nCats
 )
 
-var catNames = [nCats]string{"host append", "host commit", "chunks", "host load", "leases", "due queries", "robots items", "due index (GSI)", "due index items"}
+var catNames = [nCats]string{"host append", "host commit", "chunks", "host load", "leases", "due queries", "robots items", "due index (GSI)", "due index items", "server gate"}
 
 type dynamoModel struct {
 	s          *Sim

@@ -190,7 +190,7 @@ func (s *Sim) writeLists(hosts []*host, vshards int) int64 {
 		if !h.inIndex {
 			v := int(h.vs)
 			if v < 0 || !h.exists {
-				v = vshardOf(h.key, vshards)
+				v = s.placeOf(h, vshards)
 			}
 			byVS[v] = append(byVS[v], h)
 		}

@@ -31,6 +31,16 @@ type metrics struct {
 	limitedHosts   int   // rate-limiting hosts that refused one
 	limitedMax     int   // most requests one of them refused
 	rateWait       int64 // time requests waited for the invocation's rate (InvocationRPS), ns
+	// The server addresses' view (gate.go): starts that followed an
+	// earlier one to the same address, the smallest gap over ServerDelay,
+	// those closer than it, the most requests in flight to one address;
+	// deferred counts GateLease's deferrals.
+	addrGaps, addrClose int64
+	addrMinGapRel       float64
+	addrMaxInflight     int
+	deferred            int64
+	// gateQueue is the most requests waiting at one gate at once.
+	gateQueue int
 }
 
 // second is one simulated second.
@@ -53,6 +63,7 @@ type second struct {
 func (m *metrics) init() {
 	m.sqs = map[string]float64{}
 	m.minGapRel = 1e9
+	m.addrMinGapRel = 1e9
 }
 
 // series returns the second t falls in.

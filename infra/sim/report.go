@@ -74,6 +74,15 @@ type Report struct {
 	Limited, LongDelays      int64
 	LimitedHosts, LimitedMax int
 
+	// Server addresses (gate.go): starts that followed one to the same
+	// address, the smallest gap over ServerDelay, those closer, the most
+	// in flight to one address, the busiest address's requests, and
+	// GateLease's deferrals.
+	AddrGaps, AddrClose, BusiestAddr, Deferred int64
+	AddrMinGapRel                              float64
+	AddrMaxInflight                            int
+	GateQueue                                  int // most requests waiting at one gate at once
+
 	// Costs: of the whole run (a dump), or of the steady part of the window
 	// (steady traffic), over CostURLs URLs.
 	CostDynamo, CostSQS, CostLambda, PerMillion float64
@@ -104,6 +113,11 @@ func (s *Sim) report() *Report {
 		WByCat: s.ddb.wByCat, RByCat: s.ddb.rByCat, SQS: s.m.sqs, Requests: s.m.requests, Sessions: s.m.sessions, Appends: s.m.appends, RateWait: time.Duration(s.m.rateWait),
 		MinGapRel: s.m.minGapRel, Gaps: s.m.gaps, Violations: s.m.violations, Series: s.m.perSec,
 		Limited: s.m.limited, LimitedHosts: s.m.limitedHosts, LimitedMax: s.m.limitedMax, LongDelays: s.m.longDelays,
+		AddrGaps: s.m.addrGaps, AddrClose: s.m.addrClose, AddrMinGapRel: s.m.addrMinGapRel, AddrMaxInflight: s.m.addrMaxInflight,
+		Deferred: s.m.deferred, GateQueue: s.m.gateQueue,
+	}
+	for _, st := range s.addrMap {
+		r.BusiestAddr = max(r.BusiestAddr, st.requests)
 	}
 	for _, u := range r.WByCat {
 		r.WCU += u

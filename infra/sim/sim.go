@@ -51,6 +51,10 @@ type Sim struct {
 	// Deployment generations (a migration runs old and new side by side).
 	gens []generation
 
+	// Server addresses (gate.go): the plan and each address's state.
+	addr    addrs
+	addrMap map[int64]*addrState
+
 	// Tests: script, when set, answers the requests in order instead of
 	// the web model; starts, when not nil, records when each request
 	// started. shape, when set, changes a host's traits when it is first
@@ -89,6 +93,9 @@ const (
 type host struct {
 	rank int32
 	key  string
+	// addr is the server address it resolves to (gate.go), addrExempt
+	// behind a CDN range.
+	addr int64
 	// vs is the virtual shard stored in the host item (layout.go's vs),
 	// set when the item is created, or, under a migration, when the host
 	// enters the due index again.
@@ -188,6 +195,8 @@ func New(cfg Config) *Sim {
 	s.hosts = make([]*host, len(s.cdf))
 	s.ddb.init(s)
 	s.m.init()
+	s.addrMap = map[int64]*addrState{}
+	s.initAddrs()
 	return s
 }
 
@@ -247,7 +256,7 @@ func (s *Sim) host(r int) *host {
 	if h := s.hosts[r]; h != nil {
 		return h
 	}
-	h := &host{rank: int32(r), key: hostName(r), vs: -1}
+	h := &host{rank: int32(r), key: hostName(r), vs: -1, addr: s.addrOf(r)}
 	s.traits(h)
 	if s.shape != nil {
 		s.shape(h)

@@ -197,7 +197,7 @@ func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int, pos pos
 	gsiUnits := 0.0
 	listed, stale := h.listed, h.stale
 	if h.vs < 0 {
-		h.vs = int32(vshardOf(h.key, vshards))
+		h.vs = int32(s.placeOf(h, vshards))
 	}
 	entering := false
 	if !h.inIndex && h.pending() > 0 {
@@ -206,7 +206,7 @@ func (s *Sim) appendHost(h *host, ids []int32, dueAt int64, vshards int, pos pos
 			// writes it; under a migration an item entering the due index
 			// takes it too (it is in no shard's index now, so no worker
 			// holds it: moving it cannot strand it or give it two owners).
-			h.vs = int32(vshardOf(h.key, vshards))
+			h.vs = int32(s.placeOf(h, vshards))
 		}
 		var iw int64
 		g, gsiUnits, iw = s.indexWrite(h, idxEnter, true, dueAt, pos)
