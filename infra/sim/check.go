@@ -35,9 +35,10 @@ type invocation struct {
 	// paramsFailed: its parameter load failed, it does nothing.
 	paramsFailed bool
 	// gates are its in-memory gates by server address, learned the lease
-	// ends it learned (gate.go).
+	// ends it learned, worked its hosts in workers by address (gate.go).
 	gates   map[int64]*procGate
 	learned map[int64]int64
+	worked  map[int64]int
 }
 
 type run struct {
@@ -52,6 +53,7 @@ type run struct {
 	deadline int64
 
 	held       map[int]int64 // lease expiry by virtual shard
+	leasedAt   map[int]int64 // when the run last took each shard's lease
 	leasedEver bool
 	contended  map[int]bool
 	renewed    bool
@@ -239,7 +241,7 @@ func (s *Sim) startRun(inv *invocation, shard int, g generation, wake bool) {
 		id: s.runs.nextID, inv: inv, shard: shard, gen: g, wake: wake,
 		owned: ownedShards(shard, g.shards, g.vshards),
 		start: s.now, until: s.now + int64(untilD), deadline: inv.start + int64(deadlineD),
-		held: map[int]int64{}, contended: map[int]bool{}, activeByVS: map[int]int{},
+		held: map[int]int64{}, leasedAt: map[int]int64{}, contended: map[int]bool{}, activeByVS: map[int]int{},
 		lingering: map[*session]bool{}, remember: map[*host]int64{},
 	}
 	inv.all = append(inv.all, r)
@@ -293,6 +295,9 @@ func (s *Sim) tick(r *run) {
 			wait = max(wait, w)
 			switch {
 			case ok:
+				if r.held[v] <= now {
+					r.leasedAt[v] = now + w
+				}
 				r.held[v] = now + ttl
 			case !errored:
 				delete(r.held, v)
@@ -380,6 +385,7 @@ func (s *Sim) dispatch(r *run, v int, at int64) (int64, bool) {
 	visible := mch + 1 - r.activeByVS[v]
 	returned := r.activeByVS[v]
 	starved := false
+	var skipped []*host
 	for visible > 0 {
 		best, bestDue := -1, int64(math.MaxInt64)
 		for k := v * b; k < (v+1)*b; k++ {
@@ -396,9 +402,18 @@ func (s *Sim) dispatch(r *run, v int, at int64) (int64, bool) {
 			break
 		}
 		h := s.takeDue(best, s.now)
-		visible--
 		returned++
+		if s.holdsAddress(r.inv, h) {
+			// Read past: the query pages on (its reads billed by
+			// returned), the host stays in the index.
+			skipped = append(skipped, h)
+			continue
+		}
+		visible--
 		s.startSession(r, h, v, at)
+	}
+	for _, h := range skipped {
+		s.offer(h)
 	}
 	if s.cfg.Layout == LayoutListsBuckets {
 		return s.queryDue(v, returned), starved
@@ -550,6 +565,7 @@ func (s *Sim) startSession(r *run, h *host, v int, at int64) {
 	}
 	w := &session{id: s.m.sessions, s: s, r: r, h: h, v: v}
 	h.session = w
+	s.addrWorked(r.inv, h, 1)
 	r.active++
 	r.inv.workers++
 	r.activeByVS[v]++
@@ -580,7 +596,9 @@ func (w *session) begin() {
 	w.robotsAt = h.robotsAt
 	w.crawlKnown = w.haveRobots
 	w.head, w.pending = head(h, 2*headBatch), h.pending()
-	_ = s
+	if s.dnsMove(w) {
+		return
+	}
 	w.startRound()
 }
 
@@ -860,6 +878,7 @@ func (w *session) request(robots bool, cb func(outcome, response)) {
 					return
 				}
 				h := w.h
+				s.checkPlaced(w)
 				s.noteAddrStart(h)
 				resp, dur := s.respond(h, robots)
 				w.took = time.Duration(dur)
@@ -1202,6 +1221,7 @@ func (w *session) linger(then func()) {
 		return
 	}
 	w.lingering, w.lingerFrom = true, now
+	s.addrWorked(w.r.inv, w.h, -1) // a lingering host is not fetching
 	w.lingerGen++
 	gen := w.lingerGen
 	w.waiting = then
@@ -1230,6 +1250,7 @@ func (w *session) stopLinger(now int64) {
 
 func (w *session) endLinger() {
 	w.lingering = false
+	w.s.addrWorked(w.r.inv, w.h, 1)
 	delete(w.r.lingering, w)
 	then := w.waiting
 	w.waiting = nil
@@ -1318,6 +1339,7 @@ func (w *session) end() {
 	if h.session == w {
 		h.session = nil
 	}
+	s.addrWorked(r.inv, h, -1)
 	r.active--
 	r.inv.workers--
 	r.activeByVS[w.v]--

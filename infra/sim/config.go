@@ -143,6 +143,12 @@ type Config struct {
 	ServerDelay       time.Duration
 	ServerConnections int
 	Addr              AddrModel
+	// GateHold, under GatePlace, is the most hosts of one address an
+	// invocation works at once: the dispatcher leaves the others in the
+	// index and its due query reads on past them (billed), so they do not
+	// fill its window. 0: no bound, every one waits at the gate in its
+	// worker slot.
+	GateHold int
 }
 
 // steady reports whether the run is a day's rate for Window (not a dump

@@ -10,6 +10,7 @@
 //	go run ./infra/sim -write       # and rewrite the page's generated part and plot
 //	go run ./infra/sim -only 100M   # scenarios whose name contains 100M
 //	go run ./infra/sim -cost        # the cost shapes, layouts and capacity modes (cost.go)
+//	go run ./infra/sim -gate        # one gate per server address: the designs compared (gate.go)
 package main
 
 import (
@@ -135,6 +136,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed")
 	parallel := flag.Int("parallel", 2, "scenarios run at once")
 	accountConc := flag.Int("account-concurrency", 0, "the account's Lambda concurrency in every scenario (0: each scenario's, 1,000 unless it says)")
+	gate := flag.Bool("gate", false, "compare the designs of one gate per server address on AWS (gate.go) instead of the scenarios")
 	cost := flag.Bool("cost", false, "price the cost shapes (burst, wide, trickle, Zipf) under each due-index layout, and the capacity modes over a day, instead of the scenarios")
 	flag.Parse()
 	if templateErr != nil {
@@ -144,6 +146,14 @@ func main() {
 	// halves their time.
 	debug.SetGCPercent(400)
 	start := time.Now()
+	if *gate {
+		if err := gateMain(*seed, *parallel); err != nil {
+			fmt.Fprintln(os.Stderr, "sim:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "sim: gate runs in %s\n", dur(time.Since(start)))
+		return
+	}
 	if *cost {
 		if err := costMain(*only, *seed, *parallel); err != nil {
 			fmt.Fprintln(os.Stderr, "sim:", err)

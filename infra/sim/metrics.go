@@ -41,6 +41,11 @@ type metrics struct {
 	deferred            int64
 	// gateQueue is the most requests waiting at one gate at once.
 	gateQueue int
+	// DNS changes met by checks, the moves (c) made, their units.
+	dnsChanges, moves int64
+	moveUnits         float64
+	// aloneLatency: URLs' latency whose host is alone on its address.
+	aloneLatency []float32
 }
 
 // second is one simulated second.

@@ -82,6 +82,11 @@ type Report struct {
 	AddrMinGapRel                              float64
 	AddrMaxInflight                            int
 	GateQueue                                  int // most requests waiting at one gate at once
+	// DNS changes met, moves made (c), and the moves' units (read and write).
+	DNSChanges, Moves int64
+	MoveUnits         float64
+	// AloneP99 is the p99 latency of URLs whose host is alone on its address.
+	AloneP99 time.Duration
 
 	// Costs: of the whole run (a dump), or of the steady part of the window
 	// (steady traffic), over CostURLs URLs.
@@ -115,6 +120,12 @@ func (s *Sim) report() *Report {
 		Limited: s.m.limited, LimitedHosts: s.m.limitedHosts, LimitedMax: s.m.limitedMax, LongDelays: s.m.longDelays,
 		AddrGaps: s.m.addrGaps, AddrClose: s.m.addrClose, AddrMinGapRel: s.m.addrMinGapRel, AddrMaxInflight: s.m.addrMaxInflight,
 		Deferred: s.m.deferred, GateQueue: s.m.gateQueue,
+		DNSChanges: s.m.dnsChanges, Moves: s.m.moves, MoveUnits: s.m.moveUnits,
+	}
+	if n := len(s.m.aloneLatency); n > 0 {
+		lat := slices.Clone(s.m.aloneLatency)
+		slices.Sort(lat)
+		r.AloneP99 = time.Duration(float64(lat[min(n-1, n*99/100)]) * float64(sec))
 	}
 	for _, st := range s.addrMap {
 		r.BusiestAddr = max(r.BusiestAddr, st.requests)

@@ -95,7 +95,8 @@ type host struct {
 	key  string
 	// addr is the server address it resolves to (gate.go), addrExempt
 	// behind a CDN range.
-	addr int64
+	addr       int64
+	resolvedAt int64 // when addr was last resolved (gate.go's dnsMove)
 	// vs is the virtual shard stored in the host item (layout.go's vs),
 	// set when the item is created, or, under a migration, when the host
 	// enters the due index again.
@@ -256,7 +257,7 @@ func (s *Sim) host(r int) *host {
 	if h := s.hosts[r]; h != nil {
 		return h
 	}
-	h := &host{rank: int32(r), key: hostName(r), vs: -1, addr: s.addrOf(r)}
+	h := &host{rank: int32(r), key: hostName(r), vs: -1, addr: s.addrOf(r), resolvedAt: s.now}
 	s.traits(h)
 	if s.shape != nil {
 		s.shape(h)
@@ -318,6 +319,9 @@ func (s *Sim) end(id int32, status resultStatus) {
 	s.m.latency = append(s.m.latency, lat)
 	if c := s.cfg; c.steady() && s.urlSent[id] >= int64(c.Window)/steadyFraction {
 		s.m.steadyLatency = append(s.m.steadyLatency, lat)
+	}
+	if s.cfg.ServerDelay > 0 && s.alone(s.hosts[s.urlHost[id]]) {
+		s.m.aloneLatency = append(s.m.aloneLatency, lat)
 	}
 	x := s.m.series(s.now)
 	x.results++
