@@ -93,6 +93,13 @@
 // every host starts without an item, as one TTL deleted. Latencies are
 // log-normal through a p50 and a p99 (Config).
 //
+// Designs priced, not built (gate.go, `sim -gate`): where one gate per
+// server address lives on AWS (issue 40): a conditional item per address,
+// a lease per invocation and address, or hosts placed in the virtual shard
+// of their address with the gate in the check's memory; hosts' addresses
+// (alone, shared-hosting servers, exempt CDN ranges) and DNS changes that
+// move a host. With ServerDelay 0 (every scenario) none of it runs.
+//
 // Models of the web (workload.go): a Zipf spread of URLs over hosts,
 // response times, robots.txt, failing hosts, hosts that rate-limit as
 // nginx's limit_req does (429 without Retry-After to a request sooner than

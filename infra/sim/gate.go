@@ -425,13 +425,14 @@ func (s *Sim) dnsMove(w *session) bool {
 	if s.cfg.Gate != GatePlace || v == int(h.vs) || s.cfg.Migrate != nil {
 		return false
 	}
-	before := s.ddb.wByKey + s.ddb.rByKey
+	w0, r0 := s.ddb.wByKey, s.ddb.rByKey
 	h.vs = int32(v)
 	g, gsiUnits, wait := s.indexWrite(h, idxMove, false, h.due, w.r.inv.pos)
 	size := h.itemSize(s.cfg.Web)
 	ww, _ := s.ddb.write(catGate, &h.bins, h.key, writeUnits(size, size), g, gsiUnits, -1)
 	s.m.moves++
-	s.m.moveUnits += s.ddb.wByKey + s.ddb.rByKey - before
+	s.m.moveW += s.ddb.wByKey - w0
+	s.m.moveR += s.ddb.rByKey - r0
 	s.after(wait+ww, w.end)
 	return true
 }

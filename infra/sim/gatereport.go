@@ -152,12 +152,12 @@ func gateDNSConfigs(seed uint64) []Config {
 // and at 100M URLs a day (every host with work that day, a bound).
 func GateDNSTable(reps []*Report, scale gateScale) string {
 	var b strings.Builder
-	b.WriteString("| design | changes met by a check | moves | units a move (write + read) | smallest start gap / ServerDelay | invariants | at 1% of hosts a day: units / URL on the list (bound), at 100M/day (bound) |\n")
+	b.WriteString("| design | changes met by a check | moves | write, read units a move | smallest start gap / ServerDelay | invariants | at 1% of hosts a day: write units / URL on the list (bound), at 100M/day (bound) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
-		per := 0.0
+		per, perR := 0.0, 0.0
 		if r.Moves > 0 {
-			per = r.MoveUnits / float64(r.Moves)
+			per, perR = r.MoveW/float64(r.Moves), r.MoveR/float64(r.Moves)
 		}
 		inv := "hold"
 		if v := r.Check(); len(v) > 0 {
@@ -166,8 +166,8 @@ func GateDNSTable(reps []*Report, scale gateScale) string {
 		rate := r.Cfg.Addr.DNSChangePerDay / gateDNSRate * 0.01 // the workload's 1% a day
 		list := rate * float64(len(r.Cfg.Sizes)) / float64(max(1, r.URLs)) * per
 		day := rate * float64(scale.alone+scale.shared) / scale.cfg.PerDay * per
-		fmt.Fprintf(&b, "| %s | %d | %d | %.2f | %.2f | %s | %.4f, %.6f |\n",
-			gateName(r.Cfg), r.DNSChanges, r.Moves, per, r.AddrMinGapRel, inv, list, day)
+		fmt.Fprintf(&b, "| %s | %d | %d | %.2f, %.2f | %.2f | %s | %.4f, %.6f |\n",
+			gateName(r.Cfg), r.DNSChanges, r.Moves, per, perR, r.AddrMinGapRel, inv, list, day)
 	}
 	return b.String()
 }

@@ -43,7 +43,7 @@ type metrics struct {
 	gateQueue int
 	// DNS changes met by checks, the moves (c) made, their units.
 	dnsChanges, moves int64
-	moveUnits         float64
+	moveW, moveR      float64
 	// aloneLatency: URLs' latency whose host is alone on its address.
 	aloneLatency []float32
 }

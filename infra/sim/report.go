@@ -82,9 +82,9 @@ type Report struct {
 	AddrMinGapRel                              float64
 	AddrMaxInflight                            int
 	GateQueue                                  int // most requests waiting at one gate at once
-	// DNS changes met, moves made (c), and the moves' units (read and write).
+	// DNS changes met, moves made (c), and the moves' write and read units.
 	DNSChanges, Moves int64
-	MoveUnits         float64
+	MoveW, MoveR      float64
 	// AloneP99 is the p99 latency of URLs whose host is alone on its address.
 	AloneP99 time.Duration
 
@@ -120,7 +120,7 @@ func (s *Sim) report() *Report {
 		Limited: s.m.limited, LimitedHosts: s.m.limitedHosts, LimitedMax: s.m.limitedMax, LongDelays: s.m.longDelays,
 		AddrGaps: s.m.addrGaps, AddrClose: s.m.addrClose, AddrMinGapRel: s.m.addrMinGapRel, AddrMaxInflight: s.m.addrMaxInflight,
 		Deferred: s.m.deferred, GateQueue: s.m.gateQueue,
-		DNSChanges: s.m.dnsChanges, Moves: s.m.moves, MoveUnits: s.m.moveUnits,
+		DNSChanges: s.m.dnsChanges, Moves: s.m.moves, MoveW: s.m.moveW, MoveR: s.m.moveR,
 	}
 	if n := len(s.m.aloneLatency); n > 0 {
 		lat := slices.Clone(s.m.aloneLatency)
