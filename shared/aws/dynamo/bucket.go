@@ -13,8 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 )
 
 // Due buckets: the due-index items of the hosts no due list names (see
@@ -93,13 +91,13 @@ type slotKey struct {
 }
 
 // addToBucket adds key, at version (the version its host write is
-// conditioned on), due at due (ms), to a bucket of its shard: the slot of
-// due, or of now when that is later. It returns the bucket's sort key.
-// Under a lost answer the add may land twice (a duplicate entry, which
-// reads as one) or land while an error comes back (a stale entry, settled
-// by the host's version): neither loses a host.
-func (s *Store) addToBucket(ctx context.Context, key string, version, due int64) (string, error) {
-	vs := hostqueue.VirtualShard(key)
+// conditioned on), due at due (ms), to a bucket of vs, the shard that
+// write puts it in: the slot of due, or of now when that is later. It
+// returns the bucket's sort key. Under a lost answer the add may land
+// twice (a duplicate entry, which reads as one) or land while an error
+// comes back (a stale entry, settled by the host's version): neither loses
+// a host.
+func (s *Store) addToBucket(ctx context.Context, key string, vs int, version, due int64) (string, error) {
 	span := bucketSpan.Milliseconds()
 	slot := max(due, s.now().UnixMilli())
 	slot -= slot % span

@@ -73,7 +73,7 @@ func (e *bucketEnv) add(s *Store, keys []string, due time.Time) int64 {
 	e.t.Helper()
 	before := e.c.updates.Load()
 	for _, k := range keys {
-		if _, err := s.addToBucket(e.t.Context(), k, 1, due.UnixMilli()); err != nil {
+		if _, err := s.addToBucket(e.t.Context(), k, hostqueue.VirtualShard(k), 1, due.UnixMilli()); err != nil {
 			e.t.Fatalf("add %s: %v", k, err)
 		}
 	}

@@ -105,6 +105,23 @@ type indexItem struct {
 
 func (it *indexItem) bucket() bool { return strings.Contains(it.SK, bucketMark) }
 
+// shard is the virtual shard whose due index holds it (its key
+// "d#<vshard>[#<sub>]").
+func (it *indexItem) shard() int {
+	v, _, _ := strings.Cut(strings.TrimPrefix(it.PK, duePrefix), "#")
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// joins tells whether a host seen as h is joined to it: its Listed is it's
+// sort key, in it's shard (two shards' buckets of one slot have the same
+// sort key, and a host placed or moved into another shard may join the
+// other's).
+func (h hostSeen) joins(it *indexItem) bool { return h.listed == it.SK && h.vs == it.shard() }
+
 // dueOf is when the j-th host of it is due (ms).
 func (it *indexItem) dueOf(j int) int64 {
 	if j < len(it.Dues) {
@@ -130,6 +147,9 @@ type hostSeen struct {
 	version int64
 	listed  string
 	epoch   int
+	// vs is the virtual shard the item was in: the lease whose epoch
+	// counts.
+	vs int
 }
 
 // shardHold is the store's lease on a shard: whose (the owner of the run
@@ -203,7 +223,7 @@ func (s *Store) saw(it *hostItem) {
 	if len(s.seen) >= maxSeen {
 		clear(s.seen)
 	}
-	s.seen[it.PK] = hostSeen{version: it.Version, listed: it.Listed, epoch: s.epoch(it.VirtualShard)}
+	s.seen[it.PK] = hostSeen{version: it.Version, listed: it.Listed, epoch: s.epoch(it.VirtualShard), vs: it.VirtualShard}
 }
 
 // sawAbsent records that a consistent read found no item for pk: version
@@ -229,7 +249,7 @@ func (s *Store) sight(key string) (h hostSeen, ok, trusted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok = s.seen[hostPK(key)]
-	return h, ok, ok && h.epoch >= 0 && h.epoch == s.epoch(hostqueue.VirtualShard(key))
+	return h, ok, ok && h.epoch >= 0 && h.epoch == s.epoch(h.vs)
 }
 
 // AppendBatch implements hostqueue.BatchAppender.
@@ -290,10 +310,15 @@ func (s *Store) putLists(ctx context.Context, reqs []hostqueue.AppendRequest, pr
 	groups := map[group][]int{}
 	for i, r := range reqs {
 		p := pres[i]
-		if p == nil || len(r.Entries) == 0 || p.item != nil && (p.item.hasEntry() || p.item.pending() > 0) {
+		if p == nil || len(r.Entries) == 0 || p.item != nil && !p.item.idle() {
 			continue
 		}
-		g := group{hostqueue.VirtualShard(r.Key), r.Due.UnixMilli()}
+		// The shard the append will put the host in: it is new or idle.
+		stored := 0
+		if p.item != nil {
+			stored = p.item.VirtualShard
+		}
+		g := group{r.ShardFor(stored, p.item != nil, true), r.Due.UnixMilli()}
 		groups[g] = append(groups[g], i)
 	}
 	out := make([]listing, len(reqs))
@@ -405,10 +430,10 @@ func (s *Store) unknownFrom(it *indexItem, j, n int, tried map[string]bool) []st
 // stands: neither settled nor (trusted) joined.
 func (s *Store) unknown(it *indexItem, j int) bool {
 	h, ok, trusted := s.sight(it.Hosts[j])
-	settled := ok && h.version > it.Versions[j] && h.listed != it.SK
+	settled := ok && h.version > it.Versions[j] && !h.joins(it)
 	// Only a joined host's sight can stand under the lease: an unjoined
 	// one may be joined any moment by its writer.
-	return !settled && !(trusted && h.listed == it.SK)
+	return !settled && !(trusted && h.joins(it))
 }
 
 // readChunk is how many unknown hosts settle reads side by side at a time.
@@ -437,7 +462,7 @@ func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken,
 		}
 		h, ok, _ := s.sight(key)
 		switch {
-		case ok && h.listed == it.SK:
+		case ok && h.joins(it):
 			settled = false
 			if d := it.dueOf(j); !taken[key] && d <= now.UnixMilli() {
 				taken[key] = true
@@ -447,7 +472,7 @@ func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken,
 		default:
 			settled = false
 			if old {
-				s.fence(ctx, key, it.SK, it.Versions[j])
+				s.fence(ctx, key, it, it.Versions[j])
 			}
 		}
 	}
@@ -577,16 +602,16 @@ func (s *Store) readHosts(ctx context.Context, keys []string) {
 }
 
 // fence moves a host named by an old list past the version it was listed
-// at (listed, of list sk), so that no append of that batch joins the list
+// at (listed, of list it), so that no append of that batch joins the list
 // any more: a write of the item as it stands (a stub when there is none,
 // expiring as an idle host does), under the version condition, at listed
 // + 1 at once. An item below the named version (TTL deleted the host
 // after it was listed, and a stub or a new item started again from 1)
 // would otherwise be raised one version a look, a write a second for as
 // long as the climb takes. Best effort: the next look fences again.
-func (s *Store) fence(ctx context.Context, key, sk string, listed int64) {
+func (s *Store) fence(ctx context.Context, key string, it *indexItem, listed int64) {
 	cur, err := s.getHost(ctx, hostPK(key))
-	if err != nil || cur != nil && (cur.Version > listed || cur.Listed == sk) {
+	if err != nil || cur != nil && (cur.Version > listed || cur.Listed == it.SK && cur.VirtualShard == it.shard()) {
 		return // read again, it needs no fence
 	}
 	var next *hostItem

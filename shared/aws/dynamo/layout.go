@@ -259,6 +259,10 @@ func (h *hostItem) successor() *hostItem {
 	return &next
 }
 
+// idle tells whether the host has no work and no entry: nobody works it,
+// and an append may place it in another shard (AppendRequest.ShardFor).
+func (h *hostItem) idle() bool { return h.pending() == 0 && !h.hasEntry() }
+
 // hasEntry tells whether a due-index item names the host.
 func (h *hostItem) hasEntry() bool { return h.Listed != "" }
 

@@ -162,9 +162,10 @@ type appendOp struct {
 func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error) {
 	req := op.req
 	if cur == nil {
-		cur = &hostItem{PK: hostPK(req.Key), SK: hostSK, VirtualShard: hostqueue.VirtualShard(req.Key)}
+		cur = &hostItem{PK: hostPK(req.Key), SK: hostSK, VirtualShard: req.ShardFor(0, false, false)}
 	}
 	next := cur.successor()
+	next.VirtualShard = req.ShardFor(cur.VirtualShard, true, cur.idle())
 	plan := hostqueue.PlanAppend(cur.pending(), req)
 	var evicted []hostqueue.Entry
 	var dead []string // chunk sort keys emptied by eviction
@@ -194,8 +195,9 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		}
 	}
 	activated := next.activate(req.Due, sk)
-	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead,
-		appended: plan.Result(len(evicted), next.pending(), activated)}, nil
+	appended := plan.Result(len(evicted), next.pending(), activated)
+	appended.Shard = next.VirtualShard
+	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead, appended: appended}, nil
 }
 
 // entry returns the due-index item to name the host in when next needs an
@@ -210,7 +212,7 @@ func (op *appendOp) entry(ctx context.Context, cur, next *hostItem) (string, err
 	if op.list.sk != "" && cur.Version == op.list.version {
 		return op.list.sk, nil
 	}
-	sk, err := op.s.addToBucket(ctx, op.req.Key, cur.Version, op.req.Due.UnixMilli())
+	sk, err := op.s.addToBucket(ctx, op.req.Key, next.VirtualShard, cur.Version, op.req.Due.UnixMilli())
 	if err != nil {
 		return "", &retryableError{err}
 	}
@@ -286,7 +288,7 @@ func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	}
 	if next.needsEntry() {
 		// A move: into the bucket of its due time, before the commit.
-		sk, err := op.s.addToBucket(ctx, op.key, cur.Version, due.UnixMilli())
+		sk, err := op.s.addToBucket(ctx, op.key, next.VirtualShard, cur.Version, due.UnixMilli())
 		if err != nil {
 			return nil, &retryableError{err}
 		}

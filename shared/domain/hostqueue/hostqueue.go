@@ -111,6 +111,14 @@ type AppendRequest struct {
 	// fails, nothing is written. On a retried write it is called again with
 	// only the entries not reported yet.
 	OnEvict func(ctx context.Context, evicted []Entry) error
+	// Shard, with Placed, is the virtual shard ingest placed the host in
+	// (Place: by the address its name resolved to). A host the append
+	// creates goes there, and so does an idle one (ShardFor); a host with
+	// work keeps its shard (the check moves it: Mover). Without Placed
+	// (no lookup, or it failed) a new host goes to VirtualShard(Key) and
+	// an existing one stays where it is.
+	Shard  int
+	Placed bool
 }
 
 // AppendResult says what an append did.
@@ -124,6 +132,9 @@ type AppendResult struct {
 	// Activated is set when the append put the host into the due index (it
 	// had no work before), so a check run may have to be woken for it.
 	Activated bool
+	// Shard is the virtual shard the host is in after the append: the
+	// one to wake when Activated.
+	Shard int
 }
 
 // Commit records progress on a host by the shard's lease holder.

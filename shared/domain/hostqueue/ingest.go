@@ -90,6 +90,10 @@ type IngestParams struct {
 	// deadline instead of being killed with the whole batch. Writes under
 	// way go on, bounded by the context.
 	Until time.Time
+	// Shards places the batch's queue keys in virtual shards (Place), by
+	// the addresses their names resolved to: AppendRequest.Shard. A key
+	// it lacks (no lookup, or a failed one) is placed by name.
+	Shards map[string]int
 }
 
 // IngestResult says what happened to a batch.
@@ -208,11 +212,14 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			res.HeldBack += r.HeldBack
 		}
 		if r.Activated {
-			activated[VirtualShard(g.key)] = true
+			activated[r.Shard] = true
 		}
 	}
 	request := func(g *group) AppendRequest {
+		shard, placed := p.Shards[g.key]
 		return AppendRequest{
+			Shard:    shard,
+			Placed:   placed,
 			Key:      g.key,
 			Entries:  g.entries,
 			Limit:    p.PersistLimit,

@@ -682,9 +682,9 @@ func TestIngestBatchAppender(t *testing.T) {
 		case "bad.example":
 			return hostqueue.AppendResult{}, errors.New("disk on fire")
 		case "full.example":
-			return hostqueue.AppendResult{Appended: 1, HeldBack: len(req.Entries) - 1, Activated: true}, nil
+			return hostqueue.AppendResult{Appended: 1, HeldBack: len(req.Entries) - 1, Activated: true, Shard: hostqueue.VirtualShard(req.Key)}, nil
 		}
-		return hostqueue.AppendResult{Appended: len(req.Entries), Activated: true}, nil
+		return hostqueue.AppendResult{Appended: len(req.Entries), Activated: true, Shard: hostqueue.VirtualShard(req.Key)}, nil
 	}
 	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }, Overflow: hostqueue.HoldBack, Concurrency: 1}
 	msgs := []urlmsg.Message{

@@ -22,7 +22,7 @@ func TestQueryPlans(t *testing.T) {
 		index       string // the index the plan must name, if any
 	}{
 		{"host by key", qHost, []any{"k"}, "key"},
-		{"update host", qUpdateHost, []any{nil, 0, 0, 0, 0, 0, 0, "", 0, 0, 0, "", nil, nil, nil, 1}, "INTEGER PRIMARY KEY"},
+		{"update host", qUpdateHost, []any{0, nil, 0, 0, 0, 0, 0, 0, "", 0, 0, 0, "", nil, nil, nil, 1}, "INTEGER PRIMARY KEY"},
 		{"queue head", qHead, []any{1, 10}, "PRIMARY KEY"},
 		{"queue head ids", qHeadIDs, []any{1, 0, 10}, "PRIMARY KEY"},
 		{"queue head ids, first page", qFirstIDs, []any{1, 10}, "PRIMARY KEY"},

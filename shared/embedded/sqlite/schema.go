@@ -111,7 +111,7 @@ const (
 		failing_since, last_error, rate_delay, rate_since, last_took, origins, attempts, robots, expires
 		FROM hosts WHERE key = ?`
 	qInsertHost = "INSERT INTO hosts (key, vs) VALUES (?, ?)"
-	qUpdateHost = `UPDATE hosts SET due = ?, tail = ?, pending = ?, last_fetch = ?,
+	qUpdateHost = `UPDATE hosts SET vs = ?, due = ?, tail = ?, pending = ?, last_fetch = ?,
 		pause_until = ?, errors = ?, failing_since = ?, last_error = ?, rate_delay = ?, rate_since = ?,
 		last_took = ?, origins = ?, attempts = ?, robots = ?,
 		expires = ? WHERE id = ?`

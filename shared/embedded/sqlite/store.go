@@ -282,7 +282,7 @@ func (s *Store) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest)
 const AppendChunk = 16 * GroupSize
 
 func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest, reported hostqueue.Reported) (hostqueue.AppendResult, []hostqueue.Entry, error) {
-	h, err := s.hostForAppend(ctx, tx, req.Key)
+	h, err := s.hostForAppend(ctx, tx, req)
 	if err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
@@ -321,25 +321,30 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 	if err := updateHost(ctx, tx, h); err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
-	return plan.Result(len(evicted), h.pending, activated), nil, nil
+	res := plan.Result(len(evicted), h.pending, activated)
+	res.Shard = h.vs
+	return res, nil, nil
 }
 
 // hostForAppend returns the host's row, creating it when there is none and
-// starting it afresh when its idle state has expired.
-func (s *Store) hostForAppend(ctx context.Context, tx *txn, key string) (*hostRow, error) {
+// starting it afresh when its idle state has expired, in the virtual shard
+// req places it in (hostqueue.AppendRequest.ShardFor).
+func (s *Store) hostForAppend(ctx context.Context, tx *txn, req hostqueue.AppendRequest) (*hostRow, error) {
+	key := req.Key
 	h, err := getHost(ctx, tx, key)
 	if err != nil {
 		return nil, err
 	}
 	if h != nil && !h.expired(s.now()) {
+		h.vs = req.ShardFor(h.vs, true, h.pending == 0 && !h.due.Valid)
 		return h, nil
 	}
 	if h != nil {
 		// Expired idle state reads as absent: keep only the row's
 		// identity (an idle host has no entries left to renumber).
-		return &hostRow{key: key, id: h.id, vs: h.vs, tail: h.tail}, nil
+		return &hostRow{key: key, id: h.id, vs: req.ShardFor(h.vs, true, true), tail: h.tail}, nil
 	}
-	vs := hostqueue.VirtualShard(key)
+	vs := req.ShardFor(0, false, false)
 	r, err := tx.ExecContext(ctx, qInsertHost, key, vs)
 	if err != nil {
 		return nil, fmt.Errorf("create host: %w", err)
@@ -724,7 +729,7 @@ func updateHost(ctx context.Context, tx *txn, h *hostRow) error {
 		}
 	}
 	_, err = tx.ExecContext(ctx, qUpdateHost,
-		h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
+		h.vs, h.due, h.tail, h.pending, h.lastFetch, h.pauseUntil, h.errors, h.failingSince,
 		h.lastError, h.rateDelay, h.rateSince, h.lastTook, h.origins, attempts, robots, h.expires, h.id)
 	if err != nil {
 		return fmt.Errorf("write host: %w", err)

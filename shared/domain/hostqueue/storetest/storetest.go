@@ -113,6 +113,9 @@ var (
 		{"IdleTTL", testIdleTTL},
 		{"ConcurrentAppendersAndConsumer", testConcurrency},
 		{"ConcurrentEviction", testConcurrentEviction},
+		{"Placement", testPlacement},
+		{"BatchPlacement", testBatchPlacement},
+		{"Move", testMove},
 	}
 	leaseCases = []testCase{
 		{"AcquireRenewRelease", testLeases},
