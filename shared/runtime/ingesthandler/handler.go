@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -66,6 +67,17 @@ type Handler struct {
 	// Now is the clock POST /urls measures its deadline on (see
 	// apiDeadline); nil: time.Now.
 	Now func() time.Time
+	// Resolver, when set, resolves each batch's hosts so that they are
+	// placed in the virtual shard of their server's address
+	// (hostqueue.Place): every name of one server is then worked by one
+	// check invocation at a time, whose gate paces the server. Nil places
+	// every host by name (local mode: one process works every shard).
+	Resolver Resolver
+	// Exempt are the address ranges the server gate does not pace (CDNs):
+	// their hosts are placed by name.
+	Exempt []netip.Prefix
+	// PlaceBudget bounds a batch's lookups; zero: DefaultPlaceBudget.
+	PlaceBudget time.Duration
 }
 
 func (h *Handler) now() time.Time {
@@ -91,6 +103,7 @@ func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.I
 	}
 	ip := ingestParams(h.Params(ctx))
 	ip.Until = until
+	ip.Shards = h.place(wctx, msgs, ip.ByDomain)
 	res := h.Ingester.Ingest(wctx, ip, msgs)
 	if h.Log.Enabled(ctx, slog.LevelDebug) {
 		// One line per URL at debug level: its id, traced to its result.

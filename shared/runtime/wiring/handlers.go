@@ -53,6 +53,11 @@ type Parts struct {
 	Bodies body.Store
 	// InlineLimit caps InlineBodyBytes (see engine.Engine.InlineLimit).
 	InlineLimit int64
+	// Resolver, when set, places hosts in the virtual shard of their
+	// server's address (ingesthandler.Handler.Resolver): on AWS, where
+	// one server's names would otherwise be worked by several check
+	// invocations at once. Nil places every host by name.
+	Resolver ingesthandler.Resolver
 }
 
 // Engine builds a check engine on the parts.
@@ -72,7 +77,7 @@ func (p Parts) Ingester() *hostqueue.Ingester {
 // IngestHandler builds the ingest function's handler around ing (the
 // ingester from Ingester, or one that wraps it).
 func (p Parts) IngestHandler(ing ingesthandler.Ingester) *ingesthandler.Handler {
-	h := &ingesthandler.Handler{Ingester: ing, Params: p.Params, ParamsReady: p.ParamsReady, Waker: p.Waker, Log: p.Log, Metrics: p.Metrics}
+	h := &ingesthandler.Handler{Ingester: ing, Params: p.Params, ParamsReady: p.ParamsReady, Waker: p.Waker, Log: p.Log, Metrics: p.Metrics, Resolver: p.Resolver}
 	if p.Idempotency != nil {
 		h.Idempotency = &ingesthandler.Idempotency{Store: p.Idempotency, Now: p.Clock.Now}
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -129,6 +130,7 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		Params: cache.Get, ParamsReady: cache.WaitLoaded, Fetcher: fetchers.get, Guard: Guard(cfg.Addresses),
 		ShardCount: cfg.ShardCount, Clock: clock, Log: log, Metrics: rec, Budget: opts.Budget,
 		InlineLimit: InlineLimit(cfg.OutputMaxMessageBytes),
+		Resolver:    resolverFor(opts.Resolve),
 	}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
@@ -282,4 +284,33 @@ func (c *fetcherCache) get(p params.Params) engine.Fetcher {
 func sameOptions(a, b fetch.Options) bool {
 	return a.UserAgent == b.UserAgent && a.Timeout == b.Timeout && a.MaxBodyBytes == b.MaxBodyBytes &&
 		a.Addresses.Equal(b.Addresses) && a.AllowPrivate == b.AllowPrivate && slices.Equal(a.AllowedPorts, b.AllowedPorts) && a.MaxConns == b.MaxConns
+}
+
+// resolverFor is the resolver ingest places hosts with: the one the
+// fetchers dial through, a fixed table (Options.Resolve) or the process's
+// DNS cache.
+func resolverFor(table map[string][]netip.Addr) ingesthandler.Resolver {
+	if table == nil {
+		return fetch.DefaultDNSCache()
+	}
+	t := make(tableResolver, len(table))
+	for name, addrs := range table {
+		t[strings.ToLower(strings.TrimSuffix(name, "."))] = slices.Clone(addrs)
+	}
+	return t
+}
+
+// tableResolver answers from a fixed table, as fetch.Options.Resolve does
+// for the fetchers: a name it lacks does not exist.
+type tableResolver map[string][]netip.Addr
+
+// Lookup implements ingesthandler.Resolver.
+func (t tableResolver) Lookup(_ context.Context, host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a}, nil
+	}
+	if addrs := t[strings.ToLower(strings.TrimSuffix(host, "."))]; len(addrs) > 0 {
+		return addrs, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }

@@ -1,0 +1,94 @@
+package ingesthandler
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+)
+
+// Resolver finds the addresses of a host name (fetch.DNSCache, which the
+// fetcher dials through too, so ingest places a host by the address the
+// check will connect to).
+type Resolver interface {
+	Lookup(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+const (
+	// DefaultPlaceBudget bounds the lookups of one batch, all of them
+	// together: a host not resolved by then is placed by name (its
+	// lookup goes on in the cache, for the check), so a slow nameserver
+	// costs a batch at most this.
+	DefaultPlaceBudget = 2 * time.Second
+	// placeConcurrency bounds a batch's lookups in flight: a resolver in a
+	// VPC answers 1,024 packets a second per network interface
+	// (https://docs.aws.amazon.com/vpc/latest/userguide/AmazonDNS-concepts.html#vpc-dns-limits),
+	// and a batch can name 50,000 hosts.
+	placeConcurrency = 64
+)
+
+// place resolves the hosts of msgs' queue keys (a key's first message's
+// host: in domain mode the key's hosts are usually one site), side by
+// side within the budget, and returns each resolved key's virtual shard
+// (hostqueue.Place). A key whose lookup fails or runs out of time is left
+// out: it is placed by name. Nil without a Resolver.
+func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain bool) map[string]int {
+	if h.Resolver == nil || len(msgs) == 0 {
+		return nil
+	}
+	hosts := map[string]string{}
+	var keys []string
+	for _, m := range msgs {
+		key := hostqueue.QueueKey(m.Host, byDomain)
+		if _, ok := hosts[key]; !ok {
+			hosts[key] = m.Host
+			keys = append(keys, key)
+		}
+	}
+	budget := h.PlaceBudget
+	if budget <= 0 {
+		budget = DefaultPlaceBudget
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	out := make(map[string]int, len(keys))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, placeConcurrency)
+	for _, key := range keys {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			addrs, err := h.Resolver.Lookup(ctx, hostName(hosts[key]))
+			if err != nil || ctx.Err() != nil {
+				return
+			}
+			vs := hostqueue.Place(key, addrs, h.Exempt)
+			mu.Lock()
+			out[key] = vs
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// hostName is a message's host (host[:port]) as a lookup takes it:
+// without the port, and an IPv6 literal without its brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.Trim(host, "[]")
+}
