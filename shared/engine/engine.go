@@ -169,6 +169,11 @@ type Engine struct {
 	// that outlasted GiveUpAfter while nothing ran gets one probe first;
 	// zero counts from each check invocation's start (AWS).
 	RunStart time.Time
+	// Placement, when set, keeps hosts in the shard of their server's
+	// address (place.go): on AWS, where ingest placed them so; nil leaves
+	// every host where it is stored (local mode: one process works every
+	// shard).
+	Placement *Placement
 	// Metrics receives the run's metrics (requests, bytes, fetch latency,
 	// politeness wait, robots denials, give-ups, hosts worked); nil
 	// records nothing. Results are counted where they are published (see

@@ -174,10 +174,11 @@ func (w *worker) work(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !h.DueBy(w.engine.Clock.Now()) {
+	if !h.DueBy(w.engine.Clock.Now()) || w.placedElsewhere(ctx, h) {
 		// Named by the due index but not due as stored: drained or moved
 		// since the index was read (dynamo.Store.DueHosts judges hosts by
-		// eventually consistent reads and by what it saw of them last).
+		// eventually consistent reads and by what it saw of them last),
+		// or in another shard's hands (placedElsewhere).
 		// Its entry, if it has one, finds it again.
 		return nil
 	}

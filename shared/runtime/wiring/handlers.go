@@ -62,11 +62,16 @@ type Parts struct {
 
 // Engine builds a check engine on the parts.
 func (p Parts) Engine() *engine.Engine {
-	return &engine.Engine{
+	e := &engine.Engine{
 		Store: p.Store, Publisher: p.Publisher, Fetcher: p.Fetcher,
 		Params: p.Params, ParamsReady: p.ParamsReady, Clock: p.Clock, Log: p.Log,
 		Budget: p.Budget, Bodies: p.Bodies, InlineLimit: p.InlineLimit, Metrics: p.Metrics,
 	}
+	if p.Resolver != nil {
+		// Hosts ingest placed by address stay with their address.
+		e.Placement = &engine.Placement{Resolver: p.Resolver}
+	}
+	return e
 }
 
 // Ingester builds the ingest domain service on the parts.
