@@ -273,6 +273,13 @@ func readEvent(t *testing.T, name string) []byte {
 // the environment the template gives it, pointed at moto.
 func startFunction(t *testing.T, ctx context.Context, st *stack.Stack, id, bootstrap, endpoint string, extra map[string]string, timeout time.Duration) *rie.Emulator {
 	t.Helper()
+	return startFunctionOpts(t, ctx, st, id, bootstrap, endpoint, extra, timeout, nil)
+}
+
+// startFunctionOpts is startFunction with edit applied to the emulator's
+// options (nil: none).
+func startFunctionOpts(t *testing.T, ctx context.Context, st *stack.Stack, id, bootstrap, endpoint string, extra map[string]string, timeout time.Duration, edit func(*rie.Options)) *rie.Emulator {
+	t.Helper()
 	fn, ok := st.Functions[id]
 	if !ok {
 		t.Fatalf("template has no %s", id)
@@ -289,7 +296,11 @@ func startFunction(t *testing.T, ctx context.Context, st *stack.Stack, id, boots
 	if timeout == 0 {
 		timeout = fn.Timeout
 	}
-	e, err := rie.Start(ctx, rie.Options{Bootstrap: bootstrap, Env: env, Timeout: timeout, MemorySize: fn.MemorySize, FunctionName: id})
+	opts := rie.Options{Bootstrap: bootstrap, Env: env, Timeout: timeout, MemorySize: fn.MemorySize, FunctionName: id}
+	if edit != nil {
+		edit(&opts)
+	}
+	e, err := rie.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("%s: %v", id, err)
 	}

@@ -31,11 +31,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -97,6 +99,15 @@ type Options struct {
 	// beyond it fails with ENOSPC as on Lambda. Zero means Lambda's default,
 	// 512; -1 leaves the host's disk.
 	EphemeralStorageMB int
+	// Hosts, when set, are names the function resolves to the addresses
+	// given, as the stack's resolver table does for in-process functions:
+	// a hosts file listing them (and localhost) is bind-mounted over
+	// /etc/hosts in the emulator's mount namespace, so the function's own
+	// resolver answers them (fetch.DNSCache hands names in /etc/hosts to
+	// the system resolver) without a DNS query, and the machine's
+	// /etc/hosts is untouched. Needs that namespace: EphemeralStorageMB
+	// must not be -1.
+	Hosts map[string][]netip.Addr
 	// Output, when set, receives every line the emulator and the function
 	// print (the function's stdout and stderr both arrive on the
 	// emulator's stdout). It must be safe to call from one goroutine at a
@@ -126,6 +137,8 @@ type Emulator struct {
 	byID    map[string]*Report
 	log     logState
 	tmp     string // the tmpfs mount point that is the function's /tmp
+	// hostsDir holds the hosts file of Options.Hosts.
+	hostsDir string
 }
 
 // DefaultEphemeralStorageMB is Lambda's default /tmp, in MB
@@ -136,13 +149,38 @@ const DefaultEphemeralStorageMB = 512
 // megabytes is mounted at dir: unshare(1) then sh mount and exec argv, so
 // the emulator keeps the process id Start gave it. Unprivileged, a user
 // namespace maps the caller to root in it.
-func withTmpfs(argv []string, dir string, mb int) []string {
+//
+// With hosts (a file's path), that file is bind-mounted over /etc/hosts
+// in the namespace too (Options.Hosts).
+func withTmpfs(argv []string, dir string, mb int, hosts string) []string {
 	un := []string{"unshare", "--mount", "--propagation", "private"}
 	if os.Geteuid() != 0 {
 		un = []string{"unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"}
 	}
 	script := `mount -t tmpfs -o size=` + strconv.Itoa(mb) + `m,mode=1777 tmpfs "$0" && exec "$@"`
+	if hosts != "" {
+		script = `mount --bind ` + shellQuote(hosts) + ` /etc/hosts && ` + script
+	}
 	return append(append(un, "sh", "-c", script, dir), argv...)
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// writeHosts writes a hosts file listing hosts (and localhost) into dir.
+func writeHosts(dir string, hosts map[string][]netip.Addr) (string, error) {
+	var b strings.Builder
+	b.WriteString("127.0.0.1 localhost\n::1 localhost\n")
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		for _, a := range hosts[name] {
+			fmt.Fprintf(&b, "%s %s\n", a, name)
+		}
+	}
+	path := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("rie: hosts file: %w", err)
+	}
+	return path, nil
 }
 
 // Start starts the emulator for opts.Bootstrap on free loopback ports and
@@ -169,6 +207,9 @@ func Start(ctx context.Context, opts Options) (*Emulator, error) {
 		return nil, fmt.Errorf("rie: bootstrap %s is not an executable file", boot)
 	}
 	opts.Bootstrap = boot
+	if len(opts.Hosts) > 0 && opts.EphemeralStorageMB < 0 {
+		return nil, errors.New("rie: Options.Hosts needs the emulator's mount namespace (EphemeralStorageMB -1 has none)")
+	}
 	if opts.Timeout < 0 || opts.MemorySize < 0 {
 		return nil, fmt.Errorf("rie: negative Timeout %v or MemorySize %d", opts.Timeout, opts.MemorySize)
 	}
@@ -235,7 +276,18 @@ func start(ctx context.Context, bin string, opts Options) (*Emulator, error) {
 		if e.tmp, err = os.MkdirTemp("", "rie-tmp-*"); err != nil {
 			return nil, fmt.Errorf("rie: /tmp of the function: %w", err)
 		}
-		argv = withTmpfs(argv, e.tmp, mb)
+		hosts := ""
+		if len(opts.Hosts) > 0 {
+			// Beside the tmpfs's mount point, not under it: the tmpfs
+			// hides what was there.
+			if e.hostsDir, err = os.MkdirTemp("", "rie-hosts-*"); err != nil {
+				return nil, fmt.Errorf("rie: hosts file: %w", err)
+			}
+			if hosts, err = writeHosts(e.hostsDir, opts.Hosts); err != nil {
+				return nil, err
+			}
+		}
+		argv = withTmpfs(argv, e.tmp, mb, hosts)
 		env = append(env, "TMPDIR="+e.tmp)
 	}
 	e.cmd = exec.Command(argv[0], argv[1:]...)
@@ -268,6 +320,9 @@ func start(ctx context.Context, bin string, opts Options) (*Emulator, error) {
 		stderrR.Close()
 		if e.tmp != "" {
 			os.Remove(e.tmp)
+		}
+		if e.hostsDir != "" {
+			os.RemoveAll(e.hostsDir)
 		}
 		return nil, fmt.Errorf("run %s: %w", bin, err)
 	}
@@ -532,6 +587,9 @@ func (e *Emulator) Close() error {
 		<-e.done
 		if e.tmp != "" {
 			os.Remove(e.tmp) // empty here: the tmpfs was the namespace's
+		}
+		if e.hostsDir != "" {
+			os.RemoveAll(e.hostsDir)
 		}
 		// The pipes end when every holder is gone; an orphaned function
 		// that survived would hold them, so do not wait for ever.
