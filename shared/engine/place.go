@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
@@ -66,18 +65,13 @@ func (w *worker) placedElsewhere(ctx context.Context, h *hostqueue.Host) bool {
 	return moved.VirtualShard != w.vshard
 }
 
-// placeName is the name a host is placed by: its first queued URL's host,
-// as ingest resolved a batch's first URL of the queue (in domain mode a
-// queue's key is a domain, not a name that is dialed).
+// placeName is the name a host is placed by, as ingest placed it: its
+// queue key without the port (in domain mode the registrable domain, one
+// name for all of the queue's hosts, so the queue does not move between
+// sessions as its head's host changes).
 func placeName(h *hostqueue.Host) string {
-	host := h.Key
-	if len(h.Head) > 0 {
-		if u, err := url.Parse(h.Head[0].URL); err == nil && u.Host != "" {
-			host = u.Host
-		}
-	}
-	if name, _, err := net.SplitHostPort(host); err == nil {
+	if name, _, err := net.SplitHostPort(h.Key); err == nil {
 		return name
 	}
-	return strings.Trim(host, "[]")
+	return strings.Trim(h.Key, "[]")
 }

@@ -32,21 +32,22 @@ const (
 	placeConcurrency = 64
 )
 
-// place resolves the hosts of msgs' queue keys (a key's first message's
-// host: in domain mode the key's hosts are usually one site), side by
-// side within the budget, and returns each resolved key's virtual shard
+// place resolves msgs' queue keys (a host without its port; in domain
+// mode the registrable domain, the one name all of the queue's hosts
+// share, as the check resolves it: engine.Placement), side by side within
+// the budget, and returns each resolved key's virtual shard
 // (hostqueue.Place). A key whose lookup fails or runs out of time is left
 // out: it is placed by name. Nil without a Resolver.
 func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain bool) map[string]int {
 	if h.Resolver == nil || len(msgs) == 0 {
 		return nil
 	}
-	hosts := map[string]string{}
+	seen := map[string]bool{}
 	var keys []string
 	for _, m := range msgs {
 		key := hostqueue.QueueKey(m.Host, byDomain)
-		if _, ok := hosts[key]; !ok {
-			hosts[key] = m.Host
+		if !seen[key] {
+			seen[key] = true
 			keys = append(keys, key)
 		}
 	}
@@ -70,7 +71,7 @@ func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain boo
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			addrs, err := h.Resolver.Lookup(ctx, hostName(hosts[key]))
+			addrs, err := h.Resolver.Lookup(ctx, hostName(key))
 			if err != nil || ctx.Err() != nil {
 				return
 			}
@@ -84,7 +85,7 @@ func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain boo
 	return out
 }
 
-// hostName is a message's host (host[:port]) as a lookup takes it:
+// hostName is a queue key (host[:port]) as a lookup takes it:
 // without the port, and an IPv6 literal without its brackets.
 func hostName(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
