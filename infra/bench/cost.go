@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/urldownloader/urldownloader/infra/emulated"
 	"github.com/urldownloader/urldownloader/internal/billing"
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/zipf"
@@ -313,6 +314,73 @@ func (e *benchEnv) zipfList(ctx context.Context) (*CostResult, error) {
 	return b.result("Zipf", shape, len(urls), h, e.cfg.CostDelay, rep.DoneAt.Sub(start), rep), nil
 }
 
+// Names of the place scenario's two rows.
+const (
+	placeByName = "place by name"
+	placeByAddr = "place by address"
+)
+
+// placeRows: a list of one host per address (each demo host on a loopback
+// address of its own), PlaceHosts x PlacePerHost URLs shuffled and fed as
+// wide is, run twice: hosts placed in the shard of their name (the layout
+// before placement by address) and in the shard of their address (issue
+// 40: one gate per server on AWS). With one host per address placement
+// moves no host and writes nothing more, so the two should bill alike;
+// the target is at most 0.1 write units a URL more.
+func (e *benchEnv) placeRows(ctx context.Context) ([]*CostResult, error) {
+	var out []*CostResult
+	for _, byName := range []bool{true, false} {
+		r, err := e.placeRow(ctx, byName)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (e *benchEnv) placeRow(ctx context.Context, byName bool) (*CostResult, error) {
+	h, u := e.cfg.PlaceHosts, e.cfg.PlacePerHost
+	site, err := e.site(h, "")
+	if err != nil {
+		return nil, err
+	}
+	defer site.Close()
+	ctx, cancel := context.WithTimeout(ctx, max(5*time.Minute, e.runTimeout(u, e.cfg.CostDelay)))
+	defer cancel()
+	name, how := placeByAddr, "the address it resolves to"
+	if byName {
+		name, how = placeByName, "its name"
+	}
+	b, err := e.start(ctx, "place", e.cfg.CostDelay, nil, 1, true, func(o *emulated.Options) { o.PlaceByName = byName })
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	urls := site.URLs(u)
+	start := time.Now()
+	rep, batch, err := b.feedShuffled(ctx, urls, 17)
+	if err != nil {
+		return nil, fmt.Errorf("%s run: %w", name, err)
+	}
+	shape := fmt.Sprintf("%d hosts, one per address, x %d URLs shuffled, 1 URL per message, ESM batches of %d; each host in the shard of %s", h, u, batch, how)
+	return b.result(name, shape, len(urls), h, e.cfg.CostDelay, rep.DoneAt.Sub(start), rep), nil
+}
+
+// placeCost is the place scenario's comparison: write and read units per
+// URL by address against by name; ok is false without both rows.
+func placeCost(cs []*CostResult) (byName, byAddr *CostResult, ok bool) {
+	for _, c := range cs {
+		switch c.Name {
+		case placeByName:
+			byName = c
+		case placeByAddr:
+			byAddr = c
+		}
+	}
+	return byName, byAddr, byName != nil && byAddr != nil
+}
+
 // feedShuffled shuffles urls (with seed) and sends them one URL per
 // message, in batches as large as the template's event source mapping
 // delivers them, and drives the run to its last result. The producer keeps
@@ -348,7 +416,7 @@ func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Dur
 }
 
 // costShapeNames are the cost scenarios, as -cost-shapes names them.
-var costShapeNames = []string{"burst", "trickle", "wide", "zipf"}
+var costShapeNames = []string{"burst", "trickle", "wide", "zipf", "place"}
 
 // costShape reports whether the run includes the cost scenario name.
 func (e *benchEnv) costShape(name string) bool {
@@ -411,6 +479,15 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 	}
 	if err := run("zipf", e.zipfList); err != nil {
 		return err
+	}
+	if e.costShape("place") {
+		e.log.Info("cost: place")
+		rs, err := e.placeRows(ctx)
+		if err != nil {
+			wg.Wait()
+			return fmt.Errorf("cost place: %w", err)
+		}
+		rest = append(rest, rs...)
 	}
 	// The local mode jobs need no moto: they take the rest of the burst's
 	// time, which is bound by its one host's delay.

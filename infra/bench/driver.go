@@ -221,8 +221,9 @@ func (b *bench) Close() {
 
 // start brings up a pipeline on the run's moto whose output queue is the
 // sink, with the template's defaults, the given fetch delay and
-// cfg.Params; metered adds the billing middleware.
-func (e *benchEnv) start(ctx context.Context, name string, delay time.Duration, extra map[string]string, urlsPerMessage int, metered bool) (*bench, error) {
+// cfg.Params; metered adds the billing middleware, mods shape the
+// pipeline further.
+func (e *benchEnv) start(ctx context.Context, name string, delay time.Duration, extra map[string]string, urlsPerMessage int, metered bool, mods ...func(*emulated.Options)) (*bench, error) {
 	sk, err := startSink()
 	if err != nil {
 		return nil, err
@@ -249,6 +250,9 @@ func (e *benchEnv) start(ctx context.Context, name string, delay time.Duration, 
 		o.DynamoOptions, o.SQSOptions = ddbOpts, sqsOpts
 		if urlsPerMessage > 0 {
 			o.URLsPerMessage = urlsPerMessage
+		}
+		for _, m := range mods {
+			m(o)
 		}
 	})
 	if err != nil {

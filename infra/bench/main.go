@@ -69,17 +69,21 @@ type Config struct {
 
 	// The cost scenarios. ZipfHosts and ZipfTop size the Zipf list
 	// (internal/zipf; the simulation's is 10,000 and 1,000). CostShapes,
-	// when set, names the scenarios to run (burst, trickle, wide, zipf);
+	// when set, names the scenarios to run (burst, trickle, wide, zipf,
+	// place);
 	// empty: all.
-	TrickleHosts      int
-	BurstURLs         int
-	WideHosts         int
-	WidePerHost       int
-	ZipfHosts         int
-	ZipfTop           int
-	CostShapes        map[string]bool
-	CostDelay         time.Duration
-	SkipCost, SkipPol bool
+	TrickleHosts int
+	BurstURLs    int
+	WideHosts    int
+	WidePerHost  int
+	ZipfHosts    int
+	ZipfTop      int
+	// PlaceHosts x PlacePerHost is the list of one host per address the
+	// place scenario runs twice: hosts placed by name and by address.
+	PlaceHosts, PlacePerHost int
+	CostShapes               map[string]bool
+	CostDelay                time.Duration
+	SkipCost, SkipPol        bool
 
 	// Lambda figures.
 	SkipLambda bool
@@ -131,6 +135,7 @@ func FullConfig() Config {
 		// 4.5 minutes for it on a loaded machine, and the whole list has
 		// five times the hosts. -zipf-hosts 10000 runs it whole.
 		ZipfHosts: zipf.Hosts / 5, ZipfTop: zipf.Top / 5,
+		PlaceHosts: 500, PlacePerHost: 5,
 		LambdaBuild: true, BenchTime: 2 * time.Second,
 		Timeout: 4 * time.Minute,
 		Out:     "docs/benchmarks.md", PNG: "docs/benchmarks-h200.png",
@@ -151,7 +156,7 @@ func SmokeConfig() Config {
 		MemoryLines: []int{30000}, BigSitePerHost: 1200, BigSiteSmallHosts: 3, BigSiteDelay: time.Millisecond,
 		MillionHosts: 20, MillionPerHost: 10, MillionDelay: 100 * time.Millisecond, MillionTimeout: time.Minute,
 		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
-		ZipfHosts: 10, ZipfTop: 4,
+		ZipfHosts: 10, ZipfTop: 4, PlaceHosts: 6, PlacePerHost: 2,
 		BenchTime: 50 * time.Millisecond,
 		Params:    map[string]string{"CheckHostPeriod": "1100ms"},
 		Timeout:   time.Minute,
@@ -176,7 +181,7 @@ func main() {
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	checkMemory := flag.String("check-memory", "", "comma-separated MemorySize values (MB) for the check function's requests-a-second row on the SQLite store, in place of the template's (default 512,1024; 0: the template's alone)")
-	costShapes := flag.String("cost-shapes", "", "the cost scenarios to run: burst,trickle,wide,zipf (default all)")
+	costShapes := flag.String("cost-shapes", "", "the cost scenarios to run: burst,trickle,wide,zipf,place (default all)")
 	zipfHosts := flag.Int("zipf-hosts", 0, "hosts of the Zipf cost list, the busiest with a tenth as many URLs (default 2000; 10000 is the simulation's list)")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
 	flag.Parse()

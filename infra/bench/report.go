@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,16 @@ func (r *Results) Table() string {
 			others := c.SQSRequests(func(l billing.SQSLine) bool { return !ourSQS(l) && !idleSQS(l) })
 			w("| %s | %s | %d | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f | %.2f | %d | **%.3f** | %d | %.3f | **$%.2f** | $%.2f |\n",
 				c.Name, c.Shape, c.URLs, secs(c.Wall), (t+ix)/n, t/n, ix/n, (wt+wi)/n, (bt+bi)/n, rd/n, oneItemPerURLWrites, float64(ours)/n, idle, float64(others)/n, c.PerMillion(), c.PerMillionProvisioned())
+		}
+		if byName, byAddr, ok := placeCost(r.Cost); ok {
+			all := func(string) bool { return true }
+			wn, win := byName.WriteUnits(all)
+			wa, wia := byAddr.WriteUnits(all)
+			nn, na := float64(byName.URLs), float64(byAddr.URLs)
+			// Rounded first, so a difference of nothing reads +0.000.
+			diff := func(a, b float64) float64 { return math.Round((a-b)*1000)/1000 + 0 }
+			w("\nOne gate per server on AWS (issue 40): a list of one host per address with every host in the virtual shard of its address costs **%+.3f write units / URL** against the shard of its name (%.3f against %.3f; target: at most +0.1) and %+.3f read units / URL (%.3f against %.3f); %d hosts moved by the check.\n",
+				diff((wa+wia)/na, (wn+win)/nn), (wa+wia)/na, (wn+win)/nn, diff(byAddr.ReadUnits(all)/na, byName.ReadUnits(all)/nn), byAddr.ReadUnits(all)/na, byName.ReadUnits(all)/nn, byAddr.Store.Moves)
 		}
 		w("\nStore calls behind the units (per host): appends (one per host per ingest batch), check sessions (loads), commits and releases (a session ends with a release, which takes the host out of the due index or moves its due time); duplicate results are URLs published again after a session failed to commit (moto timing out under load), whose units the rows include:\n\n| scenario | hosts | appends / host | sessions / host | commits / host | releases / host | due-index queries | check invocations (scheduled + woken) | ingest batches | duplicate results |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.Cost {

@@ -13,20 +13,33 @@ import (
 // released (a check session ending).
 type countingStore struct {
 	hostqueue.Store
-	appends, loads, commits, releases, dueQueries atomic.Int64
+	appends, loads, commits, releases, dueQueries, moves atomic.Int64
 }
 
 // StoreCalls are a countingStore's counts.
 type StoreCalls struct {
 	Appends, Loads, Commits, Releases, DueQueries int64
+	// Moves are hosts moved to their address's shard (hostqueue.Mover).
+	Moves int64
 }
 
 func (c *countingStore) calls() StoreCalls {
-	return StoreCalls{c.appends.Load(), c.loads.Load(), c.commits.Load(), c.releases.Load(), c.dueQueries.Load()}
+	return StoreCalls{c.appends.Load(), c.loads.Load(), c.commits.Load(), c.releases.Load(), c.dueQueries.Load(), c.moves.Load()}
 }
 
 func (a StoreCalls) plus(b StoreCalls) StoreCalls {
-	return StoreCalls{a.Appends + b.Appends, a.Loads + b.Loads, a.Commits + b.Commits, a.Releases + b.Releases, a.DueQueries + b.DueQueries}
+	return StoreCalls{a.Appends + b.Appends, a.Loads + b.Loads, a.Commits + b.Commits, a.Releases + b.Releases, a.DueQueries + b.DueQueries, a.Moves + b.Moves}
+}
+
+// Move passes a move on (hostqueue.Mover), so the engine moves hosts
+// through the counting store as it would through the store.
+func (c *countingStore) Move(ctx context.Context, key string, from, to int) (*hostqueue.Host, error) {
+	c.moves.Add(1)
+	mv, ok := c.Store.(hostqueue.Mover)
+	if !ok {
+		return c.Store.Load(ctx, key, 0)
+	}
+	return mv.Move(ctx, key, from, to)
 }
 
 func (c *countingStore) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {

@@ -109,6 +109,10 @@ type Options struct {
 	// then rely on the wake queue). Zero runs them back to back, with a
 	// short pause after an idle one: quick local runs and tests.
 	ScheduleEvery time.Duration
+	// PlaceByName places every host in the virtual shard of its name, as
+	// before hosts were placed by their server's address (no lookup at
+	// ingest, no move at check): the billing benchmark's baseline.
+	PlaceByName bool
 }
 
 // faultDefaults shapes a fault run: more, smaller invocations give the
@@ -250,6 +254,9 @@ func Start(ctx context.Context, opts Options) (*Pipeline, error) {
 	// the same constructors.
 	p.ingest = p.ingestSvc.IngestHandler()
 	p.check = p.svc.CheckHandler(opts.CheckRun)
+	if opts.PlaceByName {
+		p.ingest.Resolver, p.svc.Engine.Placement = nil, nil
+	}
 	return p, nil
 }
 
