@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -345,7 +346,12 @@ func (e *benchEnv) politeness(ctx context.Context, row polRow) (*PolitenessResul
 		e.shapeMu.Unlock()
 		perShard := map[int]int{}
 		for _, h := range site.Hosts() {
-			perShard[hostqueue.VirtualShard(h)%max(1, res.ShardCount)]++
+			// Placed by the address it resolves to, as ingest places it.
+			vs := hostqueue.VirtualShard(h)
+			if ap, err := netip.ParseAddrPort(h); err == nil {
+				vs = hostqueue.PlaceShard(h, ap.Addr(), true)
+			}
+			perShard[vs%max(1, res.ShardCount)]++
 		}
 		for _, n := range perShard {
 			res.MaxHostsPerShard = max(res.MaxHostsPerShard, n)
