@@ -255,6 +255,21 @@ func outcomeScenarios() []outcomeScenario {
 				Robots: map[string]hostqueue.Robots{"http://x.example": {Status: 404, FetchedAt: t0}},
 				State:  politeness.State{LastFetch: t0},
 			})},
+		{name: "move with its due entry", setup: small, run: moveOp(5), pick: hostWrite},
+	}
+}
+
+// moveOp moves the host by shifts shards from its key's own (Mover); the
+// result says where it is relative to its own, which differs between the
+// hosts compared.
+func moveOp(shift int) func(ctx context.Context, s *dynamo.Store, key string) opResult {
+	return func(ctx context.Context, s *dynamo.Store, key string) opResult {
+		own := hostqueue.VirtualShard(key)
+		h, err := s.Move(ctx, key, own, (own+shift)%hostqueue.VirtualShards)
+		if err != nil {
+			return opResult{err: err}
+		}
+		return opResult{res: fmt.Sprintf("moved by %d: %s", (h.VirtualShard-own+hostqueue.VirtualShards)%hostqueue.VirtualShards, describeHost(h))}
 	}
 }
 
