@@ -233,6 +233,8 @@ func TestServerGateUnderRIE(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	byShard := map[int]float64{} // requests made by each shard's invocations
 	for p, check := range checks {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -246,6 +248,9 @@ func TestServerGateUnderRIE(t *testing.T) {
 				invokeJSON(t, ctx, check, fmt.Sprintf("check %d shard %d", p, shard), fmt.Appendf(nil, `{"shard": %d}`, shard), &summary)
 				if n, _ := summary["requests"].(float64); n > 0 {
 					t.Logf("process %d, shard %d: %v requests", p, shard, n)
+					mu.Lock()
+					byShard[shard] += n
+					mu.Unlock()
 				}
 			}
 		})
@@ -255,6 +260,15 @@ func TestServerGateUnderRIE(t *testing.T) {
 	wg.Wait()
 	if !ok {
 		t.Fatalf("no result for:\n%s", strings.Join(collector.missing(want), "\n"))
+	}
+
+	// Only the invocation that owns the server's virtual shard fetched.
+	for vs := range placed {
+		for shard, n := range byShard {
+			if shard != vs%gateShards {
+				t.Errorf("invocations of shard %d made %v requests; the server's hosts are in virtual shard %d, shard %d's", shard, n, vs, vs%gateShards)
+			}
+		}
 	}
 
 	// Every URL fetched, once.
