@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
@@ -60,19 +61,27 @@ func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain boo
 	out := make(map[string]int, len(keys))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	// late counts the keys whose lookup the budget cut short or never
+	// started.
+	var late atomic.Int64
 	sem := make(chan struct{}, placeConcurrency)
-	for _, key := range keys {
+	for i, key := range keys {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			late.Add(int64(len(keys) - i))
 			break
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			addrs, err := h.Resolver.Lookup(ctx, hostName(key))
-			if err != nil || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				late.Add(1)
+				return
+			}
+			if err != nil {
 				return
 			}
 			vs := hostqueue.Place(key, addrs, h.Exempt)
@@ -82,6 +91,11 @@ func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain boo
 		})
 	}
 	wg.Wait()
+	if n := late.Load(); n > 0 && h.Log != nil {
+		// Not an error: those hosts are placed by name, as before
+		// placement, and the check moves them once their lookup answers.
+		h.Log.WarnContext(ctx, "hosts placed by name: their lookups ran out of the batch's budget", "hosts", n, "of", len(keys), "budget", budget)
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package ingesthandler_test
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/netip"
@@ -121,7 +122,8 @@ func TestIngestPlaceBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	h := newHandler(&hostqueue.Ingester{Store: store, Publisher: nopPublisher{}, Now: time.Now}, nil)
+	var log bytes.Buffer
+	h := newHandler(&hostqueue.Ingester{Store: store, Publisher: nopPublisher{}, Now: time.Now}, &log)
 	h.Resolver = fetch.NewDNSCache(fetch.DNSCacheOptions{Servers: []string{silent.LocalAddr().String()}, Timeout: time.Minute})
 	h.PlaceBudget = 100 * time.Millisecond
 	hosts := []string{"one.slow.test", "two.slow.test", "three.slow.test"}
@@ -133,5 +135,8 @@ func TestIngestPlaceBudget(t *testing.T) {
 		if got := shardOf(t, store, k); got != hostqueue.VirtualShard(k) {
 			t.Errorf("%s: shard %d, want its name's %d", k, got, hostqueue.VirtualShard(k))
 		}
+	}
+	if !strings.Contains(log.String(), "ran out of the batch's budget") || !strings.Contains(log.String(), `"hosts":3`) {
+		t.Errorf("log %q, want a warning that 3 hosts were placed by name", log.String())
 	}
 }
