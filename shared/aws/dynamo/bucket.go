@@ -58,8 +58,9 @@ const (
 
 // bucketSK is a bucket's sort key: its slot's start first (see listSK),
 // then its sequence number in the slot, padded so that a slot's buckets
-// sort in the order they were opened (unique in the shard: a host's Listed
-// names its item by sort key alone).
+// sort in the order they were opened (unique in the shard, not across
+// shards: a host's Listed names its item by sort key, in the shard the
+// host is stored in; see hostSeen.joins).
 func bucketSK(slot int64, seq int) string {
 	return fmt.Sprintf("%013d%s%05d", slot, bucketMark, seq)
 }
