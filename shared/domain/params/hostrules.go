@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path"
 	"slices"
 	"strings"
@@ -31,6 +32,23 @@ type HostRule struct {
 	// Connections is how many requests the host may have in flight, each
 	// connection keeping Delay between its own requests (1 when unset).
 	Connections int
+	// Prefix is set when Match is an address range (CIDR, "192.0.2.0/24"):
+	// the rule then matches the addresses requests go to (MatchAddr),
+	// never a host name, and sets server fields only.
+	Prefix netip.Prefix
+	// ServerDelay and ServerConnections replace the parameters of the same
+	// names for the server addresses the rule's requests go over
+	// (Params.ServerFor); HasServerDelay tells a rule that sets the delay,
+	// ServerConnections is 0 when unset. ServerExempt paces those
+	// requests per host only, as ServerExempt's ranges are.
+	ServerDelay       time.Duration
+	HasServerDelay    bool
+	ServerConnections int
+	ServerExempt      bool
+}
+
+func (r HostRule) hasServer() bool {
+	return r.HasServerDelay || r.ServerConnections > 0 || r.ServerExempt
 }
 
 // HostRules is the parsed HostRules parameter: rules tried in order, the
@@ -81,7 +99,22 @@ func (h HostRules) Match(host string) (HostRule, bool) {
 	}
 	name := strings.ToLower(stripPort(host))
 	for _, r := range h.set.rules {
-		if r.matches(name) {
+		if !r.Prefix.IsValid() && r.matches(name) {
+			return r, true
+		}
+	}
+	return HostRule{}, false
+}
+
+// MatchAddr returns the first rule whose address range (CIDR) holds addr,
+// and false when none does; rules matching host names are skipped.
+func (h HostRules) MatchAddr(addr netip.Addr) (HostRule, bool) {
+	if h.set == nil || !addr.IsValid() {
+		return HostRule{}, false
+	}
+	addr = addr.Unmap()
+	for _, r := range h.set.rules {
+		if r.Prefix.IsValid() && r.Prefix.Contains(addr) {
 			return r, true
 		}
 	}
@@ -142,6 +175,10 @@ type ruleJSON struct {
 	Delay       string `json:"delay,omitempty"`
 	MaxDelay    string `json:"maxDelay,omitempty"`
 	Connections int    `json:"connections,omitempty"`
+	// The server fields (see HostRule), after the host's own.
+	ServerDelay       string `json:"serverDelay,omitempty"`
+	ServerConnections int    `json:"serverConnections,omitempty"`
+	ServerExempt      bool   `json:"serverExempt,omitempty"`
 }
 
 // interned keeps the value parsed from each text, so the parameter cache,
@@ -158,8 +195,10 @@ var interned = struct {
 //	 {"match": "*.fragile.example.gov", "delay": "10s", "maxDelay": "2m"}]
 //
 // Each rule needs match; delay, maxDelay (durations, or whole seconds) and
-// connections (1 to 16) are optional. "none", [] or an empty string is no
-// rule. The
+// connections (1 to 16) are optional, and so are the server fields
+// serverDelay, serverConnections and serverExempt. A match that is an
+// address range (CIDR: {"match": "192.0.2.0/24", "serverExempt": true})
+// sets server fields only. "none", [] or an empty string is no rule. The
 // error names the rule (its position from 1, and its match) and the field.
 func ParseHostRules(s string) (HostRules, error) {
 	s = strings.TrimSpace(s)
@@ -259,8 +298,20 @@ func parseRule(m json.RawMessage) (HostRule, ruleJSON, error) {
 			}
 		case "connections":
 			r.Connections, err = ruleConnections(v)
+		case "serverDelay":
+			r.ServerDelay, err = ruleDuration(v)
+			if err == nil && r.ServerDelay > MaxServerDelay {
+				err = fmt.Errorf("must be at most %s", formatDuration(MaxServerDelay))
+			}
+			r.HasServerDelay = err == nil
+		case "serverConnections":
+			r.ServerConnections, err = ruleConnections(v)
+		case "serverExempt":
+			if json.Unmarshal(v, &r.ServerExempt) != nil {
+				err = errors.New("not a bool (want true or false)")
+			}
 		default:
-			err = errors.New("unknown field (want match, delay, maxDelay, connections)")
+			err = errors.New("unknown field (want match, delay, maxDelay, connections, serverDelay, serverConnections, serverExempt)")
 		}
 		if err != nil {
 			return HostRule{}, ruleJSON{}, fmt.Errorf("field %s=%s: %w", name, v, err)
@@ -269,11 +320,23 @@ func parseRule(m json.RawMessage) (HostRule, ruleJSON, error) {
 	if r.Match == "" {
 		return HostRule{}, ruleJSON{}, errors.New("field match: missing (want a host name suffix or a glob)")
 	}
+	if p, ok := matchPrefix(r.Match); ok {
+		// A range matches addresses, not hosts: what it sets is the
+		// server's gate only.
+		if r.HasDelay || r.MaxDelay > 0 || r.Connections > 0 {
+			return HostRule{}, ruleJSON{}, fmt.Errorf("field match=%q: an address range sets serverDelay, serverConnections or serverExempt only (delay, maxDelay and connections are a host's)", r.Match)
+		}
+		r.Prefix, r.Match = p, p.String()
+	}
 	if r.MaxDelay > 0 && r.HasDelay && r.MaxDelay < r.Delay {
 		return HostRule{}, ruleJSON{}, fmt.Errorf("field maxDelay=%q: must be at least the rule's delay (%s)",
 			formatDuration(r.MaxDelay), formatDuration(r.Delay))
 	}
-	j := ruleJSON{Match: r.Match, Connections: r.Connections}
+	j := ruleJSON{Match: r.Match, Connections: r.Connections,
+		ServerConnections: r.ServerConnections, ServerExempt: r.ServerExempt}
+	if r.HasServerDelay {
+		j.ServerDelay = formatDuration(r.ServerDelay)
+	}
 	if r.HasDelay {
 		j.Delay = formatDuration(r.Delay)
 	}
@@ -286,6 +349,18 @@ func parseRule(m json.RawMessage) (HostRule, ruleJSON, error) {
 	return r, j, nil
 }
 
+// matchPrefix reads a rule's match as an address range (CIDR).
+func matchPrefix(s string) (netip.Prefix, bool) {
+	if !strings.Contains(s, "/") {
+		return netip.Prefix{}, false
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	return p.Masked(), true
+}
+
 func parseMatch(v json.RawMessage) (string, error) {
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
@@ -296,6 +371,11 @@ func parseMatch(v json.RawMessage) (string, error) {
 	switch {
 	case s == "":
 		return "", errors.New("must not be empty")
+	case strings.Contains(s, "/") && !strings.ContainsAny(s, "@ "):
+		if _, ok := matchPrefix(s); !ok {
+			return "", errors.New("must be a host name, a glob over one, or an address range (CIDR such as 192.0.2.0/24), without scheme, port or path")
+		}
+		return s, nil
 	case strings.ContainsAny(s, "/:@ "):
 		return "", errors.New("must be a host name or a glob over one, without scheme, port or path")
 	}

@@ -113,6 +113,17 @@ type Params struct {
 	// Retry-After beyond it): counted from its first failure, reset by a
 	// usable answer; past it every URL queued for the host ends at once.
 	GiveUpAfter time.Duration
+	// ServerDelay is the least time between two requests to one server
+	// address, whatever host names they carry: from the start of one to
+	// the start of the next, and from the end of one to the start of the
+	// next (0 turns the gate off).
+	ServerDelay time.Duration
+	// ServerConnections is the most requests in flight to one address; a
+	// host rule's connections never get past it (the stricter wins).
+	ServerConnections int
+	// ServerExempt are address ranges paced per host only (CDNs front
+	// unrelated sites at one address): see ExemptPrefixes, ServerFor.
+	ServerExempt Exempt
 	// HostRules are per-host settings (delay, maximum delay, connections)
 	// that override the parameters for the hosts they match; the first
 	// matching rule applies (see ParseHostRules).
@@ -156,6 +167,9 @@ const (
 	NameQueueMode                = "QueueMode"
 	NameAllowedPorts             = "AllowedPorts"
 	NameGiveUpAfter              = "GiveUpAfter"
+	NameServerDelay              = "ServerDelay"
+	NameServerConnections        = "ServerConnections"
+	NameServerExempt             = "ServerExempt"
 	NameHostRules                = "HostRules"
 )
 
@@ -227,6 +241,9 @@ func Defaults() Params {
 		QueueMode:                QueueByHost,
 		AllowedPorts:             "80,443",
 		GiveUpAfter:              time.Hour,
+		ServerDelay:              DefaultServerDelay,
+		ServerConnections:        DefaultServerConnections,
+		ServerExempt:             defaultExempt(),
 	}
 }
 
@@ -270,4 +287,13 @@ func (p Params) Validate() error {
 		return &InvalidError{Fields: bad}
 	}
 	return nil
+}
+
+// defaultExempt is ServerExempt's default: the published CDN ranges.
+func defaultExempt() Exempt {
+	e, err := ParseExempt(ServerExemptCDN)
+	if err != nil {
+		panic(err) // the built-in list is checked by the tests
+	}
+	return e
 }

@@ -36,6 +36,9 @@ func TestDefaults(t *testing.T) {
 		NameQueueMode:                "host",
 		NameAllowedPorts:             "80,443",
 		NameGiveUpAfter:              "1h",
+		NameServerDelay:              "250ms",
+		NameServerConnections:        "1",
+		NameServerExempt:             "cdn",
 		NameHostRules:                "none",
 	}
 	if got := d.Format(); !reflect.DeepEqual(got, want) {
@@ -94,7 +97,10 @@ func TestFormatParseRoundTrip(t *testing.T) {
 				QueueMode:                QueueByDomain,
 				AllowedPorts:             "8080,443",
 				GiveUpAfter:              90 * time.Minute,
+				ServerDelay:              1500 * time.Millisecond,
+				ServerConnections:        2,
 			}
+			p.ServerExempt, _ = ParseExempt("cdn,192.0.2.0/24")
 			return p
 		}()},
 	}

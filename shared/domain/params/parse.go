@@ -314,7 +314,18 @@ var fields = []field{
 				return fmt.Errorf("must be between %s and %s", formatDuration(MinGiveUpAfter), formatDuration(MaxGiveUpAfter))
 			}
 			return nil
-		}), newField(NameHostRules, func(p *Params) *HostRules { return &p.HostRules },
+		}),
+	durationField(NameServerDelay, func(p *Params) *time.Duration { return &p.ServerDelay },
+		func(d time.Duration) error {
+			if d < 0 || d > MaxServerDelay {
+				return fmt.Errorf("must be between 0s (no gate) and %s", formatDuration(MaxServerDelay))
+			}
+			return nil
+		}),
+	intField(NameServerConnections, func(p *Params) *int { return &p.ServerConnections }, between(1, MaxConnections)),
+	newField(NameServerExempt, func(p *Params) *Exempt { return &p.ServerExempt },
+		ParseExempt, Exempt.String, func(Exempt) error { return nil }),
+	newField(NameHostRules, func(p *Params) *HostRules { return &p.HostRules },
 		ParseHostRules, HostRules.String, func(HostRules) error { return nil }),
 }
 
