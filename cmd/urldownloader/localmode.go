@@ -349,7 +349,7 @@ func runLocalMode() int {
 	stopServing()
 
 	refusals.printMore()
-	printLocalSummary(os.Stderr, rep, outs, rt.HostDelay, sharedBool("v"))
+	printLocalSummary(os.Stderr, rep, outs, rt.HostDelay, rt.ServerOf, sharedBool("v"))
 	denials.Print(os.Stderr)
 	bodies.Print(os.Stderr, opts.Bodies)
 	printWarc(os.Stderr, rt.WarcFiles())

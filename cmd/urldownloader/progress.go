@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/runtime/localmode"
 	"github.com/urldownloader/urldownloader/shared/runtime/metrics"
 )
@@ -78,6 +80,8 @@ func startProgress(w io.Writer, src progressSource, redraw bool) (stop func()) {
 					cancel()
 					if etaKnown = err == nil; etaKnown {
 						eta, _ = localmode.Bound(left)
+						sb, _ := localmode.ServerBound(left)
+						eta = max(eta, sb)
 					}
 					etaAt = now
 				}
@@ -133,7 +137,28 @@ func progressLine(p localmode.Progress, reqsBefore int64, span, eta time.Duratio
 		etaText = eta.Round(time.Second).String()
 	}
 	return fmt.Sprintf("urldownloader: %d/%d urls  %.1f req/s  %d hosts active  backlog %d  ETA %s",
-		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText) + waitingText(p.Waiting)
+		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText) + waitingText(p.Waiting) + serversText(p.Servers)
+}
+
+// serversText says which server addresses hosts wait on at their gate,
+// for the progress line: "  12 hosts waiting on 127.0.0.2 (ServerDelay
+// 200ms)", the two most waited on; empty when none.
+func serversText(ws []server.Waiting) string {
+	var parts []string
+	for _, w := range ws[:min(len(ws), 2)] {
+		hosts := fmt.Sprintf("%d hosts", w.Hosts)
+		if w.Hosts == 1 {
+			hosts = "1 host"
+		}
+		parts = append(parts, fmt.Sprintf("%s waiting on %s (ServerDelay %s)", hosts, w.Addr, w.Delay))
+	}
+	if len(ws) > 2 {
+		parts = append(parts, fmt.Sprintf("%d more addresses", len(ws)-2))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  " + strings.Join(parts, ", ")
 }
 
 // printMetrics writes the table of the metrics the functions wrote as EMF

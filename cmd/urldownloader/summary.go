@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -193,13 +194,17 @@ func (o *outcomes) failed() int {
 }
 
 // loads returns each queue's URLs in this run with its delay.
-func (o *outcomes) loads(delay func(key string) time.Duration) []localmode.HostLoad {
+func (o *outcomes) loads(delay func(key string) time.Duration, server func(key string) (netip.Addr, time.Duration)) []localmode.HostLoad {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := make([]localmode.HostLoad, 0, len(o.byKey))
 	for _, k := range slices.Sorted(maps.Keys(o.byKey)) {
 		l := o.byKey[k]
-		out = append(out, localmode.HostLoad{Key: k, URLs: l.urls, Copies: l.urls - len(l.distinct), Delay: delay(k)})
+		h := localmode.HostLoad{Key: k, URLs: l.urls, Copies: l.urls - len(l.distinct), Delay: delay(k)}
+		if server != nil {
+			h.Addr, h.ServerDelay = server(k)
+		}
+		out = append(out, h)
 	}
 	return out
 }
@@ -242,6 +247,11 @@ func shorten(s string, n int) string {
 // (127.0.0.2:8080: 10 urls × 4s Crawl-delay)".
 func boundText(loads []localmode.HostLoad, fetchDelay time.Duration) string {
 	b, worst := localmode.Bound(loads)
+	if sb, s := localmode.ServerBound(loads); sb > b {
+		// The hosts share a server: its gate, not any one host, bounds
+		// the job.
+		return fmt.Sprintf("%s (%d hosts waiting on %s: %d requests × %s ServerDelay)", sb.Round(time.Millisecond), s.Hosts, s.Addr, s.Fetches, s.Delay)
+	}
 	if worst.URLs == 0 {
 		return "0s"
 	}
@@ -258,7 +268,7 @@ func boundText(loads []localmode.HostLoad, fetchDelay time.Duration) string {
 
 // printLocalSummary writes the end of a local run to w. verbose adds the
 // runtime's own counters.
-func printLocalSummary(w io.Writer, r localmode.Report, o *outcomes, delay func(string) time.Duration, verbose bool) {
+func printLocalSummary(w io.Writer, r localmode.Report, o *outcomes, delay func(string) time.Duration, server func(string) (netip.Addr, time.Duration), verbose bool) {
 	in := r.Input
 	if in.SameAs != "" {
 		fmt.Fprintf(w, "urldownloader: input: the list read before as %s (its start is the same: moved, renamed or extended), going on where it stopped, under its ids\n", in.SameAs)
@@ -275,7 +285,7 @@ func printLocalSummary(w io.Writer, r localmode.Report, o *outcomes, delay func(
 		verb = "stopped"
 	}
 	fmt.Fprintf(w, "urldownloader: %s: %d of %d urls have a result, in %s; politeness bound %s\n",
-		verb, got+r.DoneElsewhere, r.Expected, r.Elapsed.Round(100*time.Millisecond), boundText(o.loads(delay), o.params.FetchDelay))
+		verb, got+r.DoneElsewhere, r.Expected, r.Elapsed.Round(100*time.Millisecond), boundText(o.loads(delay, server), o.params.FetchDelay))
 	var parts []string
 	statuses := slices.Sorted(maps.Keys(r.ByStatus))
 	slices.SortStableFunc(statuses, func(a, b result.Status) int { return r.ByStatus[b] - r.ByStatus[a] })

@@ -94,7 +94,7 @@ func TestAdviceLines(t *testing.T) {
 		}
 		return time.Second
 	}
-	printLocalSummary(&out, rep, o, delay, false)
+	printLocalSummary(&out, rep, o, delay, nil, false)
 	for _, w := range []string{"done: 25 of 25 urls have a result, in 6s; politeness bound 6s (e.test: 5 urls × 1.2s Crawl-delay)",
 		"by status: denied 13, fetch_error 6, fetched 5, dropped 1", "12 denied by the address policy"} {
 		if !strings.Contains(out.String(), w) {

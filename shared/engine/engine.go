@@ -23,6 +23,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/params"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/runtime/metrics"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
@@ -174,6 +175,12 @@ type Engine struct {
 	// every host where it is stored (local mode: one process works every
 	// shard).
 	Placement *Placement
+	// Gate, when set, spaces requests per server address (package server):
+	// the process's one gate, shared by its runs and given to the fetcher
+	// too (FetchGate), which meets it where a request's connection is
+	// known. Each run opens it (server.Gate.Open) at RunStart when set,
+	// else at the run's own start. Nil: politeness per host only.
+	Gate *server.Gate
 	// Metrics receives the run's metrics (requests, bytes, fetch latency,
 	// politeness wait, robots denials, give-ups, hosts worked); nil
 	// records nothing. Results are counted where they are published (see
@@ -337,6 +344,16 @@ func (e *Engine) Run(ctx context.Context, req RunRequest) (Summary, error) {
 		lastFetch: map[string]time.Time{}, pending: map[string]int{},
 	}
 	r.crashFn, _ = ctx.Value(crashKey{}).(CrashFunc)
+	if e.Gate != nil {
+		// What a run before this one (another process, an earlier
+		// invocation) sent to an address is unknown: its gate starts
+		// closed for a delay.
+		if e.RunStart.IsZero() {
+			e.Gate.Open(r.start)
+		} else {
+			e.Gate.Open(e.RunStart)
+		}
+	}
 	for {
 		now := e.Clock.Now()
 		if !now.Before(req.Until) || ctx.Err() != nil || r.crashed.Load() {
@@ -726,6 +743,12 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 		if len(r.active) >= p.MaxConcurrentHosts {
 			r.mu.Unlock()
 			starved = true
+			continue
+		}
+		if r.engine.heldForServer(p, key) {
+			// Due, but its address is busy for longer than the host
+			// waits for itself: the next look takes it up.
+			r.mu.Unlock()
 			continue
 		}
 		rate := hostRate(p, key)

@@ -267,6 +267,11 @@ func (w *worker) fetch(ctx context.Context, req fetch.Request) (resp *fetch.Resp
 		}
 		w.dialed[u.Hostname()] = true
 	}
+	ctx, unclaim, err := w.claimServer(ctx, req.URL)
+	if err != nil {
+		return nil, w.engine.Clock.Now(), &fetch.Error{Kind: fetch.KindCanceled, Op: "wait for the server's gate", URL: req.URL, Err: err}
+	}
+	defer unclaim()
 	var release func()
 	w.unlocked(func() { release, err = w.engine.requests.acquire(ctx, w.engine.Budget.Requests) })
 	sent = w.engine.Clock.Now()

@@ -80,8 +80,10 @@ type addrState struct {
 	changed chan struct{}
 	// touched is when a request last started or ended.
 	touched time.Time
-	// waiting counts the requests of each host waiting now; held the
-	// hosts held back at dispatch, with when.
+	// queue are the requests waiting, in their order of arrival;
+	// waiting counts them by host; held the hosts held back at dispatch,
+	// with when.
+	queue   []*waiter
 	waiting map[string]int
 	held    map[string]time.Time
 	// delay is the delay in force at the latest request (for the
@@ -178,44 +180,73 @@ func (g *Gate) Acquire(ctx context.Context, host string, a netip.Addr, s params.
 			g.OnWait(g.clock.Now().Sub(began))
 		}
 	}()
+	me := &waiter{host: host}
+	queued := false
 	for {
 		g.mu.Lock()
 		now := g.clock.Now()
 		g.prune(now)
 		st := g.state(a, s)
-		if !now.Before(st.next) && st.inflight < connections(s) {
+		head := len(st.queue) == 0 || st.queue[0] == me
+		if head && !now.Before(st.next) && st.inflight < connections(s) {
+			if queued {
+				st.dequeue(me)
+			}
 			st.inflight++
 			st.next = now.Add(st.effective(s))
 			st.touched = now
 			g.mu.Unlock()
 			return &Pass{g: g, addr: a, host: host, s: s, started: now}, nil
 		}
-		if !waited {
-			waited, began = true, now
+		if !queued {
+			// First come, first served: a host that arrived first is not
+			// overtaken by one whose wake-up happened to come sooner.
+			queued, waited, began = true, true, now
+			st.queue = append(st.queue, me)
+			st.waiting[host]++
+			head = len(st.queue) == 1
 		}
-		st.waiting[host]++
-		full := st.inflight >= connections(s)
 		ch, wait := st.changed, st.next.Sub(now)
+		sleep := head && st.inflight < connections(s) && wait > 0
 		g.mu.Unlock()
 		var err error
-		if full {
+		if sleep {
+			err = g.clock.Sleep(ctx, wait)
+		} else {
 			select {
 			case <-ch:
 			case <-ctx.Done():
 				err = ctx.Err()
 			}
-		} else {
-			err = g.clock.Sleep(ctx, wait)
 		}
-		g.mu.Lock()
-		if st.waiting[host]--; st.waiting[host] <= 0 {
-			delete(st.waiting, host)
-		}
-		g.mu.Unlock()
 		if err != nil {
+			g.mu.Lock()
+			st.dequeue(me)
+			g.mu.Unlock()
 			return nil, err
 		}
 	}
+}
+
+// waiter is one request waiting at an address's gate.
+type waiter struct{ host string }
+
+// dequeue takes w out of the queue (it got its pass, or gave up) and
+// tells the others: the next one may be the head now.
+func (st *addrState) dequeue(w *waiter) {
+	if i := slices.Index(st.queue, w); i >= 0 {
+		st.queue = slices.Delete(st.queue, i, i+1)
+		if st.waiting[w.host]--; st.waiting[w.host] <= 0 {
+			delete(st.waiting, w.host)
+		}
+		st.signal()
+	}
+}
+
+// signal wakes every waiter of the address to look again.
+func (st *addrState) signal() {
+	close(st.changed)
+	st.changed = make(chan struct{})
 }
 
 // Enter is Acquire where the connection is known: a claim in ctx (Claim)
@@ -249,6 +280,8 @@ func (g *Gate) Enter(ctx context.Context, host string, a netip.Addr, s params.Se
 
 type claimKey struct{}
 
+type paramsKey struct{}
+
 // WithClaim returns ctx carrying a claim: the pass the engine took for the
 // address it expects a request to go over, which Enter uses when the
 // connection turns out to be there.
@@ -259,21 +292,35 @@ func WithClaim(ctx context.Context, p *Pass) context.Context {
 	return context.WithValue(ctx, claimKey{}, p)
 }
 
-// Answer is what a request's answer said, for the slow-down: its status
-// (0 without an answer).
-type Answer struct {
-	Status int
+// WithParams returns ctx carrying the parameters a request is made under,
+// which EnterConn reads the gate's settings from (params.ServerFor).
+func WithParams(ctx context.Context, p params.Params) context.Context {
+	return context.WithValue(ctx, paramsKey{}, &p)
 }
 
-// struggling tells an answer that says the server struggles.
-func (a Answer) struggling(took time.Duration) bool {
-	return a.Status >= 500 || a.Status == 429 || took >= SlowAnswer
+// EnterConn is Enter with the settings of the parameters in ctx
+// (WithParams), or the defaults: what the fetcher calls once it knows the
+// connection's remote address.
+func (g *Gate) EnterConn(ctx context.Context, host string, a netip.Addr) (*Pass, error) {
+	p, _ := ctx.Value(paramsKey{}).(*params.Params)
+	if p == nil {
+		d := params.Defaults()
+		p = &d
+	}
+	return g.Enter(ctx, host, a, p.ServerFor(host, a))
 }
 
-// Leave ends the request: the address's next request starts no sooner
-// than the delay from now (as FetchDelay counts from a response's end),
-// and one more may be in flight. Leaving twice is leaving once.
-func (p *Pass) Leave(ans Answer) {
+// struggling tells an answer that says the server struggles: a 5xx, a
+// 429, or a slow answer.
+func struggling(status int, took time.Duration) bool {
+	return status >= 500 || status == 429 || took >= SlowAnswer
+}
+
+// Leave ends the request, whose answer had status (0 without an answer):
+// the address's next request starts no sooner than the delay from now (as
+// FetchDelay counts from a response's end), and one more may be in
+// flight. Leaving twice is leaving once.
+func (p *Pass) Leave(status int) {
 	if p == nil {
 		return
 	}
@@ -289,7 +336,7 @@ func (p *Pass) Leave(ans Answer) {
 	if st == nil {
 		return
 	}
-	st.note(p.host, ans, now.Sub(p.started), now)
+	st.note(p.host, status, now.Sub(p.started), now)
 	if t := now.Add(st.effective(p.s)); t.After(st.next) {
 		st.next = t
 	}
@@ -319,18 +366,17 @@ func (p *Pass) Cancel() {
 
 func (st *addrState) release() {
 	st.inflight = max(0, st.inflight-1)
-	close(st.changed)
-	st.changed = make(chan struct{})
+	st.signal()
 }
 
 // note counts an answer in the address's slow-down.
-func (st *addrState) note(host string, ans Answer, took time.Duration, now time.Time) {
+func (st *addrState) note(host string, status int, took time.Duration, now time.Time) {
 	for h, t := range st.bad {
 		if now.Sub(t) > struggleWindow {
 			delete(st.bad, h)
 		}
 	}
-	if !ans.struggling(took) {
+	if !struggling(status, took) {
 		if st.factor = 1 + (st.factor-1)*0.75; st.factor < 1.05 {
 			st.factor = 1
 		}
@@ -348,7 +394,7 @@ func (g *Gate) prune(now time.Time) {
 		return
 	}
 	for a, st := range g.addrs {
-		if st.inflight == 0 && len(st.waiting) == 0 && now.Sub(st.touched) > forgetAfter && !st.next.After(now) {
+		if st.inflight == 0 && len(st.queue) == 0 && now.Sub(st.touched) > forgetAfter && !st.next.After(now) {
 			delete(g.addrs, a)
 		}
 	}
@@ -370,11 +416,7 @@ func (g *Gate) Backlog(a netip.Addr, s params.Server) time.Duration {
 		return 0
 	}
 	now := g.clock.Now()
-	n := 0
-	for _, c := range st.waiting {
-		n += c
-	}
-	d := max(0, st.next.Sub(now)) + time.Duration(n)*st.effective(s)
+	d := max(0, st.next.Sub(now)) + time.Duration(len(st.queue))*st.effective(s)
 	if st.inflight >= connections(s) {
 		d = max(d, st.effective(s))
 	}

@@ -56,7 +56,7 @@ func hammer(t *testing.T, g *server.Gate, s params.Server, hosts, n int, hold ti
 				sp := span{start: time.Now()}
 				time.Sleep(hold)
 				sp.end = time.Now()
-				p.Leave(server.Answer{Status: 200})
+				p.Leave(200)
 				mu.Lock()
 				spans = append(spans, sp)
 				mu.Unlock()
@@ -125,13 +125,13 @@ func TestGateStartsClosed(t *testing.T) {
 		if got := time.Since(open); got != s.Delay {
 			t.Errorf("first request after %v, want %v", got, s.Delay)
 		}
-		p.Leave(server.Answer{Status: 200})
+		p.Leave(200)
 		// Later openings close again only addresses idle since.
 		time.Sleep(time.Second)
 		g.Open(time.Now())
 		before := time.Now()
 		p, _ = g.Acquire(context.Background(), "a.example", shared, s)
-		p.Leave(server.Answer{})
+		p.Leave(0)
 		if got := time.Since(before); got != s.Delay {
 			t.Errorf("first request of a new run after %v, want %v", got, s.Delay)
 		}
@@ -148,7 +148,7 @@ func TestGateOffAndBounded(t *testing.T) {
 			if p != nil || err != nil {
 				t.Fatalf("no gate: Acquire = %v, %v, want nil, nil", p, err)
 			}
-			p.Leave(server.Answer{})
+			p.Leave(0)
 		}
 		if time.Since(before) != 0 {
 			t.Error("requests without a gate waited")
@@ -179,7 +179,7 @@ func TestGateClaimAndEnter(t *testing.T) {
 		if err != nil || p != claim || time.Since(before) != 0 {
 			t.Fatalf("Enter on the claimed address = %v, %v after %v; want the claim at once", p, err, time.Since(before))
 		}
-		p.Leave(server.Answer{Status: 200})
+		p.Leave(200)
 		claim.Cancel() // a no-op once entered
 
 		// DNS moved the host: the claim on shared is given back.
@@ -188,7 +188,7 @@ func TestGateClaimAndEnter(t *testing.T) {
 		busy, _ := g.Acquire(context.Background(), "b.example", other, s)
 		go func() {
 			time.Sleep(50 * time.Millisecond)
-			busy.Leave(server.Answer{Status: 200})
+			busy.Leave(200)
 		}()
 		before = time.Now()
 		p, err = g.Enter(server.WithClaim(context.Background(), claim), "a.example", other, s)
@@ -198,11 +198,11 @@ func TestGateClaimAndEnter(t *testing.T) {
 		if got := time.Since(before); got != 250*time.Millisecond {
 			t.Errorf("waited %v on the real address, want its in-flight request's 50ms plus the delay", got)
 		}
-		p.Leave(server.Answer{Status: 200})
+		p.Leave(200)
 		// The claim went back: shared takes a request at once.
 		before = time.Now()
 		q, _ := g.Acquire(context.Background(), "c.example", shared, s)
-		q.Leave(server.Answer{})
+		q.Leave(0)
 		if time.Since(before) != 0 {
 			t.Errorf("the given-back claim still held its address %v", time.Since(before))
 		}
@@ -217,23 +217,23 @@ func TestGateSlowsAStrugglingServer(t *testing.T) {
 		s := params.Server{Delay: 100 * time.Millisecond, Connections: 1}
 		gap := func(host string, status int) time.Duration {
 			p, _ := g.Acquire(context.Background(), host, shared, s)
-			p.Leave(server.Answer{Status: status})
+			p.Leave(status)
 			before := time.Now()
 			q, _ := g.Acquire(context.Background(), host, shared, s)
-			q.Leave(server.Answer{Status: 200})
+			q.Leave(200)
 			return time.Since(before)
 		}
 		if d := gap("a.example", 503); d != s.Delay {
 			t.Errorf("one host's 503: next request after %v, want the plain delay %v", d, s.Delay)
 		}
 		p, _ := g.Acquire(context.Background(), "a.example", shared, s)
-		p.Leave(server.Answer{Status: 503})
+		p.Leave(503)
 		p, _ = g.Acquire(context.Background(), "b.example", shared, s)
-		p.Leave(server.Answer{Status: 429})
+		p.Leave(429)
 		before := time.Now()
 		p, _ = g.Acquire(context.Background(), "c.example", shared, s)
 		slowed := time.Since(before)
-		p.Leave(server.Answer{Status: 200})
+		p.Leave(200)
 		if slowed <= s.Delay {
 			t.Errorf("after 503 and 429 from two hosts: next request after %v, want more than %v", slowed, s.Delay)
 		}
@@ -242,11 +242,11 @@ func TestGateSlowsAStrugglingServer(t *testing.T) {
 		}
 		for range 40 {
 			p, _ = g.Acquire(context.Background(), "c.example", shared, s)
-			p.Leave(server.Answer{Status: 200})
+			p.Leave(200)
 		}
 		before = time.Now()
 		p, _ = g.Acquire(context.Background(), "c.example", shared, s)
-		p.Leave(server.Answer{Status: 200})
+		p.Leave(200)
 		if got := time.Since(before); got != s.Delay {
 			t.Errorf("after good answers: next request after %v, want the delay back to %v", got, s.Delay)
 		}
@@ -262,7 +262,7 @@ func TestGateBacklogAndWaiting(t *testing.T) {
 		for _, h := range []string{"b.example", "c.example", "d.example"} {
 			wg.Go(func() {
 				q, _ := g.Acquire(context.Background(), h, shared, s)
-				q.Leave(server.Answer{Status: 200})
+				q.Leave(200)
 			})
 		}
 		synctest.Wait()
@@ -277,7 +277,38 @@ func TestGateBacklogAndWaiting(t *testing.T) {
 		if b := g.Backlog(other, s); b != 0 {
 			t.Errorf("Backlog of an unused address = %v", b)
 		}
-		p.Leave(server.Answer{Status: 200})
+		p.Leave(200)
 		wg.Wait()
+	})
+}
+
+// Requests waiting on one address are served in their order of arrival.
+func TestGateFirstComeFirstServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := server.New(bubbleClock{})
+		s := params.Server{Delay: 100 * time.Millisecond, Connections: 1}
+		busy, _ := g.Acquire(context.Background(), "a.example", shared, s)
+		var mu sync.Mutex
+		var order []string
+		var wg sync.WaitGroup
+		for i := range 6 {
+			host := string(rune('b'+i)) + ".example"
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+				p, _ := g.Acquire(context.Background(), host, shared, s)
+				mu.Lock()
+				order = append(order, host)
+				mu.Unlock()
+				time.Sleep(time.Duration(10-i) * time.Millisecond)
+				p.Leave(200)
+			})
+		}
+		time.Sleep(50 * time.Millisecond)
+		busy.Leave(200)
+		wg.Wait()
+		want := []string{"b.example", "c.example", "d.example", "e.example", "f.example", "g.example"}
+		if !slices.Equal(order, want) {
+			t.Errorf("served in order %v, want their arrival order %v", order, want)
+		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/params"
 	"github.com/urldownloader/urldownloader/shared/domain/robots"
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/engine"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
@@ -31,6 +33,9 @@ type Progress struct {
 	// Waiting says why hosts with queued URLs send no request now
 	// (waiting.go), read from the state every few seconds.
 	Waiting []Wait
+	// Servers are the server addresses hosts wait on now, at their gate
+	// (ServerDelay, ServerConnections), the most waited on first.
+	Servers []server.Waiting
 }
 
 // Progress returns the run's progress now. It is safe to call while Run
@@ -43,6 +48,7 @@ func (rt *Runtime) Progress() Progress {
 	t.mu.Unlock()
 	p.Requests, p.InFlight = rt.requests.Load(), rt.inFlight.Load()
 	p.Waiting = rt.waiting()
+	p.Servers = rt.gate.Waiting()
 	for _, e := range rt.engines {
 		n, _ := e.Workers()
 		p.Hosts += n
@@ -58,6 +64,10 @@ type HostLoad struct {
 	URLs   int
 	Copies int
 	Delay  time.Duration
+	// Addr is the server address the queue's host resolves to, when
+	// known, and ServerDelay its gate's delay (0: none, or exempt).
+	Addr        netip.Addr
+	ServerDelay time.Duration
 }
 
 // Fetches is the requests the queue's URLs cost: one per distinct request.
@@ -79,6 +89,65 @@ func Bound(hosts []HostLoad) (time.Duration, HostLoad) {
 		}
 	}
 	return worst.Time(), worst
+}
+
+// ServerLoad is the work of one server address: the requests of every
+// queue on it, a ServerDelay apart.
+type ServerLoad struct {
+	Addr    netip.Addr
+	Hosts   int
+	Fetches int
+	Delay   time.Duration
+}
+
+// Time is the least time the address's requests take at its gate.
+func (s ServerLoad) Time() time.Duration { return time.Duration(s.Fetches) * s.Delay }
+
+// ServerBound is Bound for the server addresses: the least time the
+// busiest address's requests take at its gate, all its queues' fetches a
+// ServerDelay apart, returned with the address. A job whose hosts share
+// an address waits on it rather than on any one host.
+func ServerBound(hosts []HostLoad) (time.Duration, ServerLoad) {
+	by := map[netip.Addr]*ServerLoad{}
+	for _, h := range hosts {
+		if !h.Addr.IsValid() || h.ServerDelay <= 0 {
+			continue
+		}
+		s := by[h.Addr]
+		if s == nil {
+			s = &ServerLoad{Addr: h.Addr}
+			by[h.Addr] = s
+		}
+		s.Hosts++
+		s.Fetches += h.Fetches()
+		s.Delay = max(s.Delay, h.ServerDelay)
+	}
+	var worst ServerLoad
+	for _, s := range by {
+		if s.Time() > worst.Time() || (s.Time() == worst.Time() && s.Time() > 0 && s.Addr.Less(worst.Addr)) {
+			worst = *s
+		}
+	}
+	return worst.Time(), worst
+}
+
+// ServerOf returns the server address a queue's host resolves to (as the
+// DNS cache knows it now, without asking) and its gate's delay: 0 when
+// unknown, exempt or with ServerDelay 0.
+func (rt *Runtime) ServerOf(key string) (netip.Addr, time.Duration) {
+	if len(rt.engines) == 0 {
+		return netip.Addr{}, 0
+	}
+	u, err := url.Parse("http://" + key)
+	if err != nil {
+		return netip.Addr{}, 0
+	}
+	host := u.Hostname()
+	a, ok := serverAddr(context.Background(), rt.engines[0].Fetcher(rt.params), host, true)
+	if !ok {
+		return netip.Addr{}, 0
+	}
+	return a, rt.params.ServerFor(host, a).Delay
 }
 
 // QueueKey returns the politeness queue a URL's host (host[:port]) is
@@ -116,7 +185,8 @@ func (rt *Runtime) HostsLeft(ctx context.Context) ([]HostLoad, error) {
 				return nil, fmt.Errorf("load %s: %w", key, err)
 			}
 			if h.Pending > 0 {
-				out = append(out, HostLoad{Key: key, URLs: h.Pending, Delay: rt.HostDelay(key)})
+				a, d := rt.ServerOf(key)
+				out = append(out, HostLoad{Key: key, URLs: h.Pending, Delay: rt.HostDelay(key), Addr: a, ServerDelay: d})
 			}
 		}
 	}
@@ -178,6 +248,21 @@ func (w robotsWatch) Fetch(ctx context.Context, req fetch.Request) (*fetch.Respo
 }
 
 func (w robotsWatch) CloseHost(host string) { closeHost(w.f, host) }
+
+// ServerAddr is the fetcher's underneath (engine.ServerAddresser).
+func (w robotsWatch) ServerAddr(ctx context.Context, host string, cachedOnly bool) (netip.Addr, bool) {
+	return serverAddr(ctx, w.f, host, cachedOnly)
+}
+
+// serverAddr passes a ServerAddr on to the fetcher underneath a wrapper,
+// when it can tell (engine.ServerAddresser).
+func serverAddr(ctx context.Context, f engine.Fetcher, host string, cachedOnly bool) (netip.Addr, bool) {
+	sa, ok := f.(engine.ServerAddresser)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return sa.ServerAddr(ctx, host, cachedOnly)
+}
 
 // closeHost passes a worker's CloseHost on to the fetcher underneath a
 // wrapper, when it keeps connections (engine.HostCloser).

@@ -36,6 +36,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/params"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 	"github.com/urldownloader/urldownloader/shared/embedded/dirbody"
 	"github.com/urldownloader/urldownloader/shared/embedded/sqlite"
@@ -195,9 +196,11 @@ type Runtime struct {
 	// (tests: batches the budget cuts short without a 40 MiB list).
 	inputBudget int64
 	clock       *stopClock
-	ingest      *ingesthandler.Handler
-	checks      []*checkhandler.Handler // by shard
-	engines     []*engine.Engine        // by shard, for Progress
+	// gate is the process's gate per server address (engine.Gate).
+	gate    *server.Gate
+	ingest  *ingesthandler.Handler
+	checks  []*checkhandler.Handler // by shard
+	engines []*engine.Engine        // by shard, for Progress
 	// requests and inFlight count this process's requests, for Progress.
 	requests, inFlight atomic.Int64
 	// inputEnded: the run's input is read and queued, and no serve mode
@@ -389,9 +392,14 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 			return rt.faults.note("WARC files "+opts.Warc, opts.Warc, rt.warc.Sync())
 		}
 	}
+	// One gate per server address for the process, met by the engine
+	// before a request and by the fetcher where its connection is known.
+	rt.gate = engine.NewGate(rt.clock, opts.Metrics)
+	fetchOpts.Gate = engine.FetchGate(rt.gate)
 	fetcher := &activeFetcher{f: fetch.New(fetchOpts, rt.clock.Now),
 		last: &rt.lastFetch, requests: &rt.requests, inFlight: &rt.inFlight}
 	parts.Budget, rt.budget = budget, budget
+	parts.Gate = rt.gate
 	parts.Fetcher = func(params.Params) engine.Fetcher { return fetcher }
 	appends := &engine.Appends{}
 	parts.Store = wakeOnAppend(appends.Telling(rt.store), waker{rt})
@@ -656,3 +664,8 @@ func (a *activeFetcher) Fetch(ctx context.Context, req fetch.Request) (*fetch.Re
 }
 
 func (a *activeFetcher) CloseHost(host string) { closeHost(a.f, host) }
+
+// ServerAddr is the fetcher's (engine.ServerAddresser).
+func (a *activeFetcher) ServerAddr(ctx context.Context, host string, cachedOnly bool) (netip.Addr, bool) {
+	return serverAddr(ctx, a.f, host, cachedOnly)
+}

@@ -81,6 +81,10 @@ var (
 	// PolitenessWait is how long a ready URL waited for its host's delay
 	// (the time between its host becoming workable and its request).
 	PolitenessWait = Metric{"PolitenessWait", Milliseconds, Distribution}
+	// ServerWait is how long a request waited at its server address's gate
+	// (ServerDelay, ServerConnections), one value per request that waited:
+	// its sample count is the gate waits, its sum their time.
+	ServerWait = Metric{"ServerWait", Milliseconds, Distribution}
 	// FetchLatency is one request's time, from sending to the body's end.
 	FetchLatency = Metric{"FetchLatency", Milliseconds, Distribution}
 	// RobotsDenials counts URLs denied by robots.txt rules.
@@ -114,7 +118,7 @@ var (
 func All() []Metric {
 	return []Metric{
 		URLsAccepted, URLsRejected, URLsEvicted, Results, Requests, BytesFetched,
-		PolitenessWait, FetchLatency, RobotsDenials, GiveUps, HostsWorked,
+		PolitenessWait, ServerWait, FetchLatency, RobotsDenials, GiveUps, HostsWorked,
 		LeaseTakeovers, PublishRetries, StoreRetries, URLsPending,
 	}
 }

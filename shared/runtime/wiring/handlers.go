@@ -9,6 +9,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/body"
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/engine"
 	"github.com/urldownloader/urldownloader/shared/runtime/checkhandler"
 	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
@@ -58,6 +59,10 @@ type Parts struct {
 	// one server's names would otherwise be worked by several check
 	// invocations at once. Nil places every host by name.
 	Resolver ingesthandler.Resolver
+	// Gate is the process's gate per server address (engine.NewGate),
+	// which the fetcher meets too (engine.FetchGate); nil paces per host
+	// only.
+	Gate *server.Gate
 }
 
 // Engine builds a check engine on the parts.
@@ -66,6 +71,7 @@ func (p Parts) Engine() *engine.Engine {
 		Store: p.Store, Publisher: p.Publisher, Fetcher: p.Fetcher,
 		Params: p.Params, ParamsReady: p.ParamsReady, Clock: p.Clock, Log: p.Log,
 		Budget: p.Budget, Bodies: p.Bodies, InlineLimit: p.InlineLimit, Metrics: p.Metrics,
+		Gate: p.Gate,
 	}
 	if p.Resolver != nil {
 		// Hosts ingest placed by address stay with their address.

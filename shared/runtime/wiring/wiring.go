@@ -31,6 +31,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/aws/wake"
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/engine"
 	"github.com/urldownloader/urldownloader/shared/runtime/checkhandler"
 	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
@@ -124,13 +125,14 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 	sqsPub := sqsout.New(sq, cfg.OutputQueueURL, pubOpts)
 	pub := &metrics.CountResults{Publisher: sqsPub, Metrics: rec}
 	cache := params.NewCache(ssmparams.New(sm, cfg.ParamPath), ttl, clock.Now, log)
-	fetchers := &fetcherCache{addresses: cfg.Addresses, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now}
+	gate := engine.NewGate(clock, rec)
+	fetchers := &fetcherCache{addresses: cfg.Addresses, resolve: opts.Resolve, maxConns: opts.Budget.Conns, now: clock.Now, gate: gate}
 	parts := Parts{
 		Store: store, Idempotency: store, Publisher: pub,
 		Params: cache.Get, ParamsReady: cache.WaitLoaded, Fetcher: fetchers.get, Guard: Guard(cfg.Addresses),
 		ShardCount: cfg.ShardCount, Clock: clock, Log: log, Metrics: rec, Budget: opts.Budget,
 		InlineLimit: InlineLimit(cfg.OutputMaxMessageBytes),
-		Resolver:    resolverFor(opts.Resolve),
+		Resolver:    resolverFor(opts.Resolve), Gate: gate,
 	}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
@@ -257,6 +259,7 @@ type fetcherCache struct {
 	maxConns int
 	now      func() time.Time
 	archive  fetch.Archive // WARC output, nil without
+	gate     *server.Gate  // the process's, every fetcher's
 
 	mu  sync.Mutex
 	key fetch.Options
@@ -266,6 +269,7 @@ type fetcherCache struct {
 func (c *fetcherCache) get(p params.Params) engine.Fetcher {
 	opts := FetchOptions(p, c.addresses, c.resolve, c.maxConns)
 	opts.Archive = c.archive
+	opts.Gate = engine.FetchGate(c.gate)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.f == nil || !sameOptions(c.key, opts) {

@@ -341,13 +341,19 @@ type connUse struct {
 	mu    sync.Mutex
 	held  []*trackedConn
 	stale bool
+	// passes are the gate passes the request holds (Options.Gate), left
+	// with status, the answer's, when it is done.
+	passes []GatePass
+	status int
 }
 
-// got is httptrace's GotConn: the transport handed the request conn.
-func (u *connUse) got(conn net.Conn) {
+// got is httptrace's GotConn: the transport handed the request conn. It
+// reports whether the request holds conn now (false: a stale one, which
+// carries nothing).
+func (u *connUse) got(conn net.Conn) bool {
 	c := tracked(conn)
 	if c == nil {
-		return
+		return true
 	}
 	ok := u.t.acquire(c)
 	u.mu.Lock()
@@ -357,6 +363,7 @@ func (u *connUse) got(conn net.Conn) {
 		u.stale = true
 	}
 	u.mu.Unlock()
+	return ok
 }
 
 // hold records c, already acquired (the plain path takes its connection
@@ -370,11 +377,14 @@ func (u *connUse) hold(c *trackedConn) {
 // done releases the connections the request held.
 func (u *connUse) done() {
 	u.mu.Lock()
-	held := u.held
-	u.held = nil
+	held, passes := u.held, u.passes
+	u.held, u.passes = nil, nil
 	u.mu.Unlock()
 	for _, c := range held {
 		u.t.release(c)
+	}
+	for _, p := range passes {
+		p.Leave(u.status)
 	}
 }
 

@@ -230,6 +230,21 @@ func (c *DNSCache) Lookup(ctx context.Context, host string) ([]netip.Addr, error
 	return fl.entry.result(host)
 }
 
+// Cached returns host's addresses if the cache holds a live answer for
+// it, without asking anyone.
+func (c *DNSCache) Cached(host string) ([]netip.Addr, bool) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a}, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[tableKey(host)]
+	if e == nil || e.notFound != nil || !c.opts.Now().Before(e.expires) {
+		return nil, false
+	}
+	return e.addrs, len(e.addrs) > 0
+}
+
 // lookup is Lookup for a dial on network: only the addresses it can reach.
 func (c *DNSCache) lookup(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	addrs, err := c.Lookup(ctx, host)

@@ -132,9 +132,85 @@ type Options struct {
 	// remote address): WARC output. Response.Warc then says where it
 	// went. Nil captures nothing and costs nothing.
 	Archive Archive
+	// Gate, when set, is met by every request once its connection is
+	// known, a new or a reused one, before anything is written on it: the
+	// politeness gate of the connection's remote address (package
+	// server's, through the engine). Its wait is bounded by the request's
+	// context; the pass is left when the body is closed.
+	Gate Gate
 	// viaTransport sends plain HTTP through net/http's Transport too, as
 	// HTTPS is: tests compare the two paths with it.
 	viaTransport bool
+}
+
+// Gate spaces requests per server address (Options.Gate).
+type Gate interface {
+	// EnterConn waits until a request to host may go over a connection to
+	// addr, or ctx ends; the request leaves the pass once it is over.
+	EnterConn(ctx context.Context, host string, addr netip.Addr) (GatePass, error)
+}
+
+// GatePass is one request's place at a gate.
+type GatePass interface {
+	// Leave ends the request, whose answer had status (0 without one).
+	Leave(status int)
+}
+
+// ServerAddr is the address a request to host is dialed at first: an IP
+// literal itself, the Resolve table's first, else the DNS cache's first
+// answer (looked up if need be, or from the cache only when cachedOnly).
+// false when it is not known. The engine uses it to claim the address's
+// gate before a request; the connection's real address decides (Gate).
+func (f *Fetcher) ServerAddr(ctx context.Context, host string, cachedOnly bool) (netip.Addr, bool) {
+	host = hostKey(host)
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap(), true
+	}
+	var addrs []netip.Addr
+	switch {
+	case f.table != nil:
+		addrs, _ = f.table.lookup(ctx, "tcp", host)
+	case f.dns != nil && cachedOnly:
+		addrs, _ = f.dns.Cached(host)
+	case f.dns != nil:
+		addrs, _ = f.dns.lookup(ctx, "tcp", host)
+	}
+	if len(addrs) == 0 {
+		return netip.Addr{}, false
+	}
+	return addrs[0].Unmap(), true
+}
+
+// remoteAddr is conn's remote IP address, if it has one.
+func remoteAddr(conn net.Conn) (netip.Addr, bool) {
+	if conn == nil || conn.RemoteAddr() == nil {
+		return netip.Addr{}, false
+	}
+	ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap(), true
+}
+
+// enterGate meets the gate of conn's remote address for a request to host
+// (Options.Gate), holding the pass in use until done.
+func (f *Fetcher) enterGate(ctx context.Context, use *connUse, host string, conn net.Conn) error {
+	if f.opts.Gate == nil {
+		return nil
+	}
+	a, ok := remoteAddr(conn)
+	if !ok {
+		return nil
+	}
+	pass, err := f.opts.Gate.EnterConn(ctx, host, a)
+	if err != nil {
+		return fmt.Errorf("wait for server %s (ServerDelay): %w", a, err)
+	}
+	use.mu.Lock()
+	use.passes = append(use.passes, pass)
+	use.mu.Unlock()
+	return nil
 }
 
 // Dialer makes connections; *net.Dialer is one.
@@ -207,6 +283,7 @@ type Fetcher struct {
 	client    *http.Client
 	conns     *connTracker
 	dns       *DNSCache // nil with Options.Resolve, or a Network alone
+	table     hostTable // Options.Resolve's
 	// dial opens a tracked connection (guard, DNS cache, cap): the
 	// Transport's and the plain path's (plain.go).
 	dial dialFunc
@@ -251,9 +328,11 @@ func New(opts Options, now func() time.Time) *Fetcher {
 	}
 	dial := dialFunc(through.DialContext)
 	var cache *DNSCache
+	var table hostTable
 	switch {
 	case opts.Resolve != nil:
-		dial = resolvingDial(newHostTable(opts.Resolve).lookup, through)
+		table = newHostTable(opts.Resolve)
+		dial = resolvingDial(table.lookup, through)
 	case opts.DNS != nil || opts.Network == nil:
 		// A test's Network without a DNS cache gets names as they are
 		// (and its guard refuses them): no query leaves its bubble.
@@ -267,7 +346,7 @@ func New(opts Options, now func() time.Time) *Fetcher {
 		maxIdle = opts.MaxConns
 	}
 	conns.maxIdle = maxIdle
-	f := &Fetcher{opts: opts, now: now, conns: conns, dns: cache, dial: dial}
+	f := &Fetcher{opts: opts, now: now, conns: conns, dns: cache, table: table, dial: dial}
 	transport := &http.Transport{
 		// No proxy, deliberately, even if HTTP_PROXY is set: through a
 		// proxy we would dial the proxy's address, the guard would check
@@ -412,6 +491,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	defer capt.close()
 	// Released once the body is closed (defers run last first): until
 	// then the connection is the request's, and CloseHost leaves it.
+	use.status = resp.StatusCode
 	defer use.done()
 	// Closing without draining on truncation drops the connection instead
 	// of downloading the rest: the right trade for an oversized body.
@@ -511,8 +591,19 @@ func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*h
 	for try := 0; ; try++ {
 		use := &connUse{t: f.conns}
 		n1xx := 0
+		host := hostKey(hreqHost(rawURL))
+		gotConn := func(conn net.Conn) {
+			if !use.got(conn) {
+				return
+			}
+			if err := f.enterGate(ctx, use, host, conn); err != nil {
+				// Nothing is written on it: the request fails with
+				// ctx's error, as it would have waiting for a dial.
+				conn.Close()
+			}
+		}
 		trace := &httptrace.ClientTrace{
-			GotConn: func(info httptrace.GotConnInfo) { use.got(info.Conn) },
+			GotConn: func(info httptrace.GotConnInfo) { gotConn(info.Conn) },
 			// The Transport's own bound on 1xx answers is the header
 			// size, 10,000 of them fit: the plain path's count holds
 			// here too (max1xx).
@@ -527,7 +618,7 @@ func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*h
 		if f.opts.Archive != nil {
 			capt = newCapture(f.now())
 			trace.GotConn = func(info httptrace.GotConnInfo) {
-				use.got(info.Conn)
+				gotConn(info.Conn)
 				capt.gotConn(info.Conn)
 			}
 			trace.WroteHeaderField = capt.wroteField
@@ -566,6 +657,15 @@ func (f *Fetcher) roundTrip(ctx context.Context, rawURL string, req Request) (*h
 		}
 		return nil, nil, nil, nil, f.wrap(ctx, "request", req.URL, err)
 	}
+}
+
+// hreqHost is rawURL's host name, empty when it does not parse.
+func hreqHost(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // Size is the body's length as kept: in Body or in the store.

@@ -190,6 +190,9 @@ func (f *Fetcher) roundTripPlain(ctx context.Context, hreq *http.Request, use *c
 		c.Close()
 		return nil, ended(ctx, err)
 	}
+	if err := f.enterGate(ctx, use, hostKey(hreq.URL.Hostname()), c); err != nil {
+		return fail(err)
+	}
 
 	pc := c.plain
 	if err := hreq.Write(pc.bw); err != nil {
