@@ -66,6 +66,11 @@ type Config struct {
 	MillionHosts, MillionPerHost int
 	MillionDelay, MillionTimeout time.Duration
 	SkipMillion                  bool
+	// The server gate row (servergate.go): GateNames names on one address,
+	// GatePerHost pages each, ServerDelay GateDelay.
+	GateNames, GatePerHost int
+	GateDelay              time.Duration
+	SkipGate               bool
 
 	// The cost scenarios. ZipfHosts and ZipfTop size the Zipf list
 	// (internal/zipf; the simulation's is 10,000 and 1,000). CostShapes,
@@ -129,6 +134,7 @@ func FullConfig() Config {
 		ResumeHosts: 50, ResumePerHost: 40, ResumeStops: 5,
 		MemoryLines: []int{2_000_000}, BigSitePerHost: 3000, BigSiteSmallHosts: 100, BigSiteDelay: 10 * time.Millisecond,
 		MillionHosts: 100_000, MillionPerHost: 10, MillionDelay: time.Second, MillionTimeout: 10 * time.Minute,
+		GateNames: 40, GatePerHost: 5, GateDelay: 200 * time.Millisecond,
 		TrickleHosts: 500, BurstURLs: 1000, WideHosts: 2000, WidePerHost: 5, CostDelay: 250 * time.Millisecond,
 		// The Zipf list at a fifth of the simulation's (2,000 hosts, 200
 		// URLs at the top, 2,970 URLs): moto, one Python process, took
@@ -155,6 +161,7 @@ func SmokeConfig() Config {
 		ResumeHosts: 4, ResumePerHost: 20, ResumeStops: 2,
 		MemoryLines: []int{30000}, BigSitePerHost: 1200, BigSiteSmallHosts: 3, BigSiteDelay: time.Millisecond,
 		MillionHosts: 20, MillionPerHost: 10, MillionDelay: 100 * time.Millisecond, MillionTimeout: time.Minute,
+		GateNames: 4, GatePerHost: 2, GateDelay: 100 * time.Millisecond,
 		TrickleHosts: 4, BurstURLs: 12, WideHosts: 6, WidePerHost: 2, CostDelay: 50 * time.Millisecond,
 		ZipfHosts: 10, ZipfTop: 4, PlaceHosts: 6, PlacePerHost: 2,
 		BenchTime: 50 * time.Millisecond,
@@ -176,7 +183,7 @@ func main() {
 	tlsHosts := flag.String("tls-hosts", "", "comma-separated H values for the politeness rows through local mode over HTTPS (default 1000; 0: none)")
 	perHost := flag.Int("u", 0, "URLs per host in every politeness row (default: the row's: 40 at H<5000, 20 at 5000, 5 at 10000)")
 	rowDelay := flag.Duration("d", 0, "fetch delay in every politeness row (default: the row's: 250ms at H<5000, 1s from 5000)")
-	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,million,cost,lambda,resources,bodies,warc")
+	only := flag.String("only", "", "run only these parts: politeness,scale,resume,memory,bigsite,million,servergate,cost,lambda,resources,bodies,warc")
 	memory20m := flag.Bool("memory-20m", false, "add a 20-million-line row to the memory rows (many minutes)")
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
@@ -238,6 +245,7 @@ func main() {
 		cfg.SkipBodies = !parts["bodies"]
 		cfg.SkipWarc = !parts["warc"]
 		cfg.SkipMillion = !parts["million"]
+		cfg.SkipGate = !parts["servergate"]
 	}
 	if *checkMemory != "" {
 		cfg.Resources.CheckMemory = nil
@@ -301,6 +309,9 @@ func main() {
 		}
 		if res.Million != nil {
 			fmt.Println(millionTable(res.Million))
+		}
+		if res.Gate != nil {
+			fmt.Println(gateTable(res.Gate))
 		}
 	}
 	if err != nil {
@@ -381,6 +392,17 @@ func Run(ctx context.Context, cfg Config, logw io.Writer) (*Results, error) {
 				return res, err
 			}
 			log.Info("wrote million section", "file", cfg.Out)
+		}
+	}
+	if !cfg.SkipGate {
+		if res.Gate, err = env.serverGate(ctx); err != nil {
+			return res, err
+		}
+		if cfg.Out != "" {
+			if err := writeGate(inRoot(root, cfg.Out), res.Gate, res.Machine); err != nil {
+				return res, err
+			}
+			log.Info("wrote server gate section", "file", cfg.Out)
 		}
 	}
 	if cfg.Out != "" && (len(res.Memory) > 0 || res.BigSite != nil) {

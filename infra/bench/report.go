@@ -42,6 +42,8 @@ type Results struct {
 	Warc *WarcResult
 	// Million is the million-URL job (millionjob.go), in its own section.
 	Million *MillionResult
+	// Gate is the server gate's row (servergate.go), in its own section.
+	Gate *GateResult
 }
 
 // Prices used to turn units into money: AWS us-east-1 list prices,

@@ -58,6 +58,11 @@ type VHosts struct {
 	// the peaks their most at once.
 	open, openPeak         int
 	inflight, inflightPeak int
+	// lastStart is the latest request's start on the whole site;
+	// minStartGap the least time between two requests' starts (-1: fewer
+	// than two), whatever their hosts: a server's view of its load.
+	lastStart   time.Time
+	minStartGap time.Duration
 }
 
 // vhostStats is one host as the server saw it.
@@ -87,7 +92,7 @@ func StartVHosts(opts VHostOptions) (*VHosts, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &VHosts{opts: opts, addrs: addrs, port: lns[0].Addr().(*net.TCPAddr).Port, hosts: map[string]*vhostStats{}}
+	s := &VHosts{opts: opts, addrs: addrs, port: lns[0].Addr().(*net.TCPAddr).Port, hosts: map[string]*vhostStats{}, minStartGap: -1}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serve),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -202,6 +207,12 @@ func (s *VHosts) serve(w http.ResponseWriter, r *http.Request) {
 			h.minGap = g
 		}
 	}
+	if !s.lastStart.IsZero() {
+		if g := start.Sub(s.lastStart); s.minStartGap < 0 || g < s.minStartGap {
+			s.minStartGap = g
+		}
+	}
+	s.lastStart = start
 	h.inflight++
 	h.requests++
 	s.inflight++
@@ -241,13 +252,16 @@ type VHostStats struct {
 	// counts hosts whose smallest gap was below the delay given to Stats.
 	MinGap   time.Duration
 	BelowGap int
+	// MinStartGap is the least time between two requests' starts on the
+	// whole site, whatever their hosts (-1: fewer than two requests).
+	MinStartGap time.Duration
 }
 
 // Stats summarizes what the site saw, judging gaps against d.
 func (s *VHosts) Stats(d time.Duration) VHostStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := VHostStats{Hosts: len(s.hosts), Conns: s.conns.Load(), MinGap: -1, OpenPeak: s.openPeak, InflightPeak: s.inflightPeak}
+	st := VHostStats{Hosts: len(s.hosts), Conns: s.conns.Load(), MinGap: -1, OpenPeak: s.openPeak, InflightPeak: s.inflightPeak, MinStartGap: s.minStartGap}
 	for _, h := range s.hosts {
 		st.Requests += h.requests
 		st.Robots += h.robots
