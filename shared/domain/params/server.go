@@ -165,9 +165,8 @@ func (p Params) ExemptPrefixes() []netip.Prefix { return p.ServerExempt.Prefixes
 
 // Server is what the gate of one server address keeps for a request to a
 // host over it: the least time between two requests' starts (and from the
-// end of one to the start of the next), and how many may be in flight. A
-// zero Delay turns the gate off for it (ServerDelay 0, or an exempt
-// address).
+// end of one to the start of the next), and how many may be in flight.
+// The zero Server is no gate (ServerDelay 0, or an exempt address).
 type Server struct {
 	Delay       time.Duration
 	Connections int
@@ -178,29 +177,39 @@ func (s Server) Off() bool { return s.Delay <= 0 && s.Connections <= 0 }
 
 // ServerFor is the one place that decides the gate a request to host over
 // addr meets: an address in ServerExempt, or matched by an exempt rule,
-// has none; otherwise the first HostRules rule matching the address (by
-// CIDR), else the host's rule (by name), may set serverDelay and
-// serverConnections over ServerDelay and ServerConnections. ServerDelay 0
-// turns every gate off.
+// has none, and neither has any with ServerDelay 0. Otherwise the first
+// HostRules rule matching the address (by CIDR), else the host's rule (by
+// name), may set serverDelay and serverConnections over ServerDelay and
+// ServerConnections. ServerDelay itself never asks more of a request than
+// its host's own delay (FetchDelay, or its rule's delay): a host alone on
+// its address is never slowed by the gate, and an operator who lowers
+// FetchDelay lowers it too; a rule's serverDelay is taken as it is. The
+// connections hold whatever the delay (the stricter of them and the
+// host's own connections wins).
 func (p Params) ServerFor(host string, addr netip.Addr) Server {
-	if p.ServerExempted(host, addr) {
+	if p.ServerExempted(host, addr) || p.ServerDelay <= 0 {
 		return Server{}
 	}
 	s := Server{Delay: p.ServerDelay, Connections: p.ServerConnections}
+	hostDelay := p.FetchDelay
+	if r, ok := p.HostRules.Match(host); ok && r.HasDelay {
+		hostDelay = r.Delay
+	}
+	explicit := false
 	r, ok := p.HostRules.MatchAddr(addr)
 	if !ok || !r.hasServer() {
 		r, ok = p.HostRules.Match(host)
 	}
 	if ok {
 		if r.HasServerDelay {
-			s.Delay = r.ServerDelay
+			s.Delay, explicit = r.ServerDelay, true
 		}
 		if r.ServerConnections > 0 {
 			s.Connections = r.ServerConnections
 		}
 	}
-	if s.Delay <= 0 {
-		return Server{}
+	if !explicit {
+		s.Delay = min(s.Delay, hostDelay)
 	}
 	return s
 }

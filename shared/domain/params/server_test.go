@@ -93,6 +93,20 @@ func TestServerFor(t *testing.T) {
 			}
 		})
 	}
+	// A host's own delay caps ServerDelay (not a rule's serverDelay): a
+	// host alone on its address is never slowed by its gate.
+	fast := p
+	fast.FetchDelay = 100 * time.Millisecond
+	if got := fast.ServerFor("a.example", addr("192.0.2.1")); got != (Server{Delay: 100 * time.Millisecond, Connections: 1}) {
+		t.Errorf("FetchDelay 100ms: ServerFor = %+v, want the delay capped at 100ms", got)
+	}
+	if got := fast.ServerFor("a.example", addr("198.51.100.9")); got.Delay != 2*time.Second {
+		t.Errorf("FetchDelay 100ms: a range rule's serverDelay became %v, want its 2s", got.Delay)
+	}
+	fast.FetchDelay = 0
+	if got := fast.ServerFor("a.example", addr("192.0.2.1")); got != (Server{Connections: 1}) || got.Off() {
+		t.Errorf("FetchDelay 0: ServerFor = %+v, want no delay and still one connection", got)
+	}
 	p.ServerDelay = 0
 	if got := p.ServerFor("a.example", addr("192.0.2.1")); !got.Off() {
 		t.Errorf("ServerDelay 0: ServerFor = %+v, want the gate off", got)
