@@ -44,6 +44,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/params"
 	"github.com/urldownloader/urldownloader/shared/domain/politeness"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 	"github.com/urldownloader/urldownloader/shared/embedded/sqlite"
 	"github.com/urldownloader/urldownloader/shared/engine"
@@ -181,6 +182,9 @@ type env struct {
 	// wrap, when set, wraps each engine's fetcher (a test's stand-in for
 	// DNS: see TestDomainQueueSharesDelay).
 	wrap func(engine.Fetcher) engine.Fetcher
+	// gate, when set, is every engine's gate per server address, which
+	// their fetchers meet too.
+	gate *server.Gate
 
 	mu sync.Mutex
 	p  params.Params
@@ -259,6 +263,9 @@ func (e *env) engine() *engine.Engine {
 				if e.net != nil {
 					opts.Network = e.net
 				}
+				if e.gate != nil {
+					opts.Gate = engine.FetchGate(e.gate)
+				}
 				f, key = fetch.New(opts, time.Now), p
 			}
 			if e.wrap != nil {
@@ -269,6 +276,7 @@ func (e *env) engine() *engine.Engine {
 		Params: func(context.Context) params.Params { return e.params() },
 		Clock:  engine.RealClock{},
 		Log:    e.log,
+		Gate:   e.gate,
 	}
 }
 

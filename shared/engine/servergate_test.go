@@ -1,0 +1,92 @@
+package engine_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/engine"
+)
+
+// TestServerGateKeepsSlotsForOtherServers: eight hosts on one server
+// address (ports of one IP) and four hosts each on an address of its own
+// share four worker slots. The shared address's requests are spaced by
+// ServerDelay, one at a time, and its hosts, which could only wait there,
+// give their slots up to the others: the hosts on their own addresses are
+// done long before the shared address's queue is (virtual time: exact).
+func TestServerGateKeepsSlotsForOtherServers(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.FetchDelay, p.ServerDelay, p.ServerConnections = time.Second, time.Second, 1
+		p.MaxConcurrentHosts = 4
+		p.RespectRobots = false
+		p.FetchTimeout = 5 * time.Second
+		e := newEnv(t, p)
+		e.gate = engine.NewGate(engine.RealClock{}, nil)
+		start := time.Now()
+		var mu sync.Mutex
+		var shared []served
+		lastOwn := time.Time{}
+		record := func(own bool) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				sp := served{start: time.Now()}
+				time.Sleep(20 * time.Millisecond)
+				w.Write([]byte("ok"))
+				sp.end = time.Now()
+				mu.Lock()
+				defer mu.Unlock()
+				if own {
+					lastOwn = sp.end
+				} else {
+					shared = append(shared, sp)
+				}
+			}
+		}
+		var urls []string
+		for range 8 {
+			srv := e.net.NewServer("127.0.0.9", record(false))
+			t.Cleanup(srv.Close)
+			for i := range 3 {
+				urls = append(urls, fmt.Sprintf("%s/p%d", srv.URL, i))
+			}
+		}
+		e.seed(urls...)
+		time.Sleep(10 * time.Millisecond) // the shared hosts are due first
+		var own []string
+		for range 4 {
+			srv := e.net.NewServer(loopbackIP(), record(true))
+			t.Cleanup(srv.Close)
+			for i := range 3 {
+				own = append(own, fmt.Sprintf("%s/p%d", srv.URL, i))
+			}
+		}
+		e.seed(own...)
+		e.runUntil(len(urls)+len(own), 3*time.Minute)
+		if n := len(e.pub.all()); n != len(urls)+len(own) {
+			t.Fatalf("%d results, want %d", n, len(urls)+len(own))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		slices.SortFunc(shared, func(a, b served) int { return a.start.Compare(b.start) })
+		for i := 1; i < len(shared); i++ {
+			if gap := shared[i].start.Sub(shared[i-1].end); gap < p.ServerDelay {
+				t.Errorf("shared address: request %d started %v after the previous one ended, want at least ServerDelay %v", i, gap, p.ServerDelay)
+			}
+		}
+		sharedDone := shared[len(shared)-1].end.Sub(start)
+		ownDone := lastOwn.Sub(start)
+		t.Logf("hosts on their own addresses done after %v, the shared address after %v", ownDone, sharedDone)
+		// Their 3 requests a FetchDelay apart, and a slot freed by a
+		// shared host at its next request: well under the shared queue's
+		// 24 x ServerDelay.
+		if ownDone > 10*time.Second {
+			t.Errorf("hosts on their own addresses done after %v, want under 10s: the shared address's hosts held the slots", ownDone)
+		}
+	})
+}
+
+// served is one request as a server saw it.
+type served struct{ start, end time.Time }
