@@ -32,7 +32,7 @@ import (
 // Without it the test asserts what placement alone guarantees: every host
 // of the server in one virtual shard, so one check invocation at a time
 // works them all, and every URL fetched once.
-const serverGate = false
+const serverGate = true
 
 const (
 	// gateHosts names share one server, each with gateURLs pages.
