@@ -152,8 +152,11 @@ func serversText(ws []server.Waiting) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s waiting on %s (ServerDelay %s)", hosts, w.Addr, w.Delay))
 	}
-	if len(ws) > 2 {
-		parts = append(parts, fmt.Sprintf("%d more addresses", len(ws)-2))
+	switch more := len(ws) - 2; {
+	case more == 1:
+		parts = append(parts, "1 more address")
+	case more > 1:
+		parts = append(parts, fmt.Sprintf("%d more addresses", more))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/domain/server"
 	"github.com/urldownloader/urldownloader/shared/runtime/localmode"
 	"github.com/urldownloader/urldownloader/shared/runtime/metrics"
 )
@@ -29,6 +31,16 @@ func TestProgressLine(t *testing.T) {
 	if got := progressLine(p, 30, 2*time.Second, 0, false); !strings.HasSuffix(got, "ETA -") {
 		t.Errorf("bound not known yet: %q, want ETA -", got)
 	}
+	// Hosts waiting on a server's gate are named with its address.
+	p.Servers = []server.Waiting{
+		{Addr: netip.MustParseAddr("127.0.0.2"), Hosts: 12, Delay: 200 * time.Millisecond},
+		{Addr: netip.MustParseAddr("127.0.0.3"), Hosts: 1, Delay: 250 * time.Millisecond},
+		{Addr: netip.MustParseAddr("127.0.0.4"), Hosts: 1, Delay: 250 * time.Millisecond},
+	}
+	if got := progressLine(p, 30, 2*time.Second, eta, true); !strings.HasSuffix(got, "ETA 40s  12 hosts waiting on 127.0.0.2 (ServerDelay 200ms), 1 host waiting on 127.0.0.3 (ServerDelay 250ms), 1 more address") {
+		t.Errorf("progress line with server waits: %q", got)
+	}
+	p.Servers = nil
 	done := localmode.Progress{Expected: 100, Results: 100}
 	if got := progressLine(done, 30, 2*time.Second, 0, true); !strings.HasSuffix(got, "ETA 0s") {
 		t.Errorf("nothing left: %q, want ETA 0s", got)
