@@ -228,7 +228,7 @@ func (w *worker) fetchRobots(ctx context.Context, origin string) (*hostqueue.Rob
 		w.st.Switch(origin, w.engine.Clock.Now())
 		w.st.LastFetch = w.engine.Clock.Now()
 		w.remember(w.key, w.st.LastFetch)
-		w.reqs.Add(1)
+		w.countRequest(err)
 		w.fetchMetrics(sent, resp, err)
 		if err != nil {
 			switch {

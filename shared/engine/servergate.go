@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -55,6 +56,19 @@ func NewGate(clock Clock, m *metrics.Recorder) *server.Gate {
 	return g
 }
 
+// errNoClaim marks a request never made because its wait at the server's
+// gate ended (the run's end, or the worker gave its slot up): it is not
+// counted as a request.
+var errNoClaim = errors.New("no request: the server's gate did not let it through")
+
+// countRequest counts a request in the run's summary unless it was never
+// made for want of the gate's claim.
+func (w *worker) countRequest(err error) {
+	if !errors.Is(err, errNoClaim) {
+		w.reqs.Add(1)
+	}
+}
+
 // claimServer waits at the gate of the address the worker's request to
 // target is expected to go to, and returns ctx carrying the claim and the
 // parameters, which the fetcher uses where the connection is known. The
@@ -78,7 +92,7 @@ func (w *worker) claimServer(ctx context.Context, target string) (context.Contex
 		// Due hosts wait for a worker slot, and this one would only wait
 		// on a busy address: it gives its slot up (dispatch holds it
 		// back until the address's backlog is short again).
-		return ctx, func() {}, errors.New("yield the worker: server " + a.String() + " is busy (ServerDelay)")
+		return ctx, func() {}, fmt.Errorf("%w: yield the worker, server %s is busy (ServerDelay)", errNoClaim, a)
 	}
 	cctx, cancel := context.WithDeadline(ctx, w.req.Until)
 	defer cancel()
@@ -86,7 +100,7 @@ func (w *worker) claimServer(ctx context.Context, target string) (context.Contex
 	var err error
 	w.unlocked(func() { claim, err = g.Acquire(cctx, host, a, s) })
 	if err != nil {
-		return ctx, func() {}, errors.Join(errors.New("wait for server "+a.String()+" (ServerDelay)"), err)
+		return ctx, func() {}, fmt.Errorf("%w: wait for server %s (ServerDelay): %w", errNoClaim, a, err)
 	}
 	// The host's own pace planned the request earlier: the gate's wait is
 	// not the process's lateness (Admission).

@@ -64,9 +64,13 @@ func TestServerGateKeepsSlotsForOtherServers(t *testing.T) {
 			}
 		}
 		e.seed(own...)
-		e.runUntil(len(urls)+len(own), 3*time.Minute)
+		sum := e.runUntil(len(urls)+len(own), 3*time.Minute)
 		if n := len(e.pub.all()); n != len(urls)+len(own) {
 			t.Fatalf("%d results, want %d", n, len(urls)+len(own))
+		}
+		// Hosts that gave their slot up at the gate made no request.
+		if sum.Requests != int64(len(urls)+len(own)) {
+			t.Errorf("the run counted %d requests, want the %d made", sum.Requests, len(urls)+len(own))
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -1078,7 +1078,7 @@ func (w *worker) process(ctx context.Context, ent hostqueue.Entry) (result.Resul
 		w.useOrigin(target)
 		w.st.Fetched(w.engine.Clock.Now())
 		w.remember(w.key, w.st.LastFetch)
-		w.reqs.Add(1)
+		w.countRequest(err)
 		w.fetchMetrics(sent, resp, err)
 		res := result.Result{ID: ent.ID, Host: hostOf(ent.URL), URL: ent.URL, FetchedAt: w.st.LastFetch.UTC(), Location: locationIf(hop > 0, target)}
 		if err != nil {
