@@ -74,7 +74,7 @@ func (w *worker) countRequest(err error) {
 // parameters, which the fetcher uses where the connection is known. The
 // wait happens before the request's own timeout starts, so a host that
 // waits on a busy address does not time out; it is bounded by the run's
-// end. release gives the claim back if no request used it.
+// end. The func returned gives the claim back if no request used it.
 func (w *worker) claimServer(ctx context.Context, target string) (context.Context, func(), error) {
 	g := w.engine.Gate
 	if g == nil {
