@@ -23,9 +23,6 @@ type Placement struct {
 	Resolver interface {
 		Lookup(ctx context.Context, host string) ([]netip.Addr, error)
 	}
-	// Exempt are the ranges the server gate does not pace: their hosts
-	// are placed by name.
-	Exempt []netip.Prefix
 }
 
 // placeLookup bounds the lookup: a host whose name does not answer in time
@@ -52,7 +49,7 @@ func (w *worker) placedElsewhere(ctx context.Context, h *hostqueue.Host) bool {
 	if err != nil {
 		return false
 	}
-	to := hostqueue.Place(h.Key, addrs, pl.Exempt)
+	to := hostqueue.Place(h.Key, addrs, w.p.ExemptPrefixes())
 	if to == h.VirtualShard {
 		return false
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -73,9 +72,6 @@ type Handler struct {
 	// check invocation at a time, whose gate paces the server. Nil places
 	// every host by name (local mode: one process works every shard).
 	Resolver Resolver
-	// Exempt are the address ranges the server gate does not pace (CDNs):
-	// their hosts are placed by name.
-	Exempt []netip.Prefix
 	// PlaceBudget bounds a batch's lookups; zero: DefaultPlaceBudget.
 	PlaceBudget time.Duration
 }
@@ -101,9 +97,10 @@ func (h *Handler) ingest(ctx context.Context, msgs []urlmsg.Message) hostqueue.I
 		}
 		return hostqueue.IngestResult{Failed: failed}
 	}
-	ip := ingestParams(h.Params(ctx))
+	p := h.Params(ctx)
+	ip := ingestParams(p)
 	ip.Until = until
-	ip.Shards = h.place(wctx, msgs, ip.ByDomain)
+	ip.Shards = h.place(wctx, msgs, ip.ByDomain, p.ExemptPrefixes())
 	res := h.Ingester.Ingest(wctx, ip, msgs)
 	if h.Log.Enabled(ctx, slog.LevelDebug) {
 		// One line per URL at debug level: its id, traced to its result.

@@ -38,8 +38,10 @@ const (
 // share, as the check resolves it: engine.Placement), side by side within
 // the budget, and returns each resolved key's virtual shard
 // (hostqueue.Place). A key whose lookup fails or runs out of time is left
-// out: it is placed by name. Nil without a Resolver.
-func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain bool) map[string]int {
+// out: it is placed by name, as is a host whose address is in exempt
+// (ServerExempt, read live as the check's engine reads it, so both place
+// a host alike). Nil without a Resolver.
+func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain bool, exempt []netip.Prefix) map[string]int {
 	if h.Resolver == nil || len(msgs) == 0 {
 		return nil
 	}
@@ -84,7 +86,7 @@ func (h *Handler) place(ctx context.Context, msgs []urlmsg.Message, byDomain boo
 			if err != nil {
 				return
 			}
-			vs := hostqueue.Place(key, addrs, h.Exempt)
+			vs := hostqueue.Place(key, addrs, exempt)
 			mu.Lock()
 			out[key] = vs
 			mu.Unlock()

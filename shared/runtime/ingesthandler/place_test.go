@@ -2,6 +2,7 @@ package ingesthandler_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 	"github.com/urldownloader/urldownloader/shared/embedded/sqlite"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
@@ -72,7 +74,17 @@ func TestIngestPlacesByAddress(t *testing.T) {
 	defer store.Close()
 	h := newHandler(&hostqueue.Ingester{Store: store, Publisher: nopPublisher{}, Now: time.Now}, nil)
 	h.Resolver = fetch.NewDNSCache(fetch.DNSCacheOptions{Servers: []string{srv.Addr()}})
-	h.Exempt = []netip.Prefix{cdnRange}
+	// ServerExempt is read live, as every parameter: the CDN's range is
+	// placed by name.
+	exempt, err := params.ParseExempt(cdnRange.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Params = func(context.Context) params.Params {
+		p := testParams()
+		p.ServerExempt = exempt
+		return p
+	}
 	w := &fakeWaker{}
 	h.Waker = w
 

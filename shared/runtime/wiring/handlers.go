@@ -75,18 +75,10 @@ func (p Parts) Engine() *engine.Engine {
 	}
 	if p.Resolver != nil {
 		// Hosts ingest placed by address stay with their address.
-		e.Placement = &engine.Placement{Resolver: p.Resolver, Exempt: placeExempt()}
+		e.Placement = &engine.Placement{Resolver: p.Resolver}
 	}
 	return e
 }
-
-// placeExempt are the ranges ingest and the engine place by host name, not
-// by address: ServerExempt's default (the published CDN ranges), so the
-// hosts behind one CDN address spread over the shards instead of all
-// landing in one. Both take the same list, so a host is never moved back
-// and forth; a changed ServerExempt changes the gate's pacing, not the
-// placement.
-func placeExempt() []netip.Prefix { return params.Defaults().ExemptPrefixes() }
 
 // Ingester builds the ingest domain service on the parts.
 func (p Parts) Ingester() *hostqueue.Ingester {
@@ -97,9 +89,6 @@ func (p Parts) Ingester() *hostqueue.Ingester {
 // ingester from Ingester, or one that wraps it).
 func (p Parts) IngestHandler(ing ingesthandler.Ingester) *ingesthandler.Handler {
 	h := &ingesthandler.Handler{Ingester: ing, Params: p.Params, ParamsReady: p.ParamsReady, Waker: p.Waker, Log: p.Log, Metrics: p.Metrics, Resolver: p.Resolver}
-	if p.Resolver != nil {
-		h.Exempt = placeExempt()
-	}
 	if p.Idempotency != nil {
 		h.Idempotency = &ingesthandler.Idempotency{Store: p.Idempotency, Now: p.Clock.Now}
 	}
