@@ -723,18 +723,60 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 	// the cap is also what the process has room for: a large
 	// MaxConcurrentHosts then does not read thousands of keys a tick only
 	// to find no slot for them.
-	limit := r.engine.Budget.Workers(r.engine.keptBody(p))
+	workers := r.engine.Budget.Workers(r.engine.keptBody(p))
 	want := p.MaxConcurrentHosts
-	if limit > 0 {
-		want = min(want, r.activeCount()+max(0, limit-r.engine.slots.inUse()))
+	if workers > 0 {
+		want = min(want, r.activeCount()+max(0, workers-r.engine.slots.inUse()))
 	}
-	keys, err := r.engine.Store.DueHosts(ctx, v, now, want+1)
+	// On AWS the names of one server address share a shard
+	// (hostqueue.Place). When more of them are due than a look takes, the
+	// look is all hosts the gate holds back: it reads on past them (a
+	// longer look, up to maxDueLook times the first), so the shard's other
+	// hosts do not wait for the whole address.
+	d := &dispatching{v: v, p: p, now: now, workers: workers, seen: map[string]bool{}}
+	first := want + 1
+	for look := first; ; {
+		held, more := r.dispatchLook(ctx, d, look)
+		if !more || held == 0 || d.starved || look >= maxDueLook*first {
+			return d.starved, d.budget
+		}
+		look = min(look+held, maxDueLook*first)
+	}
+}
+
+// maxDueLook bounds how far a dispatch reads past held hosts, in first
+// looks: each longer look reads the first one's keys again.
+const maxDueLook = 8
+
+// dispatching is one dispatch of a shard, over its looks.
+type dispatching struct {
+	v       int
+	p       params.Params
+	now     time.Time
+	workers int // the Budget's worker limit, 0 for none
+	seen    map[string]bool
+	// starved: a due host had to wait for a worker slot; budget: for want
+	// of one in the process's Budget.
+	starved, budget bool
+}
+
+// dispatchLook starts a worker for each host of one due look of look keys
+// that no earlier look of d named. It returns how many of them the server
+// gate held back, and whether the look was full (more may be due).
+func (r *run) dispatchLook(ctx context.Context, d *dispatching, look int) (held int, more bool) {
+	v, p := d.v, d.p
+	keys, err := r.engine.Store.DueHosts(ctx, v, d.now, look)
 	if err != nil {
 		r.errs.Add(1)
 		r.engine.Log.ErrorContext(ctx, "find due hosts", "vshard", v, "error", err)
-		return false, false
+		return 0, false
 	}
+	more = len(keys) >= look
 	for _, key := range keys {
+		if d.seen[key] {
+			continue
+		}
+		d.seen[key] = true
 		r.mu.Lock()
 		if r.active[key] {
 			r.mu.Unlock()
@@ -742,28 +784,29 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 		}
 		if len(r.active) >= p.MaxConcurrentHosts {
 			r.mu.Unlock()
-			starved = true
+			d.starved = true
 			continue
 		}
 		if r.engine.heldForServer(p, key) {
 			// Due, but its address is busy for longer than the host
-			// waits for itself: the next look takes it up.
+			// waits for itself: a later look takes it up.
 			r.mu.Unlock()
+			held++
 			continue
 		}
 		rate := hostRate(p, key)
 		admission := r.engine.Admission
 		if admission != nil && !admission.take(rate) {
 			r.mu.Unlock()
-			starved, budget = true, true
+			d.starved, d.budget = true, true
 			continue
 		}
-		if !r.engine.slots.take(limit) {
+		if !r.engine.slots.take(d.workers) {
 			if admission != nil {
 				admission.give(rate)
 			}
 			r.mu.Unlock()
-			starved, budget = true, true
+			d.starved, d.budget = true, true
 			continue
 		}
 		r.active[key] = true
@@ -797,7 +840,7 @@ func (r *run) dispatch(ctx context.Context, v int, p params.Params, now time.Tim
 			}
 		}()
 	}
-	return starved, budget
+	return held, more
 }
 
 func (r *run) activeCount() int {

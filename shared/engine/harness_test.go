@@ -185,6 +185,9 @@ type env struct {
 	// gate, when set, is every engine's gate per server address, which
 	// their fetchers meet too.
 	gate *server.Gate
+	// shard, when set, places every seeded host in this virtual shard, as
+	// ingest places the names of one server address together on AWS.
+	shard *int
 
 	mu sync.Mutex
 	p  params.Params
@@ -313,9 +316,11 @@ func (e *env) seedEntries(edit func(*hostqueue.Entry), urls ...string) map[strin
 		ids[m.URL] = ent.ID
 	}
 	for _, key := range order {
-		_, err := e.store.Append(e.t.Context(), hostqueue.AppendRequest{
-			Key: key, Entries: byKey[key], Limit: p.PersistLimit, Due: time.Now(),
-		})
+		req := hostqueue.AppendRequest{Key: key, Entries: byKey[key], Limit: p.PersistLimit, Due: time.Now()}
+		if e.shard != nil {
+			req.Shard, req.Placed = *e.shard, true
+		}
+		_, err := e.store.Append(e.t.Context(), req)
 		if err != nil {
 			e.t.Fatalf("seed %s: %v", key, err)
 		}

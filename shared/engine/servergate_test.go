@@ -92,5 +92,62 @@ func TestServerGateKeepsSlotsForOtherServers(t *testing.T) {
 	})
 }
 
+// TestServerGateReadsPastAHeldAddress: on AWS every name of one address
+// is placed in one virtual shard (hostqueue.Place), beside hosts alone on
+// theirs. When more of that address's hosts are due than the shard's due
+// look takes (MaxConcurrentHosts+1), the look is all held hosts; it must
+// read on past them, or the hosts alone wait for the whole address.
+func TestServerGateReadsPastAHeldAddress(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.FetchDelay, p.ServerDelay, p.ServerConnections = time.Second, time.Second, 1
+		p.MaxConcurrentHosts = 4
+		p.RespectRobots = false
+		e := newEnv(t, p)
+		e.gate = engine.NewGate(engine.RealClock{}, nil)
+		shard := 3
+		e.shard = &shard
+		start := time.Now()
+		var mu sync.Mutex
+		var lastOwn time.Time
+		sharedSrv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+		var urls []string
+		for range 30 {
+			srv := e.net.NewServer("127.0.0.9", sharedSrv)
+			t.Cleanup(srv.Close)
+			for i := range 2 {
+				urls = append(urls, fmt.Sprintf("%s/p%d", srv.URL, i))
+			}
+		}
+		e.seed(urls...)
+		time.Sleep(10 * time.Millisecond) // the shared hosts are due first
+		var own []string
+		for range 2 {
+			srv := e.net.NewServer(loopbackIP(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte("ok"))
+				mu.Lock()
+				lastOwn = time.Now()
+				mu.Unlock()
+			}))
+			t.Cleanup(srv.Close)
+			own = append(own, srv.URL+"/only")
+		}
+		e.seed(own...)
+		e.runUntil(len(urls)+len(own), 5*time.Minute)
+		if n := len(e.pub.all()); n != len(urls)+len(own) {
+			t.Fatalf("%d results, want %d", n, len(urls)+len(own))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// The shared address takes 60 x ServerDelay; the hosts alone
+		// need one request each.
+		took := lastOwn.Sub(start)
+		t.Logf("hosts alone on their addresses fetched after %v", took)
+		if took > 15*time.Second {
+			t.Errorf("hosts alone on their addresses fetched after %v, want within 15s: the due look never read past the held address", took)
+		}
+	})
+}
+
 // served is one request as a server saw it.
 type served struct{ start, end time.Time }
