@@ -119,23 +119,41 @@ func TestPatches(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		var handles []*string
+		notVisible := func() int {
+			a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []st.QueueAttributeName{st.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := strconv.Atoi(a.Attributes["ApproximateNumberOfMessagesNotVisible"])
+			return n
+		}
 		// Every message is received once (none is deleted before the
-		// visibility timeout), duplicates of a resent batch included.
+		// visibility timeout), duplicates of a resent batch included. A
+		// receive whose answer a reset connection lost (the SDK then
+		// asks again) leaves its messages in flight, invisible for the
+		// visibility timeout, as on SQS: those are accounted for, a whole
+		// receive of them at a time, and nothing else may be missing.
+		lost := 0
 		for len(handles) < inQueue {
 			r, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: out.QueueUrl, MaxNumberOfMessages: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(r.Messages) == 0 {
-				t.Fatalf("receive returned nothing after %d of %d", len(seen), total)
+				lost = inQueue - len(handles)
+				if nv := notVisible(); nv != inQueue || lost > 20 {
+					t.Fatalf("receive returned nothing after %d of %d, %d in flight: want every message received, or in flight after a lost answer (at most 20)", len(seen), total, nv)
+				}
+				t.Logf("%d messages in flight after a receive whose answer was lost", lost)
+				break
 			}
 			for _, m := range r.Messages {
 				seen[*m.Body] = true
 				handles = append(handles, m.ReceiptHandle)
 			}
 		}
-		if len(seen) != total {
-			t.Errorf("received %d distinct messages, want %d", len(seen), total)
+		if len(seen) < total-lost || len(seen) > total {
+			t.Errorf("received %d distinct messages, want %d (%d lost in flight)", len(seen), total, lost)
 		}
 		for i := 0; i < len(handles); i += 8 {
 			es := []st.DeleteMessageBatchRequestEntry{{Id: aws.String("bad"), ReceiptHandle: aws.String("not-a-handle")}}
@@ -158,14 +176,14 @@ func TestPatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"} {
-			if got := attrs.Attributes[a]; got != "0" {
-				t.Errorf("%s = %s after deleting everything, want 0", a, got)
+		for a, want := range map[string]int{"ApproximateNumberOfMessages": 0, "ApproximateNumberOfMessagesNotVisible": lost} {
+			if got := attrs.Attributes[a]; got != strconv.Itoa(want) {
+				t.Errorf("%s = %s after deleting everything received, want %d", a, got, want)
 			}
 		}
-		if d := time.Since(start); d > 30*time.Second {
-			t.Errorf("%d messages took %s through the patched moto", total, d)
-		}
+		// How long this takes is the benchmark's (make bench
+		// -stock-moto compares), not a test's: the machine may be loaded.
+		t.Logf("%d messages through the patched moto in %s", total, time.Since(start))
 	})
 }
 
