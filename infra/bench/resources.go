@@ -209,7 +209,10 @@ func (e *benchEnv) resources(ctx context.Context, rc ResourcesConfig) (*Resource
 		return nil, err
 	}
 	defer hang.Close()
-	params := map[string]string{"AllowedPorts": fmt.Sprintf("%d,%d", slow.port, hang.port)}
+	// The slow and the hanging hosts stand for as many servers, each site
+	// serving its names from one address: the server gate, which would
+	// pace each site as one shared server, is off (ServerDelay 0).
+	params := map[string]string{"AllowedPorts": fmt.Sprintf("%d,%d", slow.port, hang.port), "ServerDelay": "0"}
 	maps.Copy(params, rc.Params)
 	delay := time.Second // the template's FetchDelay
 	if d, err := time.ParseDuration(params["FetchDelay"]); err == nil {
