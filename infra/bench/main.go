@@ -191,11 +191,19 @@ func main() {
 	costShapes := flag.String("cost-shapes", "", "the cost scenarios to run: burst,trickle,wide,zipf,place (default all)")
 	zipfHosts := flag.Int("zipf-hosts", 0, "hosts of the Zipf cost list, the busiest with a tenth as many URLs (default 2000; 10000 is the simulation's list)")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
+	var setParams paramFlags
+	flag.Var(&setParams, "param", "Name=value: a runtime parameter for every part's runs (repeatable), e.g. -param ServerDelay=0 to measure a row without the server gate")
 	flag.Parse()
 
 	cfg := FullConfig()
 	if *smoke {
 		cfg = SmokeConfig()
+	}
+	for k, v := range setParams {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params[k] = v
 	}
 	if *out != "" {
 		cfg.Out = *out
@@ -438,4 +446,21 @@ func inRoot(root, p string) string {
 		return p
 	}
 	return filepath.Join(root, p)
+}
+
+// paramFlags collects -param Name=value flags.
+type paramFlags map[string]string
+
+func (p *paramFlags) String() string { return fmt.Sprint(map[string]string(*p)) }
+
+func (p *paramFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("-param %q: want Name=value", s)
+	}
+	if *p == nil {
+		*p = paramFlags{}
+	}
+	(*p)[k] = v
+	return nil
 }
