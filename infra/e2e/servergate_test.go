@@ -26,14 +26,6 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
-// serverGate turns on the part of TestServerGateUnderRIE that needs the
-// gate per server address (ServerDelay, ServerConnections): the two
-// parameters in the stack and the spacing of the server's requests.
-// Without it the test asserts what placement alone guarantees: every host
-// of the server in one virtual shard, so one check invocation at a time
-// works them all, and every URL fetched once.
-const serverGate = true
-
 const (
 	// gateHosts names share one server, each with gateURLs pages.
 	gateHosts = 40
@@ -138,7 +130,7 @@ func (s *gateServer) pageRequests() map[string]int {
 // so the hosts are worked by one invocation at a time, whichever process
 // it runs in; hashed by name they spread over every invocation, where a
 // gate in one process's memory could not see the others' requests. With
-// the gate (serverGate), no two request starts to the server are closer
+// the gate, no two request starts to the server are closer
 // than ServerDelay and never two are in flight.
 func TestServerGateUnderRIE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), hangLimit)
@@ -188,11 +180,8 @@ func TestServerGateUnderRIE(t *testing.T) {
 		t.Fatal(err)
 	}
 	overrides := map[string]string{"FetchDelay": fetchDelay.String(), "CheckHostPeriod": "2s",
-		"AllowedPorts": strconv.Itoa(srv.port)}
-	if serverGate {
-		overrides["ServerDelay"] = serverDelay.String()
-		overrides["ServerConnections"] = strconv.Itoa(serverConnections)
-	}
+		"AllowedPorts": strconv.Itoa(srv.port), "ServerDelay": serverDelay.String(),
+		"ServerConnections": strconv.Itoa(serverConnections)}
 	st, err := tpl.Deploy(ctx, awsCfg, stack.Options{Prefix: stack.UniquePrefix("gate"), ShardCount: gateShards, ParamOverrides: overrides})
 	if err != nil {
 		t.Fatalf("deploy the stack on moto: %v", err)
@@ -288,13 +277,11 @@ func TestServerGateUnderRIE(t *testing.T) {
 	// The server's view.
 	minGap, maxIn, n := srv.spacing()
 	t.Logf("the server saw %d requests, the closest two starts %v apart, at most %d at once", n, minGap.Round(time.Millisecond), maxIn)
-	if serverGate {
-		if minGap < serverDelay {
-			t.Errorf("two request starts %v apart, want at least ServerDelay %v", minGap, serverDelay)
-		}
-		if maxIn > serverConnections {
-			t.Errorf("%d requests in flight at once, want at most ServerConnections %d", maxIn, serverConnections)
-		}
+	if minGap < serverDelay {
+		t.Errorf("two request starts %v apart, want at least ServerDelay %v", minGap, serverDelay)
+	}
+	if maxIn > serverConnections {
+		t.Errorf("%d requests in flight at once, want at most ServerConnections %d", maxIn, serverConnections)
 	}
 }
 
