@@ -55,14 +55,14 @@ func TestWarcSmoke(t *testing.T) {
 		t.Errorf("WarcOutput: %d stored, %d bytes in objects, %d segments of %d bytes: want the 4 bodies in records only", on.Stored, on.StoredBytes, on.Segments, on.WarcBytes)
 	}
 	out := filepath.Join(t.TempDir(), "benchmarks.md")
-	if err := os.WriteFile(out, []byte("# B\n\n"+warcBegin+"\nold\n"+warcEnd+"\n\nafter\n"), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte("# B\n\n"+warcSection.begin()+"\nold\n"+warcSection.end()+"\n\nafter\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeWarc(out, res, Machine{}); err != nil {
 		t.Fatal(err)
 	}
 	doc, _ := os.ReadFile(out)
-	if s := string(doc); strings.Contains(s, "old") || !strings.HasSuffix(s, warcEnd+"\n\nafter\n") || !strings.Contains(s, "`WarcOutput` (") || !strings.Contains(s, "with `--warc`") {
+	if s := string(doc); strings.Contains(s, "old") || !strings.HasSuffix(s, warcSection.end()+"\n\nafter\n") || !strings.Contains(s, "`WarcOutput` (") || !strings.Contains(s, "with `--warc`") {
 		t.Errorf("section not replaced in place:\n%s", s)
 	}
 }
