@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -242,7 +243,17 @@ func (e *benchEnv) rate(ctx context.Context, rc RateConfig) (*RateResult, error)
 		in.SQLite, in.Queue = filepath.Join(dir, "queues.db"), msgs
 	} else {
 		e.log.Info("resources rate: queueing", "hosts", rc.Hosts, "urls", len(msgs))
-		ir := b.p.IngestServices().Ingester.Ingest(ctx, hostqueue.IngestParams{PersistLimit: 1000}, msgs)
+		// Placed as the ingest function places them (by the address the
+		// table gives), so the check does not first move every host.
+		shards := map[string]int{}
+		for _, m := range msgs {
+			name, _, err := net.SplitHostPort(m.Host)
+			if err != nil {
+				name = m.Host
+			}
+			shards[m.Host] = hostqueue.Place(m.Host, table[name], nil)
+		}
+		ir := b.p.IngestServices().Ingester.Ingest(ctx, hostqueue.IngestParams{PersistLimit: 1000, Shards: shards}, msgs)
 		if len(ir.Failed) > 0 {
 			return nil, fmt.Errorf("queue the rate row's urls: %d failed", len(ir.Failed))
 		}
