@@ -68,6 +68,17 @@ func marshal(r Result) ([]byte, error) {
 		}
 	}
 	b = appendField(b, "retryOf", r.RetryOf)
+	if r.Changed != nil {
+		b = append(b, `,"changed":`...)
+		b = strconv.AppendBool(b, *r.Changed)
+	}
+	if r.Seq != 0 {
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendInt(b, int64(r.Seq), 10)
+	}
+	if r.Final {
+		b = append(b, `,"final":true`...)
+	}
 	return append(b, '}'), nil
 }
 

@@ -47,6 +47,10 @@ func TestMarshalMatchesEncodingJSON(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			r.Body = &body.Ref{Bucket: str(), Key: str(), Path: str(), Bytes: rng.Int64N(1 << 40), SHA256: str(), ContentType: str()}
 		}
+		if rng.IntN(3) == 0 {
+			changed := rng.IntN(2) == 0
+			r.Changed, r.Seq, r.Final = &changed, rng.IntN(4), rng.IntN(2) == 0
+		}
 		if rng.IntN(4) == 0 {
 			r.Warc = &warc.Ref{File: str(), Bucket: str(), Key: str(), Offset: rng.Int64N(1 << 40), Length: rng.Int64N(1 << 20)}
 		}

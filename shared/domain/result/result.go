@@ -32,6 +32,9 @@ const (
 	StatusRedirect Status = "redirect"
 	// StatusNotModified: a conditional GET answered 304.
 	StatusNotModified Status = "not_modified"
+	// StatusStopped: a refresh schedule ended because the input sent its
+	// URL with refresh "0"; final is true (docs/refresh.md).
+	StatusStopped Status = "stopped"
 )
 
 // The values of Encoding; none (the field omitted) means Data is the body as
@@ -95,4 +98,11 @@ type Result struct {
 	// --retry-failed): the retry has an id of its own, so a consumer that
 	// deduplicates by id keeps both, and can tell which one is newer.
 	RetryOf string `json:"retryOf,omitempty"`
+	// Changed, Seq and Final are set on the results of a refreshing URL
+	// only (docs/refresh.md): whether its content changed since the last
+	// fetch, the result's number (1, 2, ... per id: keep the highest),
+	// and whether it is the schedule's last.
+	Changed *bool `json:"changed,omitempty"`
+	Seq     int   `json:"seq,omitempty"`
+	Final   bool  `json:"final,omitempty"`
 }
