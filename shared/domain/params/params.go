@@ -124,6 +124,15 @@ type Params struct {
 	// ServerExempt are address ranges paced per host only (CDNs front
 	// unrelated sites at one address): see ExemptPrefixes, ServerFor.
 	ServerExempt Exempt
+	// MinRefresh and MaxRefresh bound a refreshing URL's interval (its
+	// input's refresh, and where an adaptive one may go); an item outside
+	// them is refused (docs/refresh.md).
+	MinRefresh time.Duration
+	MaxRefresh time.Duration
+	// MaxRefreshPerHost caps the refreshing URLs one host may hold; they
+	// are apart from PersistLimit and never evicted, so one more is
+	// refused. 0 turns refresh off.
+	MaxRefreshPerHost int
 	// HostRules are per-host settings (delay, maximum delay, connections)
 	// that override the parameters for the hosts they match; the first
 	// matching rule applies (see ParseHostRules).
@@ -170,6 +179,9 @@ const (
 	NameServerDelay              = "ServerDelay"
 	NameServerConnections        = "ServerConnections"
 	NameServerExempt             = "ServerExempt"
+	NameMinRefresh               = "MinRefresh"
+	NameMaxRefresh               = "MaxRefresh"
+	NameMaxRefreshPerHost        = "MaxRefreshPerHost"
 	NameHostRules                = "HostRules"
 )
 
@@ -244,6 +256,9 @@ func Defaults() Params {
 		ServerDelay:              DefaultServerDelay,
 		ServerConnections:        DefaultServerConnections,
 		ServerExempt:             defaultExempt(),
+		MinRefresh:               time.Minute,
+		MaxRefresh:               7 * 24 * time.Hour,
+		MaxRefreshPerHost:        100,
 	}
 }
 

@@ -39,6 +39,9 @@ func TestDefaults(t *testing.T) {
 		NameServerDelay:              "250ms",
 		NameServerConnections:        "1",
 		NameServerExempt:             "cdn",
+		NameMinRefresh:               "1m",
+		NameMaxRefresh:               "168h",
+		NameMaxRefreshPerHost:        "100",
 		NameHostRules:                "none",
 	}
 	if got := d.Format(); !reflect.DeepEqual(got, want) {
@@ -99,6 +102,9 @@ func TestFormatParseRoundTrip(t *testing.T) {
 				GiveUpAfter:              90 * time.Minute,
 				ServerDelay:              1500 * time.Millisecond,
 				ServerConnections:        2,
+				MinRefresh:               15 * time.Second,
+				MaxRefresh:               720 * time.Hour,
+				MaxRefreshPerHost:        0,
 			}
 			p.ServerExempt, _ = ParseExempt("cdn,192.0.2.0/24")
 			return p
@@ -133,6 +139,9 @@ func TestParseValid(t *testing.T) {
 		{"persist limit 1", NamePersistLimit, "1", func(p *Params) { p.PersistLimit = 1 }},
 		{"persist limit max", NamePersistLimit, "4000", func(p *Params) { p.PersistLimit = MaxPersistLimit }},
 		{"give up after", NameGiveUpAfter, "20s", func(p *Params) { p.GiveUpAfter = 20 * time.Second }},
+		{"min refresh", NameMinRefresh, "15s", func(p *Params) { p.MinRefresh = 15 * time.Second }},
+		{"max refresh", NameMaxRefresh, "720h", func(p *Params) { p.MaxRefresh = 30 * 24 * time.Hour }},
+		{"refresh off", NameMaxRefreshPerHost, "0", func(p *Params) { p.MaxRefreshPerHost = 0 }},
 		{"fetch delay zero", NameFetchDelay, "0", func(p *Params) { p.FetchDelay = 0 }},
 		{"fetch delay ms", NameFetchDelay, "200ms", func(p *Params) { p.FetchDelay = 200 * time.Millisecond }},
 		{"fetch timeout max", NameFetchTimeout, "5m", func(p *Params) { p.FetchTimeout = 5 * time.Minute }},
@@ -193,6 +202,10 @@ func TestParseInvalid(t *testing.T) {
 		{"persist limit above the item bound", NamePersistLimit, "100000", "must be between 1 and 4000"},
 		{"give up after too short", NameGiveUpAfter, "500ms", "must be between 1s and 168h"},
 		{"give up after too long", NameGiveUpAfter, "200h", "must be between 1s and 168h"},
+		{"min refresh too short", NameMinRefresh, "5s", "must be between 10s and 24h"},
+		{"max refresh too long", NameMaxRefresh, "721h", "must be between 10s and 720h"},
+		{"max refresh below min", NameMaxRefresh, "30s", "must be at least MinRefresh (1m)"},
+		{"refreshes per host too many", NameMaxRefreshPerHost, "10001", "must be between 0 and 10000"},
 		{"persist limit float", NamePersistLimit, "1.5", "not a whole number"},
 		{"persist limit overflow", NamePersistLimit, "99999999999999999999", "not a whole number"},
 		{"fetch delay negative", NameFetchDelay, "-1s", "must not be negative"},

@@ -48,6 +48,15 @@ const (
 	// MaxGiveUpAfter bounds GiveUpAfter so a dead host's URLs end within
 	// a week, well inside a queue's retention.
 	MaxGiveUpAfter = 7 * 24 * time.Hour
+	// MinMinRefresh keeps a refreshing URL from being a polling loop: a
+	// page wanted more often than every 10 s is a stream, not a page.
+	MinMinRefresh = 10 * time.Second
+	// MaxMaxRefresh bounds MaxRefresh at 30 days: a schedule slower than
+	// that is better sent again by its producer when wanted.
+	MaxMaxRefresh = 30 * 24 * time.Hour
+	// MaxMaxRefreshPerHost bounds MaxRefreshPerHost: every refreshing URL
+	// of a host is read when the host's refreshes are due at once.
+	MaxMaxRefreshPerHost = 10000
 )
 
 // FieldError is one rejected parameter: its name, the value as given, and
@@ -325,6 +334,21 @@ var fields = []field{
 	intField(NameServerConnections, func(p *Params) *int { return &p.ServerConnections }, between(1, MaxConnections)),
 	newField(NameServerExempt, func(p *Params) *Exempt { return &p.ServerExempt },
 		ParseExempt, Exempt.String, func(Exempt) error { return nil }),
+	durationField(NameMinRefresh, func(p *Params) *time.Duration { return &p.MinRefresh },
+		func(d time.Duration) error {
+			if d < MinMinRefresh || d > 24*time.Hour {
+				return fmt.Errorf("must be between %s and 24h", formatDuration(MinMinRefresh))
+			}
+			return nil
+		}),
+	durationField(NameMaxRefresh, func(p *Params) *time.Duration { return &p.MaxRefresh },
+		func(d time.Duration) error {
+			if d < MinMinRefresh || d > MaxMaxRefresh {
+				return fmt.Errorf("must be between %s and %s", formatDuration(MinMinRefresh), formatDuration(MaxMaxRefresh))
+			}
+			return nil
+		}),
+	intField(NameMaxRefreshPerHost, func(p *Params) *int { return &p.MaxRefreshPerHost }, between(0, MaxMaxRefreshPerHost)),
 	newField(NameHostRules, func(p *Params) *HostRules { return &p.HostRules },
 		ParseHostRules, HostRules.String, func(HostRules) error { return nil }),
 }
@@ -372,6 +396,16 @@ var rules = []rule{
 		check: func(p *Params) error {
 			if p.MaxBackoff < p.FetchDelay {
 				return fmt.Errorf("must be at least FetchDelay (%s)", formatDuration(p.FetchDelay))
+			}
+			return nil
+		},
+	},
+	{
+		// An adaptive interval lives between the two.
+		fields: []string{NameMaxRefresh, NameMinRefresh},
+		check: func(p *Params) error {
+			if p.MaxRefresh < p.MinRefresh {
+				return fmt.Errorf("must be at least MinRefresh (%s)", formatDuration(p.MinRefresh))
 			}
 			return nil
 		},

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/domain/params"
 	"github.com/urldownloader/urldownloader/shared/domain/refresh"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
 )
@@ -300,4 +301,16 @@ func since(ts []time.Time) []time.Duration {
 		out[i] = x.Sub(t0)
 	}
 	return out
+}
+
+func TestParameterNamesMatchPackageParams(t *testing.T) {
+	for got, want := range map[string]string{
+		refresh.NameMinRefresh:        params.NameMinRefresh,
+		refresh.NameMaxRefresh:        params.NameMaxRefresh,
+		refresh.NameMaxRefreshPerHost: params.NameMaxRefreshPerHost,
+	} {
+		if got != want {
+			t.Errorf("refresh names %q where package params has %q", got, want)
+		}
+	}
 }
