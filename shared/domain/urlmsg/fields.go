@@ -9,11 +9,12 @@ import (
 
 // Fields are the names an input object may carry, spelled exactly (JSON
 // names are case-sensitive).
-var Fields = []string{"host", "url", "etag", "lastModified", "validatorsUrl"}
+var Fields = []string{"host", "url", "etag", "lastModified", "validatorsUrl", "refresh", "refreshAdapt", "emitUnchanged"}
 
 // decodeObject reads one input object by the one rule every entrance
 // applies (files, stdin, POST /urls, the input queue): only the fields in
-// Fields, each at most once, each a string or null (absent). Any other
+// Fields, each at most once, each a string (refreshAdapt and emitUnchanged
+// a boolean) or null (absent). Any other
 // field is refused, naming it and the known ones: ignoring it would drop a
 // misspelt validator ("lastModfied") without a word, and refetch in full
 // what was meant to be a conditional GET; refusing costs the producer one
@@ -111,7 +112,11 @@ func walkObject(t []byte) (Input, error) {
 			continue
 		}
 		if err := json.Unmarshal(raw, field); err != nil {
-			return in, invalid("field %q must be a JSON string, not %s", name, jsonKind(raw))
+			want := "a JSON string"
+			if _, ok := field.(*bool); ok {
+				want = "true or false"
+			}
+			return in, invalid("field %q must be %s, not %s", name, want, jsonKind(raw))
 		}
 	}
 	if len(unknown) > 0 {
@@ -120,8 +125,9 @@ func walkObject(t []byte) (Input, error) {
 	return in, nil
 }
 
-// field is where a known field's value goes; nil for an unknown name.
-func (in *Input) field(name string) *string {
+// field is where a known field's value goes (a *string or a *bool); nil
+// for an unknown name.
+func (in *Input) field(name string) any {
 	switch name {
 	case "host":
 		return &in.Host
@@ -133,6 +139,12 @@ func (in *Input) field(name string) *string {
 		return &in.LastModified
 	case "validatorsUrl":
 		return &in.ValidatorsURL
+	case "refresh":
+		return &in.Refresh
+	case "refreshAdapt":
+		return &in.RefreshAdapt
+	case "emitUnchanged":
+		return &in.EmitUnchanged
 	}
 	return nil
 }
@@ -210,6 +222,8 @@ func jsonKind(raw []byte) string {
 		return "an array"
 	case t[0] == 't' || t[0] == 'f':
 		return "a boolean"
+	case t[0] == '"':
+		return "a string"
 	default:
 		return "a number"
 	}

@@ -17,7 +17,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/urldownloader/urldownloader/shared/domain/params"
+	"github.com/urldownloader/urldownloader/shared/domain/refresh"
 )
 
 // MaxURLLength is the longest URL accepted, in bytes after normalisation.
@@ -42,6 +46,13 @@ type Input struct {
 	// that answered. The conditional request goes to it, when the
 	// redirects reach it; URL's own request is then unconditional.
 	ValidatorsURL string `json:"validatorsUrl,omitempty"`
+	// Refresh asks for the URL to be fetched again at this interval (a Go
+	// duration, "15m"); "0" stops its schedule (docs/refresh.md).
+	Refresh string `json:"refresh,omitempty"`
+	// RefreshAdapt lets the interval adapt to how often the content
+	// changes; EmitUnchanged sends a result for unchanged fetches too.
+	RefreshAdapt  bool `json:"refreshAdapt,omitempty"`
+	EmitUnchanged bool `json:"emitUnchanged,omitempty"`
 }
 
 // Message is a validated, normalised URL ready to be queued.
@@ -56,7 +67,29 @@ type Message struct {
 	// ValidatorsURL is the normalised URL the validators belong to; empty
 	// when they are URL's own (also when the input named URL itself).
 	ValidatorsURL string
+	// Refresh is the interval of a refreshing URL, within the bounds the
+	// message was parsed with; 0 for a plain URL. RefreshStop is set for
+	// refresh "0": the message ends the URL's schedule.
+	Refresh       time.Duration
+	RefreshStop   bool
+	RefreshAdapt  bool
+	EmitUnchanged bool
 }
+
+// Limits are the parameters an item is judged against beyond its own
+// form: MinRefresh and MaxRefresh.
+type Limits struct {
+	Refresh refresh.Bounds
+}
+
+// LimitsOf returns the limits p sets.
+func LimitsOf(p params.Params) Limits {
+	return Limits{Refresh: refresh.Bounds{Min: p.MinRefresh, Max: p.MaxRefresh}}
+}
+
+// DefaultLimits are LimitsOf the default parameters: what Parse and
+// Validate apply.
+func DefaultLimits() Limits { return LimitsOf(params.Defaults()) }
 
 // ErrInvalid is wrapped by every validation error, so callers can tell bad
 // input (never retried) from internal failures (retried).
@@ -78,6 +111,12 @@ type ItemError struct {
 // the IDs. A payload-level problem (not JSON, too large) returns an error;
 // item-level problems come back as ItemErrors beside the good messages.
 func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
+	return ParseLimited(sourceID, payload, DefaultLimits())
+}
+
+// ParseLimited is Parse with the items judged against lim: every entrance
+// that knows the running parameters passes them.
+func ParseLimited(sourceID string, payload []byte, lim Limits) ([]Message, []ItemError, error) {
 	if len(payload) > MaxPayloadBytes {
 		return nil, nil, invalid("payload is %d bytes, the limit is %d", len(payload), MaxPayloadBytes)
 	}
@@ -112,7 +151,7 @@ func Parse(sourceID string, payload []byte) ([]Message, []ItemError, error) {
 		in, err := decodeItem(raw)
 		if err == nil {
 			var m Message
-			m, err = Validate(in)
+			m, err = ValidateLimited(in, lim)
 			if err == nil {
 				m.ID = MakeID(sourceID, i, m.URL)
 				msgs = append(msgs, m)
@@ -141,8 +180,12 @@ func decodeItem(raw json.RawMessage) (Input, error) {
 	return decodeObject(t)
 }
 
-// Validate checks one input and returns it normalised (without an ID).
-func Validate(in Input) (Message, error) {
+// Validate checks one input and returns it normalised (without an ID),
+// under DefaultLimits.
+func Validate(in Input) (Message, error) { return ValidateLimited(in, DefaultLimits()) }
+
+// ValidateLimited is Validate under lim.
+func ValidateLimited(in Input, lim Limits) (Message, error) {
 	if in.URL == "" {
 		return Message{}, invalid("url is empty")
 	}
@@ -170,7 +213,38 @@ func Validate(in Input) (Message, error) {
 	if m.ValidatorsURL, err = validatorsURL(in, m.URL); err != nil {
 		return Message{}, err
 	}
+	if err := m.setRefresh(in, lim.Refresh); err != nil {
+		return Message{}, err
+	}
 	return m, nil
+}
+
+// setRefresh reads in's refresh fields into m: an interval within b, or a
+// stop. The flags without an interval are refused: they would say
+// nothing, and more likely the interval was lost on the way.
+func (m *Message) setRefresh(in Input, b refresh.Bounds) error {
+	if in.Refresh == "" {
+		if in.RefreshAdapt || in.EmitUnchanged {
+			return invalid("refreshAdapt and emitUnchanged need a refresh interval (such as \"15m\")")
+		}
+		return nil
+	}
+	d, stop, err := refresh.ParseInterval(in.Refresh)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	if stop {
+		if in.RefreshAdapt || in.EmitUnchanged {
+			return invalid(`refresh "0" stops a schedule: send it without refreshAdapt or emitUnchanged`)
+		}
+		m.RefreshStop = true
+		return nil
+	}
+	if err := b.Check(d); err != nil {
+		return invalid("%s", strings.TrimPrefix(err.Error(), refresh.ErrOutOfBounds.Error()+": "))
+	}
+	m.Refresh, m.RefreshAdapt, m.EmitUnchanged = d, in.RefreshAdapt, in.EmitUnchanged
+	return nil
 }
 
 // validatorsURL checks in's validatorsUrl and returns it normalised, as

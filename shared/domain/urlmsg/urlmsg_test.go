@@ -194,7 +194,7 @@ func TestValidateRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := urlmsg.Validate(tt.in)
 			if err == nil {
-				t.Fatalf("Validate(%+q) = %+v, want an error containing %q", tt.in, m, tt.wantErr)
+				t.Fatalf("Validate(%#v) = %+v, want an error containing %q", tt.in, m, tt.wantErr)
 			}
 			if !errors.Is(err, urlmsg.ErrInvalid) {
 				t.Errorf("error %v does not wrap ErrInvalid", err)
