@@ -197,7 +197,7 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 	var owner []int // record index of each message
 	failed := map[int]bool{}
 	for i, rec := range ev.Records {
-		ms, bad, err := urlmsg.Parse(rec.MessageId, []byte(rec.Body))
+		ms, bad, err := urlmsg.ParseLimited(rec.MessageId, []byte(rec.Body), urlmsg.LimitsOf(h.Params(ctx)))
 		if err == nil && len(bad) > 0 {
 			err = fmt.Errorf("%d of %d items invalid, first: item %d: %s", len(bad), len(bad)+len(ms), bad[0].Index, bad[0].Error)
 		}
@@ -277,7 +277,7 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 	if id == "" {
 		id = requestID(ctx)
 	}
-	msgs, bad, err := urlmsg.Parse("api/"+id, body)
+	msgs, bad, err := urlmsg.ParseLimited("api/"+id, body, urlmsg.LimitsOf(h.Params(ctx)))
 	if err != nil {
 		return parseRefused(err), nil
 	}

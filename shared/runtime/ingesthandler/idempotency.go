@@ -140,7 +140,7 @@ func (h *Handler) handleIdempotent(ctx context.Context, ev events.APIGatewayProx
 		return *refused
 	}
 	scoped := scopedKey(ev, key)
-	msgs, bad, err := urlmsg.Parse("api/key/"+scoped, body)
+	msgs, bad, err := urlmsg.ParseLimited("api/key/"+scoped, body, urlmsg.LimitsOf(h.Params(ctx)))
 	if err != nil {
 		return parseRefused(err)
 	}

@@ -187,7 +187,7 @@ type parsedLine struct {
 
 // parseLine parses l, whose record's message id is name:line number. A
 // blank line gives nothing and no reason.
-func parseLine(name string, l line) parsedLine {
+func parseLine(name string, l line, lim urlmsg.Limits) parsedLine {
 	body, _, rej := record(l)
 	if rej != "" {
 		// Never parsed (too long, not JSON): one refused, as the
@@ -198,7 +198,7 @@ func parseLine(name string, l line) parsedLine {
 		return parsedLine{}
 	}
 	id := name + ":" + strconv.FormatInt(l.no, 10)
-	ms, bad, err := urlmsg.Parse(id, []byte(body))
+	ms, bad, err := urlmsg.ParseLimited(id, []byte(body), lim)
 	switch {
 	case err != nil:
 		rej = err.Error()
@@ -317,7 +317,7 @@ func (f *feeder) run(ctx context.Context, stop <-chan struct{}) error {
 		prog = r.prog
 		return nil
 	}
-	f.pool = newParsePool(runtime.GOMAXPROCS(0))
+	f.pool = newParsePool(runtime.GOMAXPROCS(0), urlmsg.LimitsOf(f.rt.params))
 	defer f.pool.close()
 	for {
 		batch, eof := f.collect(lines, budget, stop)
@@ -505,6 +505,8 @@ const parseChunkLines = 256
 // one goroutine, urlmsg.Parse nine tenths of it).
 type parsePool struct {
 	work chan *parseChunk
+	// lim are the running parameters' limits (MinRefresh, MaxRefresh).
+	lim urlmsg.Limits
 }
 
 // parseChunk is a run of consecutive lines, parsed once done is closed.
@@ -514,13 +516,13 @@ type parseChunk struct {
 	done  chan struct{}
 }
 
-func newParsePool(workers int) *parsePool {
-	p := &parsePool{work: make(chan *parseChunk, 4*workers)}
+func newParsePool(workers int, lim urlmsg.Limits) *parsePool {
+	p := &parsePool{work: make(chan *parseChunk, 4*workers), lim: lim}
 	for range workers {
 		go func() {
 			for c := range p.work {
 				for i := range c.lines {
-					c.lines[i].parsed = parseLine(c.name, c.lines[i])
+					c.lines[i].parsed = parseLine(c.name, c.lines[i], p.lim)
 				}
 				close(c.done)
 			}

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
 // Retrying a job's failures (--retry-failed). A retry round is an input of
@@ -138,7 +139,7 @@ func (rt *Runtime) RetryFailed(ctx context.Context, failed func(result.Result) b
 		}
 		// The id the feeder will give the line (its record's message id
 		// is name:line), known before it is read.
-		p := parseLine(name, line{no: int64(i + 1), text: ln})
+		p := parseLine(name, line{no: int64(i + 1), text: ln}, urlmsg.DefaultLimits())
 		if p.reject != "" || len(p.msgs) != 1 {
 			return nil, 0, fmt.Errorf("retry %s (%s): its line is refused: %s", r.ID, r.URL, p.reject)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
 // countingWriter counts writes and syncs, and fails from a given write on.
@@ -254,7 +255,7 @@ func TestCollectEndsWhenTheBudgetIsFull(t *testing.T) {
 	for i := range 10 {
 		fmt.Fprintf(&in, "http://h%d.example/\n", i)
 	}
-	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 100, IngestWindow: time.Hour}}, in: Input{Name: "t"}, pool: newParsePool(2)}
+	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 100, IngestWindow: time.Hour}}, in: Input{Name: "t"}, pool: newParsePool(2, urlmsg.DefaultLimits())}
 	defer f.pool.close()
 	one := lineCost([]line{{text: []byte("http://h0.example/")}})
 	budget := newByteBudget(3 * one)
@@ -346,7 +347,7 @@ func TestCollectParsesInOrder(t *testing.T) {
 		}
 		fmt.Fprintf(&in, "http://h%d.example/%d\n", i%5, i)
 	}
-	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 10 * n, IngestWindow: time.Hour}}, in: Input{Name: "t"}, pool: newParsePool(4)}
+	f := &feeder{rt: &Runtime{opts: Options{IngestBatch: 10 * n, IngestWindow: time.Hour}}, in: Input{Name: "t"}, pool: newParsePool(4, urlmsg.DefaultLimits())}
 	defer f.pool.close()
 	budget := newByteBudget(inputBudget)
 	defer budget.close()
