@@ -74,6 +74,10 @@ type Host struct {
 	// stored robots.txt: there is nothing to look up.
 	Robots      map[string]Robots
 	RobotsItems map[string]bool
+	// Refreshes are the host's refreshing URLs due first, earliest first,
+	// as many as the caller asked for; Refreshing counts them all.
+	Refreshes  []Refresh
+	Refreshing int
 }
 
 // DueBy tells whether the host is due at or before now as stored: in the
@@ -119,6 +123,15 @@ type AppendRequest struct {
 	// an existing one stays where it is.
 	Shard  int
 	Placed bool
+	// Refreshes are refreshing URLs to keep beside the queue (or stops of
+	// them): a new one is due first at refresh.FirstDue from Due, one
+	// already kept for its URL takes the new interval and flags and
+	// keeps its id, seq, validators and due time. RefreshCap is
+	// MaxRefreshPerHost: from the first new one beyond it, the rest are
+	// refused (AppendResult.RefreshRefused), as HoldBack leaves out the
+	// last entries.
+	Refreshes  []Refresh
+	RefreshCap int
 }
 
 // AppendResult says what an append did.
@@ -135,6 +148,9 @@ type AppendResult struct {
 	// Shard is the virtual shard the host is in after the append: the
 	// one to wake when Activated.
 	Shard int
+	// RefreshRefused counts the refreshes refused for RefreshCap: the
+	// last RefreshRefused of AppendRequest.Refreshes.
+	RefreshRefused int
 }
 
 // Commit records progress on a host by the shard's lease holder.
@@ -165,6 +181,13 @@ type Commit struct {
 	// origin; the store keeps small ones in the host's state (no write of
 	// their own) and larger ones in items of their own.
 	Robots map[string]Robots
+	// Refreshed are refreshing URLs fetched since the last commit, with
+	// their new schedules (by URL; one no longer kept is ignored);
+	// RefreshEnded the URLs whose schedules ended (their final results
+	// are sent). On Release a host with no queued entry stays in the due
+	// index until its earliest refresh, not before NextDue.
+	Refreshed    []Refresh
+	RefreshEnded []string
 }
 
 // Appender adds URLs to host queues: all that ingest needs of a store.

@@ -94,6 +94,8 @@ type IngestParams struct {
 	// the addresses their names resolved to: AppendRequest.Shard. A key
 	// it lacks (no lookup, or a failed one) is placed by name.
 	Shards map[string]int
+	// RefreshCap is MaxRefreshPerHost (AppendRequest.RefreshCap).
+	RefreshCap int
 }
 
 // IngestResult says what happened to a batch.
@@ -133,6 +135,10 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 		key     string
 		entries []Entry
 		idx     []int
+		// refreshes and ridx are the group's refreshing URLs, apart:
+		// HeldBack counts from the end of entries alone.
+		refreshes []Refresh
+		ridx      []int
 	}
 	groups := map[string]*group{}
 	var order []string
@@ -151,6 +157,11 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			g = &group{key: key}
 			groups[key] = g
 			order = append(order, key)
+		}
+		if r, ok := refreshOf(m); ok {
+			g.refreshes = append(g.refreshes, r)
+			g.ridx = append(g.ridx, i)
+			continue
 		}
 		g.entries = append(g.entries, Entry{ID: m.ID, URL: m.URL, ETag: m.ETag, LastModified: m.LastModified, ValidatorsURL: m.ValidatorsURL})
 		g.idx = append(g.idx, i)
@@ -188,8 +199,11 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 	fail := func(g *group, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		err = fmt.Errorf("append %d urls to %s: %w", len(g.entries), g.key, err)
+		err = fmt.Errorf("append %d urls to %s: %w", len(g.entries)+len(g.refreshes), g.key, err)
 		for _, i := range g.idx {
+			res.Failed[i] = err
+		}
+		for _, i := range g.ridx {
 			res.Failed[i] = err
 		}
 	}
@@ -211,6 +225,10 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			}
 			res.HeldBack += r.HeldBack
 		}
+		for _, i := range g.ridx[len(g.ridx)-r.RefreshRefused:] {
+			res.Failed[i] = fmt.Errorf("%s: %w (%d)", g.key, ErrRefreshCap, p.RefreshCap)
+		}
+		res.Appended += len(g.refreshes) - r.RefreshRefused
 		if r.Activated {
 			activated[r.Shard] = true
 		}
@@ -218,13 +236,15 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 	request := func(g *group) AppendRequest {
 		shard, placed := p.Shards[g.key]
 		return AppendRequest{
-			Shard:    shard,
-			Placed:   placed,
-			Key:      g.key,
-			Entries:  g.entries,
-			Limit:    p.PersistLimit,
-			HoldBack: in.Overflow == HoldBack,
-			Due:      now,
+			Shard:      shard,
+			Placed:     placed,
+			Key:        g.key,
+			Entries:    g.entries,
+			Limit:      p.PersistLimit,
+			Refreshes:  g.refreshes,
+			RefreshCap: p.RefreshCap,
+			HoldBack:   in.Overflow == HoldBack,
+			Due:        now,
 			OnEvict: func(ctx context.Context, evicted []Entry) error {
 				return in.Publisher.Publish(ctx, Dropped(g.key, evicted, in.Now(), p.PersistLimit))
 			},

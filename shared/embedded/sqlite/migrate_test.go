@@ -57,7 +57,7 @@ func TestMigratesVersion2(t *testing.T) {
 		t.Fatalf("after the migration: head %+v (%v), want the old two then %+v", h.Head, err, moved)
 	}
 	var v int
-	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 4 {
-		t.Errorf("user_version = %d (%v), want 4", v, err)
+	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 5 {
+		t.Errorf("user_version = %d (%v), want 5", v, err)
 	}
 }

@@ -1,9 +1,10 @@
 package sqlite
 
-// The schema. Four tables in one file:
+// The schema. Five tables in one file:
 //
 //	hosts    one row per queue key: politeness state, queue bounds, due time
 //	entries  one row per queued URL, clustered by (host, seq)
+//	refreshes one row per refreshing URL, by (host, url) (refresh.go)
 //	robots   robots.txt answers too large for the host row, by (key, origin)
 //	leases   which check run owns a virtual shard
 //
@@ -76,6 +77,22 @@ CREATE TABLE IF NOT EXISTS robots (
 	PRIMARY KEY (key, origin)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS robots_fetched ON robots (fetched_at);
+CREATE TABLE IF NOT EXISTS refreshes (
+	host           INTEGER NOT NULL,
+	url            TEXT    NOT NULL,
+	id             TEXT    NOT NULL,
+	hops           INTEGER NOT NULL DEFAULT 0,
+	due            INTEGER NOT NULL,
+	every          INTEGER NOT NULL,
+	flags          INTEGER NOT NULL DEFAULT 0,
+	etag           TEXT    NOT NULL DEFAULT '',
+	last_modified  TEXT    NOT NULL DEFAULT '',
+	validators_url TEXT    NOT NULL DEFAULT '',
+	sha256         TEXT    NOT NULL DEFAULT '',
+	seq            INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (host, url)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refreshes_due ON refreshes (host, due);
 CREATE TABLE IF NOT EXISTS leases (
 	vs    INTEGER PRIMARY KEY,
 	owner TEXT    NOT NULL,
@@ -86,7 +103,7 @@ CREATE TABLE IF NOT EXISTS leases (
 // schemaVersion is kept in PRAGMA user_version: a file written by a
 // different layout is refused rather than misread, except the older ones
 // migrations lists.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // migrations take a state file from version i+1 to i+2. Version 2 added
 // the learned delays (rate_delay, rate_since, last_took: ms); a host
@@ -95,13 +112,31 @@ const schemaVersion = 4
 // entry queued before was). Version 4 added a host's origins (the failure
 // runs of its other origins: politeness.EncodeOrigins); ” is what a host
 // with one origin has, and an older host's run goes to the first origin
-// it works.
+// it works. Version 5 added the refreshes table (refresh.go); an older
+// state has no refreshing URL.
 var migrations = []string{
 	`ALTER TABLE hosts ADD COLUMN rate_delay INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE hosts ADD COLUMN rate_since INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE hosts ADD COLUMN last_took INTEGER NOT NULL DEFAULT 0;`,
 	`ALTER TABLE entries ADD COLUMN validators_url TEXT NOT NULL DEFAULT '';`,
 	`ALTER TABLE hosts ADD COLUMN origins TEXT NOT NULL DEFAULT '';`,
+	`CREATE TABLE IF NOT EXISTS refreshes (
+	host           INTEGER NOT NULL,
+	url            TEXT    NOT NULL,
+	id             TEXT    NOT NULL,
+	hops           INTEGER NOT NULL DEFAULT 0,
+	due            INTEGER NOT NULL,
+	every          INTEGER NOT NULL,
+	flags          INTEGER NOT NULL DEFAULT 0,
+	etag           TEXT    NOT NULL DEFAULT '',
+	last_modified  TEXT    NOT NULL DEFAULT '',
+	validators_url TEXT    NOT NULL DEFAULT '',
+	sha256         TEXT    NOT NULL DEFAULT '',
+	seq            INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (host, url)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refreshes_due ON refreshes (host, due);
+`,
 }
 
 // The statements. Each one that runs per operation reads or writes through

@@ -318,11 +318,28 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 			activated = true
 		}
 	}
+	refused, err := s.appendRefreshes(ctx, tx, h, req)
+	if err != nil {
+		return hostqueue.AppendResult{}, nil, err
+	}
+	if len(req.Refreshes) > 0 {
+		// The host is due by its earliest refresh, if that comes before
+		// its queue's due time.
+		first, ok, err := firstRefresh(ctx, tx, h.id)
+		if err != nil {
+			return hostqueue.AppendResult{}, nil, err
+		}
+		if ok && (!h.due.Valid || first < h.due.Int64) {
+			activated = activated || !h.due.Valid
+			h.due, h.expires = sql.NullInt64{Int64: first, Valid: true}, sql.NullInt64{}
+		}
+	}
 	if err := updateHost(ctx, tx, h); err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
 	res := plan.Result(len(evicted), h.pending, activated)
 	res.Shard = h.vs
+	res.RefreshRefused = refused
 	return res, nil, nil
 }
 
@@ -437,15 +454,29 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 				h.attempts[id] = n
 			}
 		}
+		if err := commitRefreshes(ctx, tx, h.id, c); err != nil {
+			return err
+		}
 		if c.Release {
-			if h.pending > 0 {
+			first, refreshing, err := firstRefresh(ctx, tx, h.id)
+			if err != nil {
+				return err
+			}
+			switch {
+			case h.pending > 0:
 				// Continue leaves the due time alone: the host is
 				// still due, as it was when the holder took it.
 				if !c.Continue || !h.due.Valid {
 					h.due = sql.NullInt64{Int64: c.NextDue.UnixMilli(), Valid: true}
 				}
 				h.expires = sql.NullInt64{}
-			} else {
+			case refreshing:
+				// Only refreshes wait: due at the earliest, not before
+				// the host's politeness allows.
+				h.due = sql.NullInt64{Int64: max(first, c.NextDue.UnixMilli()), Valid: true}
+				h.attempts = nil
+				h.expires = sql.NullInt64{}
+			default:
 				h.due = sql.NullInt64{}
 				h.attempts = nil
 				h.expires = s.idleExpiry(c.IdleTTL)
@@ -847,6 +878,10 @@ func toHost(ctx context.Context, tx *txn, key string, h *hostRow, want int) (*ho
 			out.Robots = map[string]hostqueue.Robots{}
 		}
 		out.Robots[origin] = hostqueue.Robots{Status: ir.Status, Body: ir.Body, FetchedAt: time.UnixMilli(ir.FetchedAt)}
+	}
+	var err error
+	if out.Refreshes, out.Refreshing, err = refreshHead(ctx, tx, h.id, want); err != nil {
+		return nil, err
 	}
 	if want > 0 && h.pending > 0 {
 		// No more than are queued: the head is held for the whole

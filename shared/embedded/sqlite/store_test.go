@@ -270,7 +270,7 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Errorf("after the migration: RateDelay %v RateSince %v LastTook %v, want 2s %v 1s", h.RateDelay, h.RateSince, h.LastTook, t0)
 	}
 	var v int
-	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 4 {
-		t.Errorf("user_version = %d (%v), want 4", v, err)
+	if err := raw(t, path).QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 5 {
+		t.Errorf("user_version = %d (%v), want 5", v, err)
 	}
 }

@@ -377,7 +377,7 @@ func itemIndexes(msgs []urlmsg.Message, bad []urlmsg.ItemError) []int {
 }
 
 func ingestParams(p params.Params) hostqueue.IngestParams {
-	return hostqueue.IngestParams{PersistLimit: p.PersistLimit, ByDomain: p.QueueMode == params.QueueByDomain, AllowedPorts: p.Ports()}
+	return hostqueue.IngestParams{PersistLimit: p.PersistLimit, ByDomain: p.QueueMode == params.QueueByDomain, AllowedPorts: p.Ports(), RefreshCap: p.MaxRefreshPerHost}
 }
 
 func reply(code int, body APIResponse) events.APIGatewayProxyResponse {

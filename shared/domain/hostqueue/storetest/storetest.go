@@ -33,6 +33,9 @@ type Harness struct {
 	IdleExpiry bool
 	// Parallel runs the cases in parallel (each on its own store).
 	Parallel bool
+	// NoRefresh, when set, says why the store does not keep refreshing
+	// URLs yet: the refresh cases are skipped with it.
+	NoRefresh string
 	// Scale multiplies the sizes of the concurrency case (0 means 1): an
 	// emulator over HTTP takes a smaller one.
 	Scale float64
@@ -116,6 +119,10 @@ var (
 		{"Placement", testPlacement},
 		{"BatchPlacement", testBatchPlacement},
 		{"Move", testMove},
+		{"RefreshKept", testRefreshKept},
+		{"RefreshCap", testRefreshCap},
+		{"RefreshCommit", testRefreshCommit},
+		{"RefreshStop", testRefreshStop},
 	}
 	leaseCases = []testCase{
 		{"AcquireRenewRelease", testLeases},

@@ -1,0 +1,49 @@
+package hostqueue
+
+import (
+	"fmt"
+
+	"github.com/urldownloader/urldownloader/shared/domain/refresh"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+)
+
+// Refresh is a refreshing URL, kept beside its host's queue (not in it:
+// it is not counted in Pending, not under PersistLimit, never evicted).
+// A host keeps one per URL (docs/refresh.md, How it is stored).
+type Refresh struct {
+	// ID is the result id of the item that started the schedule.
+	ID   string
+	URL  string
+	Hops int
+	refresh.Schedule
+	// Stop is set when the input asked to end the schedule (refresh
+	// "0"): the engine ends it at once with a stopped, final result.
+	Stop bool
+}
+
+// Entry is the refresh's fetch as a queue entry: its URL with the last
+// answer's validators, so the request is conditional.
+func (r Refresh) Entry() Entry {
+	return Entry{ID: r.ID, URL: r.URL, Hops: r.Hops, ETag: r.ETag, LastModified: r.LastModified, ValidatorsURL: r.ValidatorsURL}
+}
+
+// ErrRefreshCap refuses a refreshing URL its host has no room for: its
+// host already holds MaxRefreshPerHost of them. It is invalid input (a
+// producer's to fix, never retried), as refreshing URLs are never
+// evicted to make room.
+var ErrRefreshCap = fmt.Errorf("%w: the host holds %s refreshing urls", urlmsg.ErrInvalid, refresh.NameMaxRefreshPerHost)
+
+// refreshOf is the Refresh a message asks for, ok false for a plain URL.
+func refreshOf(m urlmsg.Message) (Refresh, bool) {
+	if m.Refresh <= 0 && !m.RefreshStop {
+		return Refresh{}, false
+	}
+	return Refresh{ID: m.ID, URL: m.URL, Stop: m.RefreshStop, Schedule: refresh.Schedule{
+		Every: m.Refresh, Adapt: m.RefreshAdapt, EmitUnchanged: m.EmitUnchanged,
+		ETag: m.ETag, LastModified: m.LastModified, ValidatorsURL: m.ValidatorsURL,
+	}}, true
+}
+
+// StoredValidatorsURL is ValidatorsURL as a store keeps it (see
+// Entry.StoredValidatorsURL).
+func (r Refresh) StoredValidatorsURL() string { return r.Entry().StoredValidatorsURL() }

@@ -1,0 +1,51 @@
+package hostqueue_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
+)
+
+// TestIngestKeepsRefreshesApart: refreshing URLs (and stops) go beside
+// the queue, not in it, so HoldBack's count of the last entries still
+// names plain URLs; those the cap refuses fail as invalid input, naming
+// MaxRefreshPerHost.
+func TestIngestKeepsRefreshesApart(t *testing.T) {
+	store := &fakeStore{t: t, append: func(_ context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		// One plain URL held back, one refresh over the cap.
+		return hostqueue.AppendResult{Appended: len(req.Entries) - 1, HeldBack: 1, RefreshRefused: 1}, nil
+	}}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }, Overflow: hostqueue.HoldBack}
+	msgs := []urlmsg.Message{
+		msg("p1", "a.example", "http://a.example/1"),
+		{ID: "r1", Host: "a.example", URL: "http://a.example/feed", Refresh: time.Hour, RefreshAdapt: true, ETag: `"e"`},
+		msg("p2", "a.example", "http://a.example/2"),
+		{ID: "s1", Host: "a.example", URL: "http://a.example/old", RefreshStop: true},
+		{ID: "r2", Host: "a.example", URL: "http://a.example/feed2", Refresh: time.Hour},
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 50, RefreshCap: 7}, msgs)
+	req := store.byKey()["a.example"]
+	if got := entryIDs(req.Entries); len(got) != 2 || got[0] != "p1" || got[1] != "p2" {
+		t.Errorf("queued entries %v, want the plain p1, p2", got)
+	}
+	if len(req.Refreshes) != 3 || req.RefreshCap != 7 {
+		t.Fatalf("refreshes %+v cap %d, want r1, s1, r2 under cap 7", req.Refreshes, req.RefreshCap)
+	}
+	r1 := req.Refreshes[0]
+	if r1.ID != "r1" || r1.Every != time.Hour || !r1.Adapt || r1.ETag != `"e"` || r1.Stop || !req.Refreshes[1].Stop {
+		t.Errorf("refreshes %+v, want r1 hourly, adaptive, with its etag; s1 a stop", req.Refreshes)
+	}
+	if len(res.Failed) != 2 || !errors.Is(res.Failed[2], hostqueue.ErrQueueFull) {
+		t.Errorf("failed %v, want p2 (index 2) held back and r2 (index 4) refused", res.Failed)
+	}
+	if err := res.Failed[4]; !errors.Is(err, hostqueue.ErrRefreshCap) || !errors.Is(err, urlmsg.ErrInvalid) {
+		t.Errorf("r2: %v, want ErrRefreshCap, invalid input", err)
+	}
+	if res.Appended != 1+2 {
+		t.Errorf("appended %d, want 3 (p1, r1, s1)", res.Appended)
+	}
+}
