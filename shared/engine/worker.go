@@ -194,6 +194,12 @@ func (w *worker) work(ctx context.Context) error {
 		}
 		ho.wait()
 	}()
+	if len(h.Refreshes) > 0 {
+		stop := false
+		if h, stop, err = w.refreshDue(ctx, h, ho); err != nil || stop {
+			return err
+		}
+	}
 	for {
 		w.refreshParams(ctx)
 		w.noteDupes(h.Head)

@@ -162,6 +162,7 @@ func TestAfterEmitsPerTheRules(t *testing.T) {
 		{"new digest emits changed", base, fetched("bbb", `"b"`), true, true, 4, "bbb", `"b"`, 4},
 		{"failure emits, keeps validators", base, failed, true, false, 4, "aaa", `"a"`, 4},
 		{"emitUnchanged emits a 304", withEmit(base), notModified, true, false, 4, "aaa", `"a"`, 4},
+		{"a 304 after a failure emits", failing(base), notModified, true, false, 4, "aaa", `"a"`, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tc.s.After(tc.r, t0.Add(time.Minute), bounds)
@@ -176,6 +177,11 @@ func TestAfterEmitsPerTheRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+func failing(s refresh.Schedule) refresh.Schedule {
+	s.Failing = true
+	return s
 }
 
 func withEmit(s refresh.Schedule) refresh.Schedule {

@@ -29,6 +29,10 @@ type Schedule struct {
 	// Seq is the seq of the last result sent; 0 before the first. The
 	// first fetch always sends one, so Seq 0 also means never fetched.
 	Seq int
+	// Failing is set when the last result sent was a failure: the next
+	// fetch that is not one is sent too, whatever it found, so a
+	// consumer keeping the highest seq does not keep the failure.
+	Failing bool
 }
 
 // Kind is what a fetch found.
@@ -95,7 +99,7 @@ func (s Schedule) After(r result.Result, at time.Time, b Bounds) Decision {
 	case first:
 		d.Emit, d.Changed = true, kind == Changed
 	case kind == Unchanged:
-		d.Emit = s.EmitUnchanged
+		d.Emit = s.EmitUnchanged || s.Failing
 	default:
 		d.Emit, d.Changed = true, kind == Changed
 	}
@@ -104,19 +108,21 @@ func (s Schedule) After(r result.Result, at time.Time, b Bounds) Decision {
 		d.Seq = d.Next.Seq
 	}
 	d.Next.SHA256 = digest
+	d.Next.Failing = kind == Failed
 	if kind != Failed && (r.ETag != "" || r.LastModified != "" || r.Status != result.StatusNotModified) {
 		d.Next.ETag, d.Next.LastModified, d.Next.ValidatorsURL = r.ETag, r.LastModified, r.ValidatorsURL
 	}
-	if s.Adapt {
+	if s.Adapt && !first {
+		// The first fetch has nothing to compare with.
 		d.Next.Every = Adapt(s.Every, kind, b)
 	}
 	d.Next.Due = Next(s.Due, at, d.Next.Every, s.Adapt)
 	return d
 }
 
-// Stop is the seq of a schedule's last result, the one whose final is
+// FinalSeq is the seq of a schedule's last result, the one whose final is
 // true (a stop, a give-up, a robots.txt refusal).
-func (s Schedule) Stop() int { return s.Seq + 1 }
+func (s Schedule) FinalSeq() int { return s.Seq + 1 }
 
 // Decorate sets the refresh fields of a result the decision sends.
 func (d Decision) Decorate(r *result.Result) {

@@ -36,7 +36,7 @@ func TestQueryPlans(t *testing.T) {
 		{"count refreshing urls", qRefreshCount, []any{1}, "refreshes_due"},
 		{"respec a refresh", qRefreshRespec, []any{1, 0, 1, "u"}, "PRIMARY KEY"},
 		{"stop a refresh", qRefreshStop, []any{1, 1, "u"}, "PRIMARY KEY"},
-		{"save a refetch", qRefreshSave, []any{1, 1, "", "", "", "", 1, 1, "u"}, "PRIMARY KEY"},
+		{"save a refetch", qRefreshSave, []any{1, 1, "", "", "", "", 1, 0, 1, "u"}, "PRIMARY KEY"},
 		{"end a refresh", qRefreshDelete, []any{1, "u"}, "PRIMARY KEY"},
 		{"refreshes due first", qRefreshHead, []any{1, 10}, "refreshes_due"},
 		{"first refresh", qRefreshFirst, []any{1}, "refreshes_due"},

@@ -24,6 +24,7 @@ const (
 	flagAdapt         = 1
 	flagEmitUnchanged = 2
 	flagStop          = 4
+	flagFailing       = 8
 )
 
 const (
@@ -38,7 +39,8 @@ const (
 	// qRefreshSave records a fetch; a stop that came meanwhile keeps
 	// its due time (now), so it is not put off to the next cycle.
 	qRefreshSave = `UPDATE refreshes SET due = CASE WHEN flags & 4 THEN due ELSE ? END, every = ?,
-		etag = ?, last_modified = ?, validators_url = ?, sha256 = ?, seq = ? WHERE host = ? AND url = ?`
+		etag = ?, last_modified = ?, validators_url = ?, sha256 = ?, seq = ?, flags = (flags & ~8) | ?
+		WHERE host = ? AND url = ?`
 	qRefreshDelete = "DELETE FROM refreshes WHERE host = ? AND url = ?"
 	qRefreshHead   = `SELECT url, id, hops, due, every, flags, etag, last_modified, validators_url, sha256, seq
 		FROM refreshes WHERE host = ? ORDER BY due LIMIT ?`
@@ -99,6 +101,9 @@ func flagsOf(r hostqueue.Refresh) int {
 	if r.Stop {
 		f |= flagStop
 	}
+	if r.Failing {
+		f |= flagFailing
+	}
 	return f
 }
 
@@ -106,7 +111,7 @@ func flagsOf(r hostqueue.Refresh) int {
 func commitRefreshes(ctx context.Context, tx *txn, host int64, c hostqueue.Commit) error {
 	for _, r := range c.Refreshed {
 		if _, err := tx.ExecContext(ctx, qRefreshSave, r.Due.UnixMilli(), r.Every.Milliseconds(), r.ETag, r.LastModified,
-			r.StoredValidatorsURL(), r.SHA256, r.Seq, host, r.URL); err != nil {
+			r.StoredValidatorsURL(), r.SHA256, r.Seq, flagsOf(r)&flagFailing, host, r.URL); err != nil {
 			return fmt.Errorf("record refetch of %s: %w", r.URL, err)
 		}
 	}
@@ -157,6 +162,7 @@ func refreshHead(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.R
 		}
 		r.Due, r.Every = time.UnixMilli(due), time.Duration(every)*time.Millisecond
 		r.Adapt, r.EmitUnchanged, r.Stop = flags&flagAdapt != 0, flags&flagEmitUnchanged != 0, flags&flagStop != 0
+		r.Failing = flags&flagFailing != 0
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

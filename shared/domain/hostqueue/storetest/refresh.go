@@ -103,7 +103,7 @@ func testRefreshCommit(t *testing.T, h Harness, e *env) {
 	e.appendRefreshes(key, rs, 10)
 	got := e.load(key, 10)
 	first := got.Refreshes[0]
-	first.Due, first.ETag, first.SHA256, first.Seq = T0.Add(3*time.Hour), `"v2"`, "abc", 1
+	first.Due, first.ETag, first.SHA256, first.Seq, first.Failing = T0.Add(3*time.Hour), `"v2"`, "abc", 1, true
 	second := got.Refreshes[1]
 	next := e.commit(key, hostqueue.Commit{Refreshed: []hostqueue.Refresh{first}, Release: true, NextDue: T0, Want: 10})
 	if next.Refreshing != 2 || next.Refreshes[1] != first {
