@@ -137,7 +137,7 @@ func progressLine(p localmode.Progress, reqsBefore int64, span, eta time.Duratio
 		etaText = eta.Round(time.Second).String()
 	}
 	return fmt.Sprintf("urldownloader: %d/%d urls  %.1f req/s  %d hosts active  backlog %d  ETA %s",
-		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText) + waitingText(p.Waiting) + serversText(p.Servers)
+		p.Results, p.Expected, rate, p.Hosts, p.Backlog, etaText) + refreshText(p) + waitingText(p.Waiting) + serversText(p.Servers)
 }
 
 // serversText says which server addresses hosts wait on at their gate,
@@ -162,6 +162,19 @@ func serversText(ws []server.Waiting) string {
 		return ""
 	}
 	return "  " + strings.Join(parts, ", ")
+}
+
+// refreshText says how many URLs refresh and when the next is due
+// (docs/refresh.md); "" when none does.
+func refreshText(p localmode.Progress) string {
+	if p.Refreshing == 0 {
+		return ""
+	}
+	next := "now"
+	if d := time.Until(p.NextRefresh); d > time.Second {
+		next = "in " + d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("  refreshing %d, next due %s", p.Refreshing, next)
 }
 
 // printMetrics writes the table of the metrics the functions wrote as EMF

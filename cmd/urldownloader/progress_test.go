@@ -47,6 +47,18 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
+func TestProgressLineShowsRefreshes(t *testing.T) {
+	p := localmode.Progress{Expected: 3, Results: 3, Refreshing: 3, NextRefresh: time.Now().Add(90*time.Second + 400*time.Millisecond)}
+	got := progressLine(p, 0, 2*time.Second, 0, true)
+	if !strings.Contains(got, "refreshing 3, next due in 1m30s") {
+		t.Errorf("progress line %q, want the refreshing URLs and when the next is due", got)
+	}
+	p.NextRefresh = time.Now().Add(-time.Minute)
+	if got := progressLine(p, 0, 2*time.Second, 0, true); !strings.Contains(got, "next due now") {
+		t.Errorf("progress line %q, want a late refresh due now", got)
+	}
+}
+
 func TestPrintMetrics(t *testing.T) {
 	var emf metrics.Buffer
 	rec := metrics.New(&emf, "local", nil, nil)

@@ -170,3 +170,23 @@ func refreshHead(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.R
 	}
 	return out, count, nil
 }
+
+// Refreshing counts the refreshing URLs of every host and returns the
+// earliest due time among them (zero when there is none). It reads the
+// whole table: for a progress line every few seconds, not per operation.
+func (s *Store) Refreshing(ctx context.Context) (n int, next time.Time, err error) {
+	err = s.read(ctx, func(tx *txn) error {
+		var first sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT count(*), min(due) FROM refreshes").Scan(&n, &first); err != nil {
+			return err
+		}
+		if first.Valid {
+			next = time.UnixMilli(first.Int64)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("count refreshing urls: %w", err)
+	}
+	return n, next, nil
+}

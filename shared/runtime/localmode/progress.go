@@ -36,6 +36,10 @@ type Progress struct {
 	// Servers are the server addresses hosts wait on now, at their gate
 	// (ServerDelay, ServerConnections), the most waited on first.
 	Servers []server.Waiting
+	// Refreshing counts the refreshing URLs kept, NextRefresh is when
+	// the first of them is due (docs/refresh.md), read with Waiting.
+	Refreshing  int
+	NextRefresh time.Time
 }
 
 // Progress returns the run's progress now. It is safe to call while Run
@@ -49,6 +53,7 @@ func (rt *Runtime) Progress() Progress {
 	p.Requests, p.InFlight = rt.requests.Load(), rt.inFlight.Load()
 	p.Waiting = rt.waiting()
 	p.Servers = rt.gate.Waiting()
+	p.Refreshing, p.NextRefresh = rt.refreshes()
 	for _, e := range rt.engines {
 		n, _ := e.Workers()
 		p.Hosts += n

@@ -117,7 +117,16 @@ wait:
 				break
 			}
 			if added == 0 {
-				break
+				// Refreshing URLs keep a job going until it is stopped
+				// (or --timeout ends it): the next run goes on with them.
+				n, _, err := rt.store.Refreshing(ectx)
+				if err != nil {
+					runErr = err
+					break
+				}
+				if n == 0 {
+					break
+				}
 			}
 		}
 		select {

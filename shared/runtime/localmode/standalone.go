@@ -170,6 +170,9 @@ type Store interface {
 	// QueuedRequests counts the distinct requests in a queue (copies of
 	// a URL cost one fetch): the progress line's ETA.
 	QueuedRequests(ctx context.Context, key string) (int, error)
+	// Refreshing counts the refreshing URLs kept and says when the first
+	// is due (docs/refresh.md): a job holding any runs until stopped.
+	Refreshing(ctx context.Context) (int, time.Time, error)
 	Close() error
 }
 

@@ -232,7 +232,11 @@ func (t *tally) seen(rs []result.Result) {
 		for _, r := range rs {
 			t.results++
 			if !first[r.ID] {
-				t.duplicates++
+				// A refreshing URL's later results share its id
+				// (docs/refresh.md): not duplicates.
+				if r.Seq <= 1 {
+					t.duplicates++
+				}
 				continue
 			}
 			delete(first, r.ID) // a second copy in this batch is a duplicate

@@ -46,6 +46,9 @@ type waits struct {
 	at    time.Time
 	list  []Wait
 	rules map[string]cachedRules // by key and origin
+	// refreshing and nextRefresh are Store.Refreshing's, read with list.
+	refreshing  int
+	nextRefresh time.Time
 }
 
 type cachedRules struct {
@@ -69,7 +72,18 @@ func (rt *Runtime) waiting() []Wait {
 	if err == nil {
 		w.list = list
 	}
+	if n, next, err := rt.store.Refreshing(ctx); err == nil {
+		w.refreshing, w.nextRefresh = n, next
+	}
 	return w.list
+}
+
+// refreshes returns the refreshing URLs kept and the first due time, as
+// waiting last read them.
+func (rt *Runtime) refreshes() (int, time.Time) {
+	rt.waits.mu.Lock()
+	defer rt.waits.mu.Unlock()
+	return rt.waits.refreshing, rt.waits.nextRefresh
 }
 
 // readWaits reads, from the state, why the hosts with queued URLs wait.

@@ -1,0 +1,146 @@
+package localmode
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urldownloader/urldownloader/internal/nginxtest"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/web/fetch"
+)
+
+// TestRefreshOnNginx: a refreshing URL on a real server whose file
+// changes. Every refetch is conditional (nginx's own ETag), a result is
+// written exactly for the first fetch and the fetch after the change,
+// the job keeps running while the URL refreshes, and a second run on the
+// same state goes on with the schedule: its first fetch is not earlier
+// than due.
+func TestRefreshOnNginx(t *testing.T) {
+	t.Parallel()
+	const every = 10 * time.Second // MinRefresh's least
+	srv := nginxtest.Start(t,
+		`log_format cond '$request_uri $status "$http_if_none_match"';`,
+		`root {{root}}; access_log {{root}}/../cond.log cond;`)
+	root := filepath.Join(srv.Dir, "www")
+	feed := filepath.Join(root, "feed.xml")
+	write := func(body string, mtime time.Time) {
+		t.Helper()
+		if err := os.WriteFile(feed, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// nginx's ETag is the file's mtime and size: set the time, so two
+		// versions never share one.
+		if err := os.Chtimes(feed, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("<rss>1</rss>", time.Unix(1_700_000_000, 0))
+	url := "http://" + srv.Addr + "/feed.xml"
+	in := writeLines(t, []string{`{"url": "` + url + `", "refresh": "10s"}`})
+	dir := t.TempDir()
+	state, outPath := filepath.Join(dir, "state.db"), filepath.Join(dir, "out.jsonl")
+
+	// fetches are the requests of the feed in nginx's log: when (read
+	// as they come), status and If-None-Match.
+	type fetched struct {
+		at   time.Time
+		line string
+	}
+	var fetches []fetched
+	logged := 0
+	poll := func() {
+		b, _ := os.ReadFile(filepath.Join(srv.Dir, "cond.log"))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		for _, l := range lines[min(logged, len(lines)):] {
+			if strings.HasPrefix(l, "/feed.xml ") {
+				fetches = append(fetches, fetched{time.Now(), l})
+			}
+		}
+		logged = len(lines)
+	}
+	run := func(until func() bool) Report {
+		t.Helper()
+		out := openOut(t, outPath)
+		rt, err := Open(context.Background(), Options{
+			State: state, Out: out, Addresses: fetch.PrivatePolicy(), Log: testLog(t),
+			Params: map[string]string{"MinRefresh": "10s", "FetchDelay": "0"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		// Bounds a hang only: the schedule needs about 4 intervals.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		go func() {
+			for ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+				poll()
+				if until() {
+					cancel()
+				}
+			}
+		}()
+		rep, err := rt.Run(ctx, RunOptions{Input: fileInput(t, in)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Stopped {
+			t.Errorf("the run ended by itself with a refreshing URL kept: %+v", rep)
+		}
+		return rep
+	}
+
+	changed := false
+	run(func() bool {
+		if len(fetches) == 2 && !changed {
+			write("<rss>2, longer</rss>", time.Unix(1_700_000_100, 0))
+			changed = true
+		}
+		return len(fetches) >= 4
+	})
+	firstRun := len(fetches)
+	run(func() bool { return len(fetches) >= firstRun+1 })
+
+	for i, f := range fetches {
+		// nginx logs an absent If-None-Match as "-".
+		inm := f.line[strings.Index(f.line, `"`):]
+		if i == 0 && inm != `"-"` {
+			t.Errorf("the first fetch was conditional: %s", f.line)
+		}
+		if i > 0 && inm == `"-"` {
+			t.Errorf("refetch %d was not conditional: %s", i, f.line)
+		}
+		if i > 0 && f.at.Sub(fetches[i-1].at) < every-time.Second {
+			t.Errorf("fetch %d came %s after the one before, want the interval %s (%v)", i, f.at.Sub(fetches[i-1].at), every, f.line)
+		}
+	}
+	// The fetch after the change got the new version; the others 304.
+	if len(fetches) < 5 {
+		t.Fatalf("%d fetches of the feed over two runs, want 5", len(fetches))
+	}
+	var statuses []string
+	for _, f := range fetches {
+		statuses = append(statuses, strings.Fields(f.line)[1])
+	}
+	if got := strings.Join(statuses[:4], " "); got != "200 304 200 304" {
+		t.Errorf("statuses %s, want 200 304 200 304 (the file changed after the second fetch)", got)
+	}
+	rs := readResults(t, outPath)
+	if len(rs) != 2 {
+		t.Fatalf("%d results, want 2 (the first fetch, the change)", len(rs))
+	}
+	for i, want := range []string{"<rss>1</rss>", "<rss>2, longer</rss>"} {
+		r := rs[i]
+		if r.Seq != i+1 || r.Changed == nil || !*r.Changed || r.Data != want || r.Status != result.StatusFetched || r.Final {
+			t.Errorf("result %d: seq %d changed %v data %q status %s final %v; want seq %d, changed, %q", i, r.Seq, r.Changed, r.Data, r.Status, r.Final, i+1, want)
+		}
+		if r.ID != rs[0].ID {
+			t.Errorf("result %d has id %s, want the URL's, %s", i, r.ID, rs[0].ID)
+		}
+	}
+}
