@@ -36,6 +36,10 @@ type Ingester struct {
 	// Overflow is what a URL meets at a full queue (PersistLimit): EvictOldest,
 	// the reference design's rule and the default, or HoldBack.
 	Overflow Overflow
+	// NoRefresh, when set, says why the store keeps no refreshing URLs:
+	// each is refused with it (ErrRefreshUnsupported), never accepted
+	// and then left without a result.
+	NoRefresh string
 }
 
 // Overflow says what ingest does when a host's queue cannot take a batch's
@@ -142,6 +146,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 	}
 	groups := map[string]*group{}
 	var order []string
+	refused := map[int]error{}
 	var denied []result.Result
 	var deniedIdx []int
 	now := in.Now()
@@ -159,6 +164,10 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			order = append(order, key)
 		}
 		if r, ok := refreshOf(m); ok {
+			if in.NoRefresh != "" {
+				refused[i] = fmt.Errorf("%w: %s", ErrRefreshUnsupported, in.NoRefresh)
+				continue
+			}
 			g.refreshes = append(g.refreshes, r)
 			g.ridx = append(g.ridx, i)
 			continue
@@ -167,7 +176,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 		g.idx = append(g.idx, i)
 	}
 
-	res := IngestResult{Failed: map[int]error{}}
+	res := IngestResult{Failed: refused}
 	activated := map[int]bool{}
 	var mu sync.Mutex
 	conc := in.Concurrency

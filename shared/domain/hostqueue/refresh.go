@@ -33,6 +33,10 @@ func (r Refresh) Entry() Entry {
 // evicted to make room.
 var ErrRefreshCap = fmt.Errorf("%w: the host holds %s refreshing urls", urlmsg.ErrInvalid, refresh.NameMaxRefreshPerHost)
 
+// ErrRefreshUnsupported refuses a refreshing URL where the store keeps
+// none (Ingester.NoRefresh): invalid input for this deployment.
+var ErrRefreshUnsupported = fmt.Errorf("%w: refresh is not supported here", urlmsg.ErrInvalid)
+
 // refreshOf is the Refresh a message asks for, ok false for a plain URL.
 func refreshOf(m urlmsg.Message) (Refresh, bool) {
 	if m.Refresh <= 0 && !m.RefreshStop {

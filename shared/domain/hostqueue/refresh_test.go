@@ -3,6 +3,7 @@ package hostqueue_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,24 @@ func TestIngestKeepsRefreshesApart(t *testing.T) {
 	}
 	if res.Appended != 1+2 {
 		t.Errorf("appended %d, want 3 (p1, r1, s1)", res.Appended)
+	}
+}
+
+// TestIngestRefusesRefreshWhereNotKept: with NoRefresh (a store that keeps
+// no refreshing URLs), they are refused as invalid, naming why; plain
+// URLs go on.
+func TestIngestRefusesRefreshWhereNotKept(t *testing.T) {
+	store := &fakeStore{t: t}
+	in := &hostqueue.Ingester{Store: store, Publisher: &fakePublisher{}, Now: func() time.Time { return testNow }, NoRefresh: "not on this store"}
+	msgs := []urlmsg.Message{
+		{ID: "r1", Host: "a.example", URL: "http://a.example/feed", Refresh: time.Hour},
+		msg("p1", "a.example", "http://a.example/1"),
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 50, RefreshCap: 7}, msgs)
+	if err := res.Failed[0]; !errors.Is(err, hostqueue.ErrRefreshUnsupported) || !errors.Is(err, urlmsg.ErrInvalid) || !strings.Contains(err.Error(), "not on this store") {
+		t.Errorf("refresh item: %v, want ErrRefreshUnsupported naming why", err)
+	}
+	if req := store.byKey()["a.example"]; len(res.Failed) != 1 || len(req.Refreshes) != 0 || len(req.Entries) != 1 {
+		t.Errorf("failed %v, appended %+v; want only the plain URL queued", res.Failed, req)
 	}
 }

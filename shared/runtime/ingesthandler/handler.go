@@ -289,6 +289,12 @@ func (h *Handler) HandleAPI(ctx context.Context, ev events.APIGatewayProxyReques
 		index := itemIndexes(msgs, bad)
 		for i, m := range msgs {
 			if err, ok := res.Failed[i]; ok {
+				if errors.Is(err, urlmsg.ErrInvalid) {
+					// Refused for good (a refreshing URL beyond
+					// MaxRefreshPerHost): fix it, do not retry it.
+					resp.Errors = append(resp.Errors, urlmsg.ItemError{Index: index[i], URL: m.URL, Error: err.Error()})
+					continue
+				}
 				code = http.StatusServiceUnavailable
 				resp.Errors = append(resp.Errors, urlmsg.ItemError{Index: index[i], URL: m.URL, Error: "not queued, retry: " + err.Error()})
 				continue

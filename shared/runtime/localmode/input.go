@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -593,6 +594,9 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 	// dozen doublings of a 60,000-line batch.
 	msgs := make([]urlmsg.Message, 0, len(batch))
 	var rejected []Rejected
+	// lineOf finds a message's line when ingest refuses it as invalid (a
+	// refreshing URL beyond MaxRefreshPerHost).
+	lineOf := map[string]line{}
 	for _, l := range batch {
 		next.Offset, next.Lines = l.end, l.no
 		if p := l.parsed; p.reject != "" {
@@ -601,6 +605,11 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 			continue
 		}
 		msgs = append(msgs, l.parsed.msgs...)
+		for _, m := range l.parsed.msgs {
+			if m.Refresh > 0 || m.RefreshStop {
+				lineOf[m.ID] = l
+			}
+		}
 	}
 	next.Sum = batch[len(batch)-1].sum[:]
 	f.rep.Lines += next.Lines - prog.Lines
@@ -636,6 +645,10 @@ func (f *feeder) ingest(ctx context.Context, prog progress, batch []line) (progr
 			case !failed:
 			case errors.Is(err, hostqueue.ErrQueueFull):
 				held = append(held, heldURL{key: hostqueue.QueueKey(m.Host, byDomain), msg: m})
+			case errors.Is(err, urlmsg.ErrInvalid):
+				// Refused for good, as a line the parser refused.
+				rt.opts.Metrics.Add(metrics.URLsRejected, 1)
+				rejected = append(rejected, rejection(lineOf[m.ID], strings.TrimPrefix(err.Error(), urlmsg.ErrInvalid.Error()+": ")))
 			default:
 				again, lastErr = append(again, m), err
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/nginxtest"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
@@ -142,5 +143,48 @@ func TestRefreshOnNginx(t *testing.T) {
 		if r.ID != rs[0].ID {
 			t.Errorf("result %d has id %s, want the URL's, %s", i, r.ID, rs[0].ID)
 		}
+	}
+}
+
+// TestRefreshCapRejectsLine: a refreshing URL beyond MaxRefreshPerHost is
+// a rejected line naming the parameter, as a line the parser refuses;
+// the job goes on with the others.
+func TestRefreshCapRejectsLine(t *testing.T) {
+	t.Parallel()
+	site := startSite(t, demosite.Options{Hosts: 1})
+	urls := site.URLs(2)
+	in := writeLines(t, []string{
+		`{"url": "` + urls[0] + `", "refresh": "1h"}`,
+		`{"url": "` + urls[1] + `", "refresh": "1h"}`,
+	})
+	dir := t.TempDir()
+	rejected := make(chan Rejected, 2)
+	rt := open(t, Options{
+		State: filepath.Join(dir, "state.db"), Out: openOut(t, filepath.Join(dir, "out.jsonl")), Addresses: fetch.PrivatePolicy(),
+		Params:   map[string]string{"MaxRefreshPerHost": "1"},
+		OnReject: func(r Rejected) { rejected <- r },
+	})
+	// Bounds a hang only: the job runs until stopped, with one URL
+	// refreshing hourly.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Run(ctx, RunOptions{Input: fileInput(t, in)})
+		done <- err
+	}()
+	select {
+	case r := <-rejected:
+		if r.Line != 2 || !strings.Contains(r.Error, "MaxRefreshPerHost") {
+			t.Errorf("rejected %+v, want line 2 naming MaxRefreshPerHost", r)
+		}
+	case err := <-done:
+		t.Fatalf("the run ended (%v) with no line rejected", err)
+	case <-ctx.Done():
+		t.Fatal("no line rejected")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
 	}
 }

@@ -59,6 +59,9 @@ type Parts struct {
 	// one server's names would otherwise be worked by several check
 	// invocations at once. Nil places every host by name.
 	Resolver ingesthandler.Resolver
+	// NoRefresh, when set, says why the store keeps no refreshing URLs
+	// (hostqueue.Ingester.NoRefresh): ingest refuses them with it.
+	NoRefresh string
 	// Gate is the process's gate per server address (engine.NewGate),
 	// which the fetcher meets too (engine.FetchGate); nil paces per host
 	// only.
@@ -82,7 +85,7 @@ func (p Parts) Engine() *engine.Engine {
 
 // Ingester builds the ingest domain service on the parts.
 func (p Parts) Ingester() *hostqueue.Ingester {
-	return &hostqueue.Ingester{Store: p.Store, Publisher: p.Publisher, Now: p.Clock.Now, Guard: p.Guard}
+	return &hostqueue.Ingester{Store: p.Store, Publisher: p.Publisher, Now: p.Clock.Now, Guard: p.Guard, NoRefresh: p.NoRefresh}
 }
 
 // IngestHandler builds the ingest function's handler around ing (the
