@@ -188,3 +188,59 @@ func TestRefreshCapRejectsLine(t *testing.T) {
 		t.Errorf("run: %v", err)
 	}
 }
+
+// TestRefreshStopEndsJob: the same URL sent again with refresh "0" (a
+// line appended to the list) ends its schedule with a stopped, final
+// result under the schedule's id, and with nothing else to do the job
+// then ends by itself.
+func TestRefreshStopEndsJob(t *testing.T) {
+	t.Parallel()
+	site := startSite(t, demosite.Options{Hosts: 1})
+	u := site.URLs(1)[0]
+	// The first fetch is due within the first interval: the shortest.
+	in := writeLines(t, []string{`{"url": "` + u + `", "refresh": "10s"}`})
+	dir := t.TempDir()
+	state, outPath := filepath.Join(dir, "state.db"), filepath.Join(dir, "out.jsonl")
+	run := func(first bool) Report {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		rt := open(t, Options{
+			State: state, Out: openOut(t, outPath), Addresses: fetch.PrivatePolicy(),
+			Params: map[string]string{"MinRefresh": "10s"},
+			OnResult: func(result.Result) {
+				if first {
+					cancel()
+				}
+			},
+		})
+		rep, err := rt.Run(ctx, RunOptions{Input: fileInput(t, in)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	run(true)
+	f, err := os.OpenFile(in, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"url": "` + u + `", "refresh": "0"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if rep := run(false); rep.Stopped || rep.DoneElsewhere != 0 || rep.Expected != 1 {
+		t.Errorf("the job with its only schedule stopped: %+v; want it ended by itself, nothing done elsewhere, the URL expected once", rep)
+	}
+	rs := readResults(t, outPath)
+	if len(rs) != 2 {
+		t.Fatalf("%d results, want 2 (the first fetch, the stop)", len(rs))
+	}
+	last := rs[1]
+	if last.Status != result.StatusStopped || !last.Final || last.Seq != 2 || last.ID != rs[0].ID {
+		t.Errorf("last result %+v, want stopped, final, seq 2, id %s", last, rs[0].ID)
+	}
+}

@@ -517,6 +517,11 @@ func (c *counted) Ingest(ctx context.Context, p hostqueue.IngestParams, msgs []u
 		if !failed {
 			hosts[m.Host] = true
 		}
+		if m.RefreshStop {
+			// Answered under the schedule's id (docs/refresh.md), or its
+			// own when there is none, which the tally then meets as new.
+			continue
+		}
 		if !failed || keep && errors.Is(err, hostqueue.ErrQueueFull) {
 			want[m.ID] = m.URL
 		}
@@ -608,15 +613,21 @@ func eachQueued(ctx context.Context, s hostqueue.Store, f func(map[string]string
 			if err != nil {
 				return fmt.Errorf("load %s: %w", key, err)
 			}
-			if h.Pending == 0 {
+			if h.Pending == 0 && h.Refreshing == 0 {
 				continue
 			}
-			if h, err = s.Load(ctx, key, h.Pending); err != nil {
+			if h, err = s.Load(ctx, key, max(h.Pending, h.Refreshing)); err != nil {
 				return fmt.Errorf("load %s: %w", key, err)
 			}
 			out := make(map[string]string, len(h.Head))
 			for _, e := range h.Head {
 				out[e.ID] = e.URL
+			}
+			// A refreshing URL not fetched yet is owed its first result.
+			for _, r := range h.Refreshes {
+				if r.Seq == 0 && !r.Stop {
+					out[r.ID] = r.URL
+				}
 			}
 			if err := f(out); err != nil {
 				return err
