@@ -9,11 +9,12 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/result"
 )
 
-// Refreshing URLs (docs/refresh.md). A session first fetches its host's
-// refreshing URLs that are due, each conditionally on its last answer's
+// Refreshing URLs (docs/refresh.md). A session fetches its host's
+// refreshing URLs that are due (at its start, and between rounds of its
+// queue whenever one has fallen due since), each conditionally on its last answer's
 // validators and paced like any request, applies package refresh's rules
 // (what to emit, the next due time) and commits their new schedules once
-// the results sent are out; then it works the queue as ever. A stop, a
+// the results sent are out; then it works the queue on. A stop, a
 // robots.txt (or other) denial and GiveUpAfter end a schedule with a
 // final result.
 
@@ -113,6 +114,12 @@ func (w *worker) refreshDue(ctx context.Context, h *hostqueue.Host, ho *handOff)
 	}
 	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
 	return h, stop || refused, nil
+}
+
+// refreshDueNow reports whether h holds a refreshing URL due now (or a
+// stop): h.Refreshes are its earliest, so the first one tells.
+func (w *worker) refreshDueNow(h *hostqueue.Host) bool {
+	return len(h.Refreshes) > 0 && (h.Refreshes[0].Stop || !h.Refreshes[0].Due.After(w.engine.Clock.Now()))
 }
 
 // ended is a schedule's final result: stopped, or given up.

@@ -272,3 +272,47 @@ func TestRefreshResumesOnSchedule(t *testing.T) {
 		}
 	})
 }
+
+// TestRefreshInterleavesWithLongQueue: a host whose plain queue takes
+// minutes still fetches its refreshing URL when due, between the queue's
+// requests and paced like them, not only when the session starts.
+func TestRefreshInterleavesWithLongQueue(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.FetchDelay = time.Second
+		e := newEnv(t, p)
+		f := &feed{start: time.Now()}
+		s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/feed" || r.URL.Path == "/robots.txt" {
+				f.ServeHTTP(w, r)
+				return
+			}
+			fmt.Fprint(w, "page")
+		})
+		e.seedRefresh(s.url("/feed"), refresh.Schedule{Every: time.Minute})
+		var urls []string
+		for i := range 300 { // five minutes of requests at 1s apart
+			urls = append(urls, s.url(fmt.Sprintf("/p/%d", i)))
+		}
+		e.seed(urls...)
+		e.run(4 * time.Minute)
+
+		starts, _ := pageRequests(s, "/feed")
+		if len(starts) < 3 {
+			t.Fatalf("%d fetches of the refreshing url in 4 minutes at 1m behind a 5-minute queue, want at least 3", len(starts))
+		}
+		for i := 1; i < len(starts); i++ {
+			// Due every minute; each waits at most one request's delay
+			// (and that request) for its turn.
+			if gap := starts[i].Sub(starts[i-1]); gap > time.Minute+5*time.Second {
+				t.Errorf("fetch %d came %s after the one before, want about the interval, 1m", i, gap)
+			}
+		}
+		reqs := s.requests()
+		for i := 1; i < len(reqs); i++ {
+			if gap := reqs[i].Start.Sub(reqs[i-1].End); gap < time.Second-slack {
+				t.Fatalf("request %d (%s) started %s after the one before, want the host's delay, 1s", i, reqs[i].Path, gap)
+			}
+		}
+	})
+}

@@ -194,13 +194,37 @@ func (w *worker) work(ctx context.Context) error {
 		}
 		ho.wait()
 	}()
-	if len(h.Refreshes) > 0 {
-		stop := false
-		if h, stop, err = w.refreshDue(ctx, h, ho); err != nil || stop {
-			return err
-		}
-	}
 	for {
+		if w.refreshDueNow(h) {
+			// Due refreshes go between rounds, so a long queue does not
+			// hold them back to the session's end; the round committing
+			// in the background is finished first (refreshDue commits
+			// the state it leaves).
+			if inflight != nil {
+				prev := inflight.wait()
+				inflight = nil
+				if prev.err != nil {
+					return prev.err
+				}
+				if prev.refused {
+					// Its unsent results stay queued: leave the host,
+					// as a round does (finishRound).
+					w.stopRequesting()
+					w.remember(w.key, w.st.LastFetch)
+					if _, err := w.commit(ctx, w.progress(nil, true)); err != nil {
+						w.unrecorded.Store(true)
+						return fmt.Errorf("commit the release of %s: %w", w.key, err)
+					}
+					return nil
+				}
+				h = prev.h
+				w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+			}
+			stop := false
+			if h, stop, err = w.refreshDue(ctx, h, ho); err != nil || stop {
+				return err
+			}
+		}
 		w.refreshParams(ctx)
 		w.noteDupes(h.Head)
 		r := &round{entries: next(h.Head, inflight.ids(), HeadBatch), handed: &handed{}}
