@@ -309,11 +309,18 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 		return hostqueue.AppendResult{}, nil, err
 	}
 	h.tail += int64(len(plan.Queue))
+	waiting := h.pending == 0 && h.due.Valid
 	h.pending += len(plan.Queue) - plan.FromHead
 	activated := false
 	if h.pending > 0 {
 		h.expires = sql.NullInt64{}
-		if !h.due.Valid {
+		switch {
+		case !h.due.Valid:
+			h.due = sql.NullInt64{Int64: req.Due.UnixMilli(), Valid: true}
+			activated = true
+		case waiting && req.Due.UnixMilli() < h.due.Int64:
+			// Due only by a later refresh: the first plain URLs make it
+			// due now, not when that refresh is.
 			h.due = sql.NullInt64{Int64: req.Due.UnixMilli(), Valid: true}
 			activated = true
 		}
@@ -473,8 +480,9 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 			case refreshing:
 				// Only refreshes wait: due at the earliest, not before
 				// the host's politeness allows.
+				// The attempts stay: they are the refreshing URLs'
+				// failed ones, counted to MaxAttempts across sessions.
 				h.due = sql.NullInt64{Int64: max(first, c.NextDue.UnixMilli()), Valid: true}
-				h.attempts = nil
 				h.expires = sql.NullInt64{}
 			default:
 				h.due = sql.NullInt64{}

@@ -274,3 +274,68 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Errorf("user_version = %d (%v), want 5", v, err)
 	}
 }
+
+// TestRefreshAttemptsKeptOnRelease: a host whose only work is refreshing
+// URLs keeps their failed attempts through a release, so MaxAttempts
+// counts them across sessions, not per session.
+func TestRefreshAttemptsKeptOnRelease(t *testing.T) {
+	ctx := t.Context()
+	c := &clock{t: t0}
+	s, err := sqlite.New(filepath.Join(t.TempDir(), "state.db"), c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const key = "feeds.example"
+	r := hostqueue.Refresh{ID: "feed-1", URL: "http://feeds.example/rss"}
+	r.Every = time.Hour
+	if _, err := s.Append(ctx, hostqueue.AppendRequest{Key: key, Refreshes: []hostqueue.Refresh{r}, RefreshCap: 10, Limit: 10, Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(ctx, key, hostqueue.Commit{Attempts: map[string]int{"feed-1": 2}, Release: true, NextDue: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Load(ctx, key, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Attempts["feed-1"] != 2 {
+		t.Errorf("attempts after the release %v, want feed-1: 2", h.Attempts)
+	}
+}
+
+// TestPlainURLsDueBeforeALaterRefresh: a host due only by a refresh
+// hours away becomes due at once when plain URLs come.
+func TestPlainURLsDueBeforeALaterRefresh(t *testing.T) {
+	ctx := t.Context()
+	c := &clock{t: t0}
+	s, err := sqlite.New(filepath.Join(t.TempDir(), "state.db"), c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const key = "feeds.example"
+	r := hostqueue.Refresh{ID: "weekly", URL: "http://feeds.example/weekly"}
+	r.Every = 100 * time.Hour
+	if _, err := s.Append(ctx, hostqueue.AppendRequest{Key: key, Refreshes: []hostqueue.Refresh{r}, RefreshCap: 10, Limit: 10, Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Load(ctx, key, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Due.After(t0) {
+		t.Skipf("the refresh's first due time fell at %v; the test wants it later", h.Due)
+	}
+	res, err := s.Append(ctx, hostqueue.AppendRequest{Key: key, Entries: urls("p", 1), Limit: 10, Due: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.DueHosts(ctx, res.Shard, t0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != key {
+		t.Errorf("due hosts at the append %v, want %s: its plain url waits for no refresh", keys, key)
+	}
+}
