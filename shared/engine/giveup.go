@@ -165,9 +165,22 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 			}
 		}
 	}
+	// The host's refreshing URLs of the origin end too, each with its
+	// final result, in the last batch (MaxRefreshPerHost bounds them).
+	var ends []result.Result
+	var ended []string
+	if h != nil {
+		for _, r := range h.Refreshes {
+			if origin == "" || originOfURL(r.URL) == origin {
+				res := w.ended(r, status, why)
+				res.Attempts = w.attempts[r.ID]
+				ends, ended = append(ends, res), append(ended, r.URL)
+			}
+		}
+	}
 	var given []string
 	w.engine.Metrics.Add(metrics.GiveUps, 1)
-	w.engine.Log.InfoContext(ctx, "giving up host", "host", w.key, "origin", origin, "urls", len(queue), "status", status, "error", why)
+	w.engine.Log.InfoContext(ctx, "giving up host", "host", w.key, "origin", origin, "urls", len(queue), "refreshing", len(ends), "status", status, "error", why)
 	for {
 		n := min(GiveUpBatch, len(queue))
 		rs, ids := results, done
@@ -183,6 +196,7 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 		queue = queue[n:]
 		if len(queue) == 0 {
 			rs, ids = w.heldBehind(h, origin, rs, ids, skip, given)
+			rs = append(rs, ends...)
 		}
 		if w.crash(CrashBeforePublish, w.key) {
 			return ErrCrashed
@@ -205,7 +219,11 @@ func (w *worker) giveUp(ctx context.Context, results []result.Result, done []str
 			for _, id := range given {
 				delete(w.attempts, id)
 			}
+			for _, r := range ends {
+				delete(w.attempts, r.ID)
+			}
 			c = w.walkCommit(ids, true)
+			c.RefreshEnded = ended
 		} else {
 			c = w.walkCommit(ids, !w.mayWalkOn(ctx))
 		}

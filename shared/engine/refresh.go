@@ -45,8 +45,8 @@ func (w *worker) refreshDue(ctx context.Context, h *hostqueue.Host, ho *handOff)
 	rd := &handed{}
 	var changes []refreshChange
 	emit := func(res result.Result) bool { return ho.add(ctx, rd, res) }
-	stop := false
-	for i, r := range due {
+	stop, givenUp := false, false
+	for _, r := range due {
 		if r.Stop {
 			changes = append(changes, refreshChange{r: r, end: true, emitted: true})
 			if !emit(w.ended(r, result.StatusStopped, "")) {
@@ -56,14 +56,9 @@ func (w *worker) refreshDue(ctx context.Context, h *hostqueue.Host, ho *handOff)
 		}
 		res, out := w.process(ctx, r.Entry())
 		if out == outGiveUp {
-			// Every schedule loaded ends with the host, as its queue does.
-			for _, r := range due[i:] {
-				changes = append(changes, refreshChange{r: r, end: true, emitted: true})
-				if !emit(w.ended(r, result.StatusFetchError, fmt.Sprintf("host gave no usable answer for GiveUpAfter (%s)", w.p.GiveUpAfter))) {
-					return nil, true, ErrCrashed
-				}
-			}
-			stop = true
+			// Every schedule of the host ends with it, as its queue
+			// does, loaded or not: giveUp below.
+			givenUp = true
 			break
 		}
 		if out == outRetry {
@@ -74,6 +69,8 @@ func (w *worker) refreshDue(ctx context.Context, h *hostqueue.Host, ho *handOff)
 			stop = true
 			break
 		}
+		// A usable answer, or the last attempt: its failures are spent.
+		delete(w.attempts, r.ID)
 		at := w.engine.Clock.Now()
 		d := r.After(res, at, bounds)
 		next := r
@@ -95,6 +92,9 @@ func (w *worker) refreshDue(ctx context.Context, h *hostqueue.Host, ho *handOff)
 	sent := doneSet(done)
 	w.remember(w.key, w.st.LastFetch)
 	c := w.progress(nil, stop || refused)
+	if givenUp && refused {
+		c.Release = true
+	}
 	for _, ch := range changes {
 		if ch.emitted && !sent[ch.r.ID] {
 			// Its result is not out: fetched again next time.
@@ -113,6 +113,9 @@ func (w *worker) refreshDue(ctx context.Context, h *hostqueue.Host, ho *handOff)
 		return nil, true, fmt.Errorf("commit %d refetched urls: %w", len(changes), err)
 	}
 	w.inlineRobots, w.robotsItems = h.Robots, h.RobotsItems
+	if givenUp && !refused {
+		return nil, true, w.giveUp(ctx, nil, nil)
+	}
 	return h, stop || refused, nil
 }
 

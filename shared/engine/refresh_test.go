@@ -316,3 +316,38 @@ func TestRefreshInterleavesWithLongQueue(t *testing.T) {
 		}
 	})
 }
+
+// TestRefreshGiveUpEndsEverySchedule: a host given up ends all its
+// refreshing URLs with a final result, also those not due in the session.
+func TestRefreshGiveUpEndsEverySchedule(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams()
+		p.GiveUpAfter = time.Minute
+		p.MaxAttempts = 100
+		e := newEnv(t, p)
+		s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+		})
+		// The plain URL's failures give the host up; the schedule is not
+		// due before days from now.
+		key := e.seedRefresh(s.url("/weekly"), refresh.Schedule{Every: 100 * time.Hour})
+		e.seed(s.url("/page"))
+		e.run(5 * time.Minute)
+		final := map[string]bool{}
+		for _, r := range e.pub.all() {
+			if r.Final && r.Status == result.StatusFetchError {
+				final[r.URL] = true
+			}
+		}
+		if !final[s.url("/weekly")] {
+			t.Errorf("final fetch_error results for %v, want the schedule's: %s", final, describe(e.pub.all()))
+		}
+		if h := e.load(key); h != nil && h.Refreshing != 0 {
+			t.Errorf("%d schedules kept after the give-up, want none", h.Refreshing)
+		}
+	})
+}
