@@ -164,8 +164,9 @@ func serversText(ws []server.Waiting) string {
 	return "  " + strings.Join(parts, ", ")
 }
 
-// refreshText says how many URLs refresh and when the next is due
-// (docs/refresh.md); "" when none does.
+// refreshText says how many URLs refresh, when the next is due and how
+// late the latest refetch was, from a second on (docs/refresh.md); ""
+// when none refreshes.
 func refreshText(p localmode.Progress) string {
 	if p.Refreshing == 0 {
 		return ""
@@ -174,7 +175,11 @@ func refreshText(p localmode.Progress) string {
 	if d := time.Until(p.NextRefresh); d > time.Second {
 		next = "in " + d.Round(time.Second).String()
 	}
-	return fmt.Sprintf("  refreshing %d, next due %s", p.Refreshing, next)
+	s := fmt.Sprintf("  refreshing %d, next due %s", p.Refreshing, next)
+	if p.RefreshLag >= time.Second {
+		s += fmt.Sprintf(", lag %s", p.RefreshLag.Round(time.Second))
+	}
+	return s
 }
 
 // printMetrics writes the table of the metrics the functions wrote as EMF

@@ -53,9 +53,13 @@ func TestProgressLineShowsRefreshes(t *testing.T) {
 	if !strings.Contains(got, "refreshing 3, next due in 1m30s") {
 		t.Errorf("progress line %q, want the refreshing URLs and when the next is due", got)
 	}
+	if strings.Contains(got, "lag") {
+		t.Errorf("progress line %q shows a lag under a second", got)
+	}
 	p.NextRefresh = time.Now().Add(-time.Minute)
-	if got := progressLine(p, 0, 2*time.Second, 0, true); !strings.Contains(got, "next due now") {
-		t.Errorf("progress line %q, want a late refresh due now", got)
+	p.RefreshLag = 42*time.Second + 300*time.Millisecond
+	if got := progressLine(p, 0, 2*time.Second, 0, true); !strings.Contains(got, "next due now, lag 42s") {
+		t.Errorf("progress line %q, want a late refresh due now and the latest refetch's lag", got)
 	}
 }
 

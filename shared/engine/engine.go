@@ -142,6 +142,10 @@ type Engine struct {
 	// out, which adds up with thousands of hosts.
 	// Nil: no host is ever finished (a queue on AWS takes URLs any time).
 	Finished func(key string) bool
+	// OnRefetch, when set, is told each refreshing URL's lag as it is
+	// fetched (fetch time minus due time): local mode's progress line.
+	// It must not block.
+	OnRefetch func(lag time.Duration)
 	// Spread, when set, is how long a host new to the run (no last fetch
 	// stored or remembered) waits before its first request, given its
 	// first delay: hosts that become due together then start spread over

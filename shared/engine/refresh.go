@@ -7,6 +7,7 @@ import (
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
 	"github.com/urldownloader/urldownloader/shared/domain/refresh"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/runtime/metrics"
 )
 
 // Refreshing URLs (docs/refresh.md). A session fetches its host's
@@ -73,6 +74,10 @@ func (w *worker) refreshDue(ctx context.Context, h *hostqueue.Host, ho *handOff)
 		delete(w.attempts, r.ID)
 		at := w.engine.Clock.Now()
 		d := r.After(res, at, bounds)
+		w.engine.Metrics.AddDuration(metrics.RefreshLag, d.Lag)
+		if f := w.engine.OnRefetch; f != nil {
+			f(d.Lag)
+		}
 		next := r
 		next.Schedule = d.Next
 		final := res.Status == result.StatusDenied

@@ -40,6 +40,9 @@ type Progress struct {
 	// the first of them is due (docs/refresh.md), read with Waiting.
 	Refreshing  int
 	NextRefresh time.Time
+	// RefreshLag is how late the latest refetch was (fetch time minus
+	// due time; metrics.RefreshLag has each one).
+	RefreshLag time.Duration
 }
 
 // Progress returns the run's progress now. It is safe to call while Run
@@ -54,6 +57,7 @@ func (rt *Runtime) Progress() Progress {
 	p.Waiting = rt.waiting()
 	p.Servers = rt.gate.Waiting()
 	p.Refreshing, p.NextRefresh = rt.refreshes()
+	p.RefreshLag = time.Duration(rt.refreshLag.Load())
 	for _, e := range rt.engines {
 		n, _ := e.Workers()
 		p.Hosts += n

@@ -206,6 +206,9 @@ type Runtime struct {
 	engines []*engine.Engine        // by shard, for Progress
 	// requests and inFlight count this process's requests, for Progress.
 	requests, inFlight atomic.Int64
+	// refreshLag is the latest refetch's lag (engine.Engine.OnRefetch),
+	// in nanoseconds, for Progress.
+	refreshLag atomic.Int64
 	// inputEnded: the run's input is read and queued, and no serve mode
 	// takes more (engine.Engine.Finished).
 	inputEnded atomic.Bool
@@ -424,6 +427,7 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	// A host is finished once the input is queued whole and none of its
 	// URLs wait in the overflow: its emptied queue gets nothing more.
 	eng.Finished = func(key string) bool { return rt.inputEnded.Load() && !rt.over.held(key) }
+	eng.OnRefetch = func(lag time.Duration) { rt.refreshLag.Store(int64(lag)) }
 	rt.engines = []*engine.Engine{eng}
 	rt.checks = make([]*checkhandler.Handler, opts.ShardCount)
 	for i := range rt.checks {

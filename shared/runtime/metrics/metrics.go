@@ -85,6 +85,11 @@ var (
 	// (ServerDelay, ServerConnections), one value per request that waited:
 	// its sample count is the gate waits, its sum their time.
 	ServerWait = Metric{"ServerWait", Milliseconds, Distribution}
+	// RefreshLag is how late a refreshing URL was fetched: the fetch's
+	// time minus its due time (docs/refresh.md), one value per refetch.
+	// Rising: the host is slower than its URLs' intervals, or the runs
+	// fall behind.
+	RefreshLag = Metric{"RefreshLag", Milliseconds, Distribution}
 	// FetchLatency is one request's time, from sending to the body's end.
 	FetchLatency = Metric{"FetchLatency", Milliseconds, Distribution}
 	// RobotsDenials counts URLs denied by robots.txt rules.
@@ -118,7 +123,7 @@ var (
 func All() []Metric {
 	return []Metric{
 		URLsAccepted, URLsRejected, URLsEvicted, Results, Requests, BytesFetched,
-		PolitenessWait, ServerWait, FetchLatency, RobotsDenials, GiveUps, HostsWorked,
+		PolitenessWait, ServerWait, RefreshLag, FetchLatency, RobotsDenials, GiveUps, HostsWorked,
 		LeaseTakeovers, PublishRetries, StoreRetries, URLsPending,
 	}
 }
