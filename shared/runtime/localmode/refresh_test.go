@@ -2,6 +2,8 @@ package localmode
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/nginxtest"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
+	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
 )
 
@@ -242,5 +245,73 @@ func TestRefreshStopEndsJob(t *testing.T) {
 	last := rs[1]
 	if last.Status != result.StatusStopped || !last.Final || last.Seq != 2 || last.ID != rs[0].ID {
 		t.Errorf("last result %+v, want stopped, final, seq 2, id %s", last, rs[0].ID)
+	}
+}
+
+// TestServeKeepsRefreshes: serve mode takes a refreshing URL on POST
+// /urls and keeps its schedule (refetched, each result under its id with
+// the next seq) until the same URL is posted with refresh "0".
+func TestServeKeepsRefreshes(t *testing.T) {
+	t.Parallel()
+	site := startSite(t, demosite.Options{Hosts: 1})
+	u := site.URLs(1)[0]
+	dir := t.TempDir()
+	results := make(chan result.Result, 10)
+	rt := open(t, Options{
+		State: filepath.Join(dir, "state.db"), Out: openOut(t, filepath.Join(dir, "out.jsonl")), Addresses: fetch.PrivatePolicy(),
+		Params:   map[string]string{"MinRefresh": "10s", "FetchDelay": "0"},
+		OnResult: func(r result.Result) { results <- r },
+	})
+	// Bounds a hang only: the schedule needs about two intervals.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Run(ctx, RunOptions{Serve: true})
+		done <- err
+	}()
+	base := listen(t, rt, ServeOptions{})
+	post := func(body string) ingesthandler.APIResponse {
+		t.Helper()
+		resp, err := http.Post(base+"/urls", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var ar ingesthandler.APIResponse
+		if err := json.NewDecoder(resp.Body).Decode(&ar); err != nil || resp.StatusCode != http.StatusAccepted || ar.Accepted != 1 {
+			t.Fatalf("POST %s: %d %+v %v, want it accepted", body, resp.StatusCode, ar, err)
+		}
+		return ar
+	}
+	next := func() result.Result {
+		t.Helper()
+		select {
+		case r := <-results:
+			return r
+		case <-ctx.Done():
+			t.Fatal("no result")
+		}
+		return result.Result{}
+	}
+	id := post(`{"url": "` + u + `", "refresh": "10s", "emitUnchanged": true}`).IDs[0]
+	for seq := 1; seq <= 2; seq++ {
+		if r := next(); r.ID != id || r.Seq != seq || r.Final || r.Status == result.StatusFetchError {
+			t.Fatalf("result %+v, want id %s seq %d, not final", r, id, seq)
+		}
+	}
+	if p := rt.Progress(); p.Refreshing != 1 {
+		t.Errorf("progress shows %d refreshing urls, want the one kept", p.Refreshing)
+	}
+	post(`{"url": "` + u + `", "refresh": "0"}`)
+	var last result.Result
+	for last = next(); !last.Final; last = next() {
+	}
+	if last.ID != id || last.Status != result.StatusStopped {
+		t.Errorf("final result %+v, want stopped under id %s", last, id)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
 	}
 }
