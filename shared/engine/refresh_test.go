@@ -351,3 +351,38 @@ func TestRefreshGiveUpEndsEverySchedule(t *testing.T) {
 		}
 	})
 }
+
+// TestRefreshLagReported: each refetch tells its lag (Engine.OnRefetch,
+// as the RefreshLag metric): about nothing on schedule, the whole pause
+// for the fetch that follows missed cycles.
+func TestRefreshLagReported(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		e := newEnv(t, testParams())
+		f := &feed{start: time.Now()}
+		s := newSite(t, f.ServeHTTP)
+		e.seedRefresh(s.url("/feed"), refresh.Schedule{Every: time.Minute})
+		var lags []time.Duration
+		eng := e.engine()
+		eng.OnRefetch = func(lag time.Duration) { lags = append(lags, lag) }
+		e.runWith(eng, "owner-"+t.Name(), 3*time.Minute, 0, nil)
+		if len(lags) < 2 {
+			t.Fatalf("%d lags told in 3 minutes at 1m, want a lag per fetch", len(lags))
+		}
+		for i, l := range lags[1:] {
+			if l > 2*time.Second {
+				t.Errorf("refetch %d on schedule told a lag of %s, want about none", i+1, l)
+			}
+		}
+		n := len(lags)
+		time.Sleep(3*time.Minute + 20*time.Second) // no run: cycles missed
+		eng = e.engine()
+		eng.OnRefetch = func(lag time.Duration) { lags = append(lags, lag) }
+		e.runWith(eng, "owner-"+t.Name(), 30*time.Second, 0, nil)
+		if len(lags) <= n {
+			t.Fatal("no lag told after the pause")
+		}
+		if l := lags[n]; l < 2*time.Minute {
+			t.Errorf("the fetch after a 3m20s pause told a lag of %s, want the cycles missed (over 2m)", l)
+		}
+	})
+}
