@@ -63,10 +63,13 @@ func timeBox(ctx context.Context) (context.Context, context.CancelFunc, time.Tim
 }
 
 // wakeBox bounds the wake-up sent after the writes: it must not cost the
-// answer (half a second of answerMargin is left for that).
+// answer. Three quarters of answerMargin, 1.5 s, are left for that: a
+// wake-up that a loaded Lambda API answers late is cut off (the schedule
+// comes within a minute), and the batch is answered over a second before
+// its timeout, not a few milliseconds.
 func wakeBox(ctx context.Context) (context.Context, context.CancelFunc) {
 	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, deadline.Add(-answerMargin/4))
+		return context.WithDeadline(ctx, deadline.Add(-answerMargin*3/4))
 	}
 	return context.WithCancel(ctx)
 }
