@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -145,6 +146,12 @@ func (m *memDB) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ..
 		m.items[k] = in.Key
 	}
 	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+// TransactWriteItems is refused: the ingest benchmark appends plain URLs,
+// whose writes are never transactions (only refresh changes are).
+func (m *memDB) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errors.New("memDB: no transactions")
 }
 
 func (m *memDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {

@@ -28,10 +28,6 @@ func TestContract(t *testing.T) {
 		// append under contention): a fifth of the racing entries is
 		// still 8 appenders racing a consumer.
 		Scale: 0.2,
-		// Issue 41: the refresh items (sk "r#<due>#<url hash>"), the
-		// host item's rn/rd and the move to the earliest refresh on
-		// release are designed in docs/refresh.md, not built yet.
-		NoRefresh: "refreshing urls are not kept by the DynamoDB store yet (docs/refresh.md, How it is stored)",
 		New: func(t *testing.T, now func() time.Time) storetest.Fixture {
 			st, cfg := stack.DeployForTest(t, stack.Options{})
 			// The strict layer's TTL reaper judges expiry on the

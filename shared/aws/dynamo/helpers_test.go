@@ -323,6 +323,14 @@ func (c atomicConditions) DeleteItem(ctx context.Context, in *dynamodb.DeleteIte
 	return c.Client.DeleteItem(ctx, in, opt...)
 }
 
+// TransactWriteItems is held too: a transaction's host write is
+// conditioned on its version as a PutItem's is.
+func (c atomicConditions) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Client.TransactWriteItems(ctx, in, opt...)
+}
+
 // readYourWrites turns the strict layer's stale reads off for e's table:
 // for tests that read back what they just wrote through an eventually
 // consistent read (the robots cache's GetItem, the due index's Query, the

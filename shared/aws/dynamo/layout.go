@@ -16,6 +16,8 @@ import (
 //	                                 the ordered list of its chunks
 //	chunk pk "h#<key>", sk "c#<id>"  an immutable run of queued entries
 //	lease pk "s#<vshard>", sk "l"    which check invocation owns a virtual shard
+//	refresh pk "h#<key>", sk "r#<due ms>#<url hash>"  a refreshing URL
+//	                                 (refresh.go)
 //
 // Why this shape: DynamoDB bills a write on the whole item, so the host item
 // is kept under ~1 KB and rewritten cheaply, while bulk URLs sit in chunks that
@@ -145,6 +147,10 @@ type hostItem struct {
 	// 404), written with the commit instead of as a robots item of their
 	// own.
 	Robots map[string]inlineRobots `dynamodbav:"rb,omitempty"`
+	// RefreshCount counts the host's refresh items, RefreshDue is the
+	// earliest due time among them (ms): refresh.go.
+	RefreshCount int   `dynamodbav:"rn,omitempty"`
+	RefreshDue   int64 `dynamodbav:"rf,omitempty"`
 }
 
 // entryItem is a queued URL as stored, in a host item's tail or a chunk.
@@ -269,15 +275,32 @@ func (h *hostItem) hasEntry() bool { return h.Listed != "" }
 // dueAt is when the host is due (ms); zero when it has no entry.
 func (h *hostItem) dueAt() int64 { return h.ListedDue }
 
-// needsEntry tells whether the host has work and no entry: the write on
-// top of it must give it one (activate) or it would never be found.
-func (h *hostItem) needsEntry() bool { return h.pending() > 0 && !h.hasEntry() }
+// needsEntry tells whether the host has work (queued, or refreshing URLs
+// to fetch some day) and no entry: the write on top of it must give it one
+// (activate) or it would never be found.
+func (h *hostItem) needsEntry() bool { return h.hasWork() && !h.hasEntry() }
+
+// hasWork tells whether the host has queued entries or refreshing URLs.
+func (h *hostItem) hasWork() bool { return h.pending() > 0 || h.RefreshCount > 0 }
+
+// workDue is when the host's work is due (ms) for a host whose queued
+// entries are due at queued: its queue's time, or its earliest refresh
+// when that comes first or the queue is empty.
+func (h *hostItem) workDue(queued int64) int64 {
+	if h.RefreshCount == 0 {
+		return queued
+	}
+	if h.pending() == 0 {
+		return h.RefreshDue
+	}
+	return min(queued, h.RefreshDue)
+}
 
 // activate keeps a host with work from expiring and gives it the entry sk
 // (the index item that names it) due at due, when it needs one. It
 // returns whether it did.
 func (h *hostItem) activate(due time.Time, sk string) bool {
-	if h.pending() == 0 {
+	if !h.hasWork() {
 		return false
 	}
 	h.TTL = 0
@@ -338,6 +361,12 @@ func (h *hostItem) release(c hostqueue.Commit, now func() time.Time) {
 	}
 	h.Listed, h.ListedDue = "", 0
 	h.Attempts = nil
+	if h.RefreshCount > 0 {
+		// Only refreshes wait: the commit names it in the bucket of the
+		// earliest (see commitOp.write); it never expires meanwhile.
+		h.TTL = 0
+		return
+	}
 	h.TTL = now().Add(c.IdleTTL).Unix()
 }
 

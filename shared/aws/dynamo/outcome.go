@@ -60,6 +60,9 @@ type hostWrite struct {
 	// marks a commit that drains the queue (orphans are collected then).
 	appended hostqueue.AppendResult
 	collect  bool
+	// refresh is its change to the host's refresh items, written in one
+	// transaction with it (refresh.go); nil: none.
+	refresh *refreshChange
 }
 
 func (w *hostWrite) nonce() string { return w.next.Nonces[0] }

@@ -77,6 +77,7 @@ type Client interface {
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 var _ Client = (*dynamodb.Client)(nil)
@@ -120,11 +121,14 @@ type Store struct {
 	holds map[int]shardHold
 	// positions is where each slot's bucket adds go next (bucket.go).
 	positions map[slotKey]int
+	// views is what the store knows of hosts' refresh items, by pk
+	// (refresh.go): guarded by mu.
+	views map[string]*refreshView
 }
 
 // New returns a store on table; now is the clock used for TTLs.
 func New(client Client, table string, now func() time.Time) *Store {
-	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}, seen: map[string]hostSeen{}, holds: map[int]shardHold{}, positions: map[slotKey]int{}}
+	return &Store{client: client, table: table, now: now, chunks: map[string]cachedChunk{}, seen: map[string]hostSeen{}, holds: map[int]shardHold{}, positions: map[slotKey]int{}, views: map[string]*refreshView{}}
 }
 
 // Append implements hostqueue.Appender. A host it gives work goes into a
@@ -137,12 +141,34 @@ func (s *Store) Append(ctx context.Context, req hostqueue.AppendRequest) (hostqu
 // batch read it (the first attempt's read), list the due list that names
 // the host, if one does.
 func (s *Store) appendHost(ctx context.Context, req hostqueue.AppendRequest, pre *preread, list listing) (hostqueue.AppendResult, error) {
-	op := &appendOp{s: s, req: req, reported: hostqueue.Reported{}, list: list}
-	w, others, err := s.writeHostFrom(ctx, req.Key, "append to "+req.Key, false, pre, op.write)
-	if err != nil {
-		return hostqueue.AppendResult{}, err
+	// A host write's transaction holds at most refreshGroup refreshes:
+	// more go in further writes, after the first (the queued entries').
+	rest := req.Refreshes
+	req.Refreshes = rest[:min(len(rest), refreshGroup)]
+	rest = rest[len(req.Refreshes):]
+	var res hostqueue.AppendResult
+	for first := true; ; first = false {
+		op := &appendOp{s: s, req: req, reported: hostqueue.Reported{}, list: list}
+		w, others, err := s.writeHostFrom(ctx, req.Key, "append to "+req.Key, false, pre, op.write)
+		if err != nil {
+			return hostqueue.AppendResult{}, err
+		}
+		r := s.finishAppend(w, others)
+		if first {
+			res = r
+		} else {
+			res.Activated = res.Activated || r.Activated
+			res.Shard, res.RefreshRefused = r.Shard, r.RefreshRefused
+		}
+		if r.RefreshRefused > 0 || len(rest) == 0 {
+			res.RefreshRefused += len(rest)
+			return res, nil
+		}
+		pre, list = nil, listing{}
+		req.Entries, req.OnEvict = nil, nil
+		req.Refreshes = rest[:min(len(rest), refreshGroup)]
+		rest = rest[len(req.Refreshes):]
 	}
-	return s.finishAppend(w, others), nil
 }
 
 // appendOp is one Append: what its attempts share.
@@ -181,9 +207,27 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		return nil, err
 	}
 	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(plan.Queue)...)
+	var rc *refreshChange
+	refused := 0
+	if len(req.Refreshes) > 0 {
+		before, err := op.s.view(ctx, cur, nil, true)
+		if err != nil {
+			return nil, &retryableError{err}
+		}
+		rc = &refreshChange{before: before, after: before.clone()}
+		refused = appendRefreshes(next.PK, req, rc.after)
+		next.applyRefreshes(rc)
+	}
+	due := next.workDue(req.Due.UnixMilli())
+	if rc != nil && next.hasEntry() && next.RefreshCount > 0 && next.ListedDue > next.RefreshDue {
+		// A refresh due before the host's entry (a stop, a first
+		// refresh before its back-off ends): a move, as a release makes.
+		next.Listed, next.ListedDue = "", 0
+		due = next.RefreshDue
+	}
 	// The entry comes before the chunks: a failed bucket add then leaves
 	// no chunk behind, and a stale bucket entry costs nothing.
-	sk, err := op.entry(ctx, cur, next)
+	sk, err := op.entry(ctx, cur, next, due)
 	if err != nil {
 		return nil, err
 	}
@@ -194,25 +238,28 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 			return nil, &retryableError{err}
 		}
 	}
-	activated := next.activate(req.Due, sk)
+	activated := next.activate(time.UnixMilli(due), sk)
 	appended := plan.Result(len(evicted), next.pending(), activated)
 	appended.Shard = next.VirtualShard
-	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead, appended: appended}, nil
+	appended.RefreshRefused = refused
+	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead, appended: appended, refresh: rc}, nil
 }
 
 // entry returns the due-index item to name the host in when next needs an
 // entry: its batch's list, which is its entry only on the version it was
 // listed at (the check settles a list by the host's version, duelist.go,
 // so once that version has passed no write may join the list any more),
-// or else a bucket, added to now (before the host write).
-func (op *appendOp) entry(ctx context.Context, cur, next *hostItem) (string, error) {
+// or else a bucket, added to now (before the host write). due is when the
+// host's work is due (ms): a list names its hosts due at the batch's time,
+// so a host due later (only refreshes) goes into the bucket of its time.
+func (op *appendOp) entry(ctx context.Context, cur, next *hostItem, due int64) (string, error) {
 	if !next.needsEntry() {
 		return "", nil
 	}
-	if op.list.sk != "" && cur.Version == op.list.version {
+	if op.list.sk != "" && cur.Version == op.list.version && due <= op.req.Due.UnixMilli() {
 		return op.list.sk, nil
 	}
-	sk, err := op.s.addToBucket(ctx, op.req.Key, next.VirtualShard, cur.Version, op.req.Due.UnixMilli())
+	sk, err := op.s.addToBucket(ctx, op.req.Key, next.VirtualShard, cur.Version, due)
 	if err != nil {
 		return "", &retryableError{err}
 	}
@@ -248,6 +295,20 @@ func (s *Store) Commit(ctx context.Context, key string, c hostqueue.Commit) (*ho
 	if err != nil {
 		return nil, err
 	}
+	// A host write's transaction holds at most refreshGroup refresh
+	// changes: those beyond go first, in writes of their own.
+	for len(c.Refreshed)+len(c.RefreshEnded) > refreshGroup {
+		var part hostqueue.Commit
+		if n := min(len(c.Refreshed), refreshGroup); n > 0 {
+			part.Refreshed, c.Refreshed = c.Refreshed[:n], c.Refreshed[n:]
+		} else {
+			part.RefreshEnded, c.RefreshEnded = c.RefreshEnded[:refreshGroup], c.RefreshEnded[refreshGroup:]
+		}
+		op := &commitOp{s: s, key: key, c: part, refreshOnly: true}
+		if _, _, err := s.writeHost(ctx, key, "commit "+key, true, op.write); err != nil {
+			return nil, err
+		}
+	}
 	op := &commitOp{s: s, key: key, c: c, done: make(map[string]bool, len(c.Done)), robots: robots}
 	for _, id := range c.Done {
 		op.done[id] = true
@@ -266,6 +327,9 @@ type commitOp struct {
 	c      hostqueue.Commit
 	done   map[string]bool
 	robots map[string]inlineRobots // c.Robots in the host item's form
+	// refreshOnly marks a write of refresh changes alone, ahead of the
+	// commit's own (Commit splits those a transaction cannot hold).
+	refreshOnly bool
 }
 
 // write builds an attempt's write on cur, the host item as read: take the
@@ -276,6 +340,19 @@ func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		return nil, fmt.Errorf("commit %s: %w", op.key, hostqueue.ErrNotFound)
 	}
 	next := cur.successor()
+	var rc *refreshChange
+	if urls := refreshURLs(op.c); len(urls) > 0 {
+		before, err := op.s.view(ctx, cur, urls, false)
+		if err != nil {
+			return nil, &retryableError{err}
+		}
+		rc = &refreshChange{before: before, after: before.clone()}
+		commitRefreshes(next.PK, op.c, rc.after)
+		next.applyRefreshes(rc)
+	}
+	if op.refreshOnly {
+		return &hostWrite{next: next, prev: cur.Version, refresh: rc}, nil
+	}
 	_, dead, err := op.s.popHead(ctx, next, -1, op.done)
 	if err != nil {
 		return nil, err
@@ -285,6 +362,12 @@ func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	if op.c.Release {
 		next.release(op.c, op.s.now)
 		due = op.c.NextDue
+		if next.pending() == 0 && next.RefreshCount > 0 && next.RefreshDue > due.UnixMilli() {
+			// Only refreshes wait: the host leaves the due index until
+			// the earliest (no check reads or writes it before), not
+			// before its politeness allows.
+			due = time.UnixMilli(next.RefreshDue)
+		}
 	}
 	if next.needsEntry() {
 		// A move: into the bucket of its due time, before the commit.
@@ -299,7 +382,7 @@ func (op *commitOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	if collect {
 		next.SpilledSinceEmpty = false
 	}
-	return &hostWrite{next: next, prev: cur.Version, dead: dead, collect: collect}, nil
+	return &hostWrite{next: next, prev: cur.Version, dead: dead, collect: collect, refresh: rc}, nil
 }
 
 // finishCommit completes a commit whose write w landed: the chunks it
@@ -352,11 +435,12 @@ func (s *Store) writeHostFrom(ctx context.Context, key, what string, strict bool
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := s.putHost(ctx, w.next, w.prev); err != nil {
+		if err := s.putHostWrite(ctx, w); err != nil {
 			at.answered(w, err)
 			continue
 		}
 		s.saw(w.next)
+		s.advanceView(w)
 		return w, at.inflight, nil
 	}
 }
@@ -658,9 +742,15 @@ func (s *Store) chunkOwner(ctx context.Context, pk, id string) (bool, string, er
 }
 
 func (s *Store) toHost(ctx context.Context, key string, it *hostItem, want int) (*hostqueue.Host, error) {
+	refreshes, err := s.headRefreshes(ctx, it, want)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", key, err)
+	}
 	h := &hostqueue.Host{
 		Key:          key,
 		VirtualShard: it.VirtualShard,
+		Refreshes:    refreshes,
+		Refreshing:   it.RefreshCount,
 		Pending:      it.pending(),
 		Attempts:     it.Attempts,
 		State:        politeness.State{Errors: it.Errors, LastError: it.LastError},
@@ -761,6 +851,56 @@ func (s *Store) putHost(ctx context.Context, it *hostItem, prev int64) error {
 	return nil
 }
 
+// putHostWrite writes w's host item (see putHost) and, in one transaction
+// with it, its changes to refresh items. The transaction's token is the
+// write's nonce: the SDK's retry of a transaction that landed succeeds
+// without applying it again.
+func (s *Store) putHostWrite(ctx context.Context, w *hostWrite) error {
+	if !w.refresh.changed() {
+		return s.putHost(ctx, w.next, w.prev)
+	}
+	ops, err := w.refresh.ops(s.table)
+	if err != nil {
+		return &encodeError{err}
+	}
+	item, err := attributevalue.MarshalMap(w.next)
+	if err != nil {
+		return &encodeError{fmt.Errorf("encode host %s: %w", w.next.PK, err)}
+	}
+	put := &types.Put{TableName: &s.table, Item: item}
+	if w.prev > 0 {
+		put.ConditionExpression = aws.String("v = :v")
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: fmt.Sprint(w.prev)}}
+	} else {
+		put.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems:      append([]types.TransactWriteItem{{Put: put}}, ops...),
+		ClientRequestToken: aws.String(w.nonce()),
+	})
+	if err != nil {
+		return fmt.Errorf("write host %s with %d refresh changes: %w", w.next.PK, len(ops), err)
+	}
+	return nil
+}
+
+// advanceView keeps the store's view of the host's refresh items after w
+// landed: w's own, or the one it had, unchanged by a write that changed
+// none.
+func (s *Store) advanceView(w *hostWrite) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.refresh != nil {
+		v := w.refresh.after
+		v.version = w.next.Version
+		s.views[w.next.PK] = v
+		return
+	}
+	if v := s.views[w.next.PK]; v != nil && v.version == w.prev {
+		v.version = w.next.Version
+	}
+}
+
 // chunk returns a chunk's entries (nil when it does not exist). Chunks never
 // change once written, so they are cached.
 func (s *Store) chunk(ctx context.Context, pk, id string) ([]entryItem, error) {
@@ -855,9 +995,23 @@ func itemKey(pk, sk string) map[string]types.AttributeValue {
 	}
 }
 
+// isConditionFailed tells whether err is a failed condition: of a write,
+// or of a transaction (or its conflict with a write in progress on one of
+// its items), which another attempt may get past as well.
 func isConditionFailed(err error) bool {
 	var cf *types.ConditionalCheckFailedException
-	return errors.As(err, &cf)
+	if errors.As(err, &cf) {
+		return true
+	}
+	var tc *types.TransactionCanceledException
+	if errors.As(err, &tc) {
+		for _, r := range tc.CancellationReasons {
+			if c := aws.ToString(r.Code); c == "ConditionalCheckFailed" || c == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
