@@ -16,7 +16,7 @@ import (
 //	                                 the ordered list of its chunks
 //	chunk pk "h#<key>", sk "c#<id>"  an immutable run of queued entries
 //	lease pk "s#<vshard>", sk "l"    which check invocation owns a virtual shard
-//	refresh pk "h#<key>", sk "r#<due ms>#<url hash>"  a refreshing URL
+//	refresh pk "h#<key>", sk "f#<due ms>#<url hash>"  a refreshing URL
 //	                                 (refresh.go)
 //
 // Why this shape: DynamoDB bills a write on the whole item, so the host item

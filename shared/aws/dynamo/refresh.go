@@ -21,8 +21,11 @@ import (
 // Refreshing URLs (docs/refresh.md, How it is stored): an item each under
 // the host's partition, sorted by due time,
 //
-//	refresh pk "h#<key>", sk "r#<due ms, 13 digits>#<url hash>"
+//	refresh pk "h#<key>", sk "f#<due ms, 13 digits>#<url hash>"
 //
+// ("f#", not the "r#" docs/refresh.md first had: robots items are
+// "r#<origin>" under the same partition, and a Query of "r#" would read
+// them too.)
 // so the host's due ones are one Query of the range up to now, a read
 // unit for 4 KB of them. The host item counts them (RefreshCount, for
 // MaxRefreshPerHost) and keeps the earliest due time (RefreshDue): a host
@@ -36,9 +39,7 @@ import (
 // all. A transaction's writes cost twice a plain write's units
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling).
 const (
-	refreshPrefix = "r#"
-	// refreshEnd sorts after every refresh item's sort key.
-	refreshEnd = "r#~"
+	refreshPrefix = "f#"
 	// maxTxItems is TransactWriteItems' bound on the items of one call
 	// (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
 	maxTxItems = 100
@@ -226,11 +227,10 @@ func (s *Store) queryRefreshes(ctx context.Context, pk string, limit int) ([]ref
 	for {
 		in := &dynamodb.QueryInput{
 			TableName:              &s.table,
-			KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :a AND :b"),
+			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :f)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":pk": &types.AttributeValueMemberS{Value: pk},
-				":a":  &types.AttributeValueMemberS{Value: refreshPrefix},
-				":b":  &types.AttributeValueMemberS{Value: refreshEnd},
+				":f":  &types.AttributeValueMemberS{Value: refreshPrefix},
 			},
 			ConsistentRead:    aws.Bool(true),
 			ExclusiveStartKey: start,
