@@ -133,6 +133,11 @@ type MeterOptions struct {
 	// Now is the clock the write units a second of each partition key are
 	// counted on; nil: time.Now.
 	Now func() time.Time
+	// QueryKinds names a table Query's line by the kind of the first item
+	// it returned ("query <kind>"), so a query of items of one kind is
+	// told from the others; unset (or no item), its line is "query "
+	// plus the index's name.
+	QueryKinds bool
 }
 
 // NewMeter returns a meter that reads every old item on the side through
@@ -628,6 +633,11 @@ func (m *Meter) bill(ctx context.Context, in middleware.InitializeInput, next mi
 		}
 		// Items of a query are summed before rounding to 4 KB.
 		kind := "query " + aws.ToString(p.IndexName)
+		if r, ok := out.Result.(*dynamodb.QueryOutput); ok && m.opts.QueryKinds && p.IndexName == nil && len(r.Items) > 0 {
+			if s, err := m.schema(ctx, aws.ToString(p.TableName)); err == nil {
+				kind = "query " + m.classify(aws.ToString(p.TableName), s.key(r.Items[0]))
+			}
+		}
 		m.request("Query", kind)
 		m.add("Query", kind, func(l *Line) {
 			l.Items += n
