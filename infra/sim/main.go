@@ -138,6 +138,7 @@ func main() {
 	accountConc := flag.Int("account-concurrency", 0, "the account's Lambda concurrency in every scenario (0: each scenario's, 1,000 unless it says)")
 	gate := flag.Bool("gate", false, "compare the designs of one gate per server address on AWS (gate.go) instead of the scenarios")
 	cost := flag.Bool("cost", false, "price the cost shapes (burst, wide, trickle, Zipf) under each due-index layout, and the capacity modes over a day, instead of the scenarios")
+	refreshReport := flag.Bool("refresh", false, "price keeping a million URLs refreshed hourly (refresh.go) instead of the scenarios")
 	flag.Parse()
 	if templateErr != nil {
 		fmt.Fprintln(os.Stderr, "sim: template.yaml:", templateErr, "(built-in settings used)")
@@ -152,6 +153,14 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Fprintf(os.Stderr, "sim: gate runs in %s\n", dur(time.Since(start)))
+		return
+	}
+	if *refreshReport {
+		var cs []RefreshCost
+		for _, m := range RefreshModels() {
+			cs = append(cs, PriceRefresh(m))
+		}
+		fmt.Println(RefreshTable(cs))
 		return
 	}
 	if *cost {
