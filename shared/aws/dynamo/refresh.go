@@ -46,9 +46,12 @@ const (
 	// refreshGroup bounds the refreshes one host write changes: each is
 	// at most a delete and a put, beside the host item.
 	refreshGroup = (maxTxItems - 1) / 2
-	// maxCachedViews bounds the hosts whose refresh items the store
-	// remembers; the cache is cleared when full (a miss costs a Query).
-	maxCachedViews = 4096
+	// maxCachedViews and maxCachedRefreshes bound the hosts whose
+	// refresh items the store remembers and the items (a few hundred
+	// bytes each: some 30 MB); the cache is cleared when full (a miss
+	// costs a Query).
+	maxCachedViews     = 4096
+	maxCachedRefreshes = 100_000
 )
 
 // Bits of refreshItem.Flags.
@@ -171,9 +174,7 @@ func (s *Store) view(ctx context.Context, cur *hostItem, urls []string, all bool
 	if cur == nil || cur.RefreshCount == 0 {
 		return &refreshView{version: cur.versionOrZero(), byURL: map[string]refreshItem{}, complete: true}, nil
 	}
-	s.mu.Lock()
-	v := s.views[cur.PK]
-	s.mu.Unlock()
+	v := s.cachedView(cur.PK)
 	if v != nil && v.version == cur.Version {
 		known := v.complete
 		if !known && !all {
@@ -186,7 +187,7 @@ func (s *Store) view(ctx context.Context, cur *hostItem, urls []string, all bool
 			}
 		}
 		if known {
-			return v.clone(), nil
+			return v, nil
 		}
 	}
 	its, complete, err := s.queryRefreshes(ctx, cur.PK, 0)
@@ -201,6 +202,14 @@ func (s *Store) view(ctx context.Context, cur *hostItem, urls []string, all bool
 	return v.clone(), nil
 }
 
+// items are the view's refresh items (nil view: none).
+func (v *refreshView) items() map[string]refreshItem {
+	if v == nil {
+		return nil
+	}
+	return v.byURL
+}
+
 func (h *hostItem) versionOrZero() int64 {
 	if h == nil {
 		return 0
@@ -208,12 +217,25 @@ func (h *hostItem) versionOrZero() int64 {
 	return h.Version
 }
 
+// cachedView is a copy of the store's view of pk's refresh items (nil:
+// none).
+func (s *Store) cachedView(pk string) *refreshView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.views[pk]; v != nil {
+		return v.clone()
+	}
+	return nil
+}
+
 // keepView remembers v as how pk's refresh items stand.
 func (s *Store) keepView(pk string, v *refreshView) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.views) >= maxCachedViews {
+	s.viewItems += len(v.byURL) - len(s.views[pk].items())
+	if len(s.views) >= maxCachedViews || s.viewItems > maxCachedRefreshes {
 		clear(s.views)
+		s.viewItems = len(v.byURL)
 	}
 	s.views[pk] = v
 }
@@ -265,9 +287,7 @@ func (s *Store) headRefreshes(ctx context.Context, it *hostItem, want int) ([]ho
 	if it.RefreshCount == 0 || want <= 0 {
 		return nil, nil
 	}
-	s.mu.Lock()
-	v := s.views[it.PK]
-	s.mu.Unlock()
+	v := s.cachedView(it.PK)
 	var its []refreshItem
 	if v != nil && v.version == it.Version && v.complete {
 		for _, r := range v.byURL {

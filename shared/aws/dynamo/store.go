@@ -123,7 +123,8 @@ type Store struct {
 	positions map[slotKey]int
 	// views is what the store knows of hosts' refresh items, by pk
 	// (refresh.go): guarded by mu.
-	views map[string]*refreshView
+	views     map[string]*refreshView
+	viewItems int
 }
 
 // New returns a store on table; now is the clock used for TTLs.
@@ -893,6 +894,7 @@ func (s *Store) advanceView(w *hostWrite) {
 	if w.refresh != nil {
 		v := w.refresh.after
 		v.version = w.next.Version
+		s.viewItems += len(v.byURL) - len(s.views[w.next.PK].items())
 		s.views[w.next.PK] = v
 		return
 	}
