@@ -360,13 +360,15 @@ func (h *hostItem) release(c hostqueue.Commit, now func() time.Time) {
 		return
 	}
 	h.Listed, h.ListedDue = "", 0
-	h.Attempts = nil
 	if h.RefreshCount > 0 {
 		// Only refreshes wait: the commit names it in the bucket of the
-		// earliest (see commitOp.write); it never expires meanwhile.
+		// earliest (see commitOp.write); it never expires meanwhile. The
+		// attempts stay: they are the refreshing URLs' failed ones,
+		// counted to MaxAttempts across sessions.
 		h.TTL = 0
 		return
 	}
+	h.Attempts = nil
 	h.TTL = now().Add(c.IdleTTL).Unix()
 }
 

@@ -45,3 +45,53 @@ func TestRefreshesBesideRobotsItems(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshAttemptsKeptOnRelease: a host whose only work is refreshing
+// URLs keeps their failed attempts through a release, so MaxAttempts
+// counts them across sessions (as the SQLite store does).
+func TestRefreshAttemptsKeptOnRelease(t *testing.T) {
+	e := newEnv(t)
+	const key = "feeds-attempts.example"
+	r := hostqueue.Refresh{ID: "feed-1", URL: "http://" + key + "/rss", Schedule: refresh.Schedule{Every: time.Hour}}
+	if _, err := e.store.Append(t.Context(), hostqueue.AppendRequest{Key: key, Refreshes: []hostqueue.Refresh{r}, RefreshCap: 10, Limit: 10, Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Commit(t.Context(), key, hostqueue.Commit{Attempts: map[string]int{"feed-1": 2}, Release: true, NextDue: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := e.fresh().Load(t.Context(), key, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Attempts["feed-1"] != 2 || h.Refreshing != 1 {
+		t.Errorf("after the release: attempts %v, refreshing %d; want feed-1: 2, 1", h.Attempts, h.Refreshing)
+	}
+}
+
+// TestPlainURLsDueBeforeALaterRefresh: a host due only by a refresh
+// hours away becomes due at once when plain URLs come (as the SQLite
+// store does).
+func TestPlainURLsDueBeforeALaterRefresh(t *testing.T) {
+	e := newEnv(t)
+	e.readYourWrites() // the due index's Query right after the append
+	const key = "feeds-weekly.example"
+	r := hostqueue.Refresh{ID: "weekly", URL: "http://" + key + "/weekly", Schedule: refresh.Schedule{Every: 100 * time.Hour}}
+	if _, err := e.store.Append(t.Context(), hostqueue.AppendRequest{Key: key, Refreshes: []hostqueue.Refresh{r}, RefreshCap: 10, Limit: 10, Due: t0}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := e.store.Load(t.Context(), key, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Due.After(t0) {
+		t.Skipf("the refresh's first due time fell at %v; the test wants it later", h.Due)
+	}
+	res, err := e.store.Append(t.Context(), hostqueue.AppendRequest{Key: key, Entries: entries("p", 0, 1, 100), Limit: 10, Due: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.store.DueHosts(t.Context(), res.Shard, t0, 10)
+	if err != nil || len(keys) != 1 || keys[0] != key {
+		t.Errorf("due hosts at the append %v (%v), want %s: its plain url waits for no refresh", keys, err, key)
+	}
+}

@@ -220,11 +220,17 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 		next.applyRefreshes(rc)
 	}
 	due := next.workDue(req.Due.UnixMilli())
-	if rc != nil && next.hasEntry() && next.RefreshCount > 0 && next.ListedDue > next.RefreshDue {
+	switch {
+	case rc != nil && next.hasEntry() && next.RefreshCount > 0 && next.ListedDue > next.RefreshDue:
 		// A refresh due before the host's entry (a stop, a first
 		// refresh before its back-off ends): a move, as a release makes.
 		next.Listed, next.ListedDue = "", 0
 		due = next.RefreshDue
+	case cur.pending() == 0 && next.pending() > 0 && next.hasEntry() && next.ListedDue > req.Due.UnixMilli():
+		// Due only by a later refresh: the first plain URLs make it due
+		// now, not when that refresh is.
+		next.Listed, next.ListedDue = "", 0
+		due = req.Due.UnixMilli()
 	}
 	// The entry comes before the chunks: a failed bucket add then leaves
 	// no chunk behind, and a stale bucket entry costs nothing.
