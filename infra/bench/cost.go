@@ -56,6 +56,9 @@ func kindOf(_ string, key map[string]types.AttributeValue) string {
 		return "chunk"
 	case strings.HasPrefix(sk.Value, "r#"):
 		return "robots"
+	case strings.HasPrefix(sk.Value, "f#"):
+		// Refreshing URLs (shared/aws/dynamo/refresh.go).
+		return "refresh"
 	case strings.HasPrefix(pk.Value, "d#") && strings.Contains(sk.Value, "#b#"):
 		// The due index's items (shared/aws/dynamo/duelist.go, bucket.go).
 		return "due bucket"
@@ -67,7 +70,9 @@ func kindOf(_ string, key map[string]types.AttributeValue) string {
 
 // Background kinds cost by the hour, not by the URL: lease renewals and the
 // due-index polls of every check invocation.
-func isBackground(kind string) bool { return kind == "lease" || strings.HasPrefix(kind, "query") }
+func isBackground(kind string) bool {
+	return kind == "lease" || strings.HasPrefix(kind, "query") && kind != "query refresh"
+}
 
 // RefusedAdds counts the due-bucket adds a full bucket refused, and all
 // adds (UpdateItems on due buckets).
@@ -416,7 +421,7 @@ func (b *bench) result(name, shape string, urls, hosts int, delay, wall time.Dur
 }
 
 // costShapeNames are the cost scenarios, as -cost-shapes names them.
-var costShapeNames = []string{"burst", "trickle", "wide", "zipf", "place"}
+var costShapeNames = []string{"burst", "trickle", "wide", "zipf", "place", "refresh"}
 
 // costShape reports whether the run includes the cost scenario name.
 func (e *benchEnv) costShape(name string) bool {
@@ -478,6 +483,9 @@ func (e *benchEnv) costAndLambda(ctx context.Context, res *Results) error {
 		return err
 	}
 	if err := run("zipf", e.zipfList); err != nil {
+		return err
+	}
+	if err := run("refresh", e.refresh); err != nil {
 		return err
 	}
 	if e.costShape("place") {

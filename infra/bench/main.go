@@ -188,7 +188,7 @@ func main() {
 	noBuild := flag.Bool("no-build", false, "skip `make build` (bootstrap sizes)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	checkMemory := flag.String("check-memory", "", "comma-separated MemorySize values (MB) for the check function's requests-a-second row on the SQLite store, in place of the template's (default 512,1024; 0: the template's alone)")
-	costShapes := flag.String("cost-shapes", "", "the cost scenarios to run: burst,trickle,wide,zipf,place (default all)")
+	costShapes := flag.String("cost-shapes", "", "the cost scenarios to run: burst,trickle,wide,zipf,place,refresh (default all)")
 	zipfHosts := flag.Int("zipf-hosts", 0, "hosts of the Zipf cost list, the busiest with a tenth as many URLs (default 2000; 10000 is the simulation's list)")
 	stockMoto := flag.Bool("stock-moto", false, "run moto without the patches for its quadratic SQS queues and table-sorting queries (slow: for comparison)")
 	var setParams paramFlags

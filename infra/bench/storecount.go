@@ -87,3 +87,10 @@ func (c *countingStore) AppendBatchUntil(ctx context.Context, reqs []hostqueue.A
 func (c *countingStore) AppendBatch(ctx context.Context, reqs []hostqueue.AppendRequest) []hostqueue.AppendOutcome {
 	return c.AppendBatchUntil(ctx, reqs, time.Time{})
 }
+
+// reset starts the counts again (a scenario billing only its later part).
+func (c *countingStore) reset() {
+	for _, n := range []*atomic.Int64{&c.appends, &c.loads, &c.commits, &c.releases, &c.dueQueries, &c.moves} {
+		n.Store(0)
+	}
+}
