@@ -133,9 +133,6 @@ func New(awsCfg aws.Config, cfg config.Config, opts Options) *Services {
 		ShardCount: cfg.ShardCount, Clock: clock, Log: log, Metrics: rec, Budget: opts.Budget,
 		InlineLimit: InlineLimit(cfg.OutputMaxMessageBytes),
 		Resolver:    resolverFor(opts.Resolve), Gate: gate,
-		// Issue 41: the DynamoDB side of refresh is designed
-		// (docs/refresh.md), not built.
-		NoRefresh: "refreshing urls are not kept on AWS yet (local mode keeps them)",
 	}
 	var waker *wake.Queue
 	if cfg.WakeQueueURL != "" {
