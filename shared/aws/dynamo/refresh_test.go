@@ -95,3 +95,50 @@ func TestPlainURLsDueBeforeALaterRefresh(t *testing.T) {
 		t.Errorf("due hosts at the append %v (%v), want %s: its plain url waits for no refresh", keys, err, key)
 	}
 }
+
+// TestRefreshesBeyondOneTransaction: a transaction holds at most 100
+// items, so an append of more refreshes than one write can change, and a
+// commit refetching them all, go in several writes; the cap still
+// refuses from the first new one beyond it, across them.
+func TestRefreshesBeyondOneTransaction(t *testing.T) {
+	e := newEnv(t)
+	const key = "many-feeds.example"
+	var rs []hostqueue.Refresh
+	for i := range 130 {
+		rs = append(rs, hostqueue.Refresh{ID: fmt.Sprintf("f%03d", i), URL: fmt.Sprintf("https://%s/feed/%03d", key, i),
+			Schedule: refresh.Schedule{Every: time.Hour}})
+	}
+	res, err := e.store.Append(t.Context(), hostqueue.AppendRequest{Key: key, Refreshes: rs, RefreshCap: 120, Limit: 10, Due: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RefreshRefused != 10 {
+		t.Errorf("refused %d, want the 10 beyond the cap of 120", res.RefreshRefused)
+	}
+	h, err := e.fresh().Load(t.Context(), key, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Refreshing != 120 || len(h.Refreshes) != 120 {
+		t.Fatalf("refreshing %d, loaded %d; want 120, 120", h.Refreshing, len(h.Refreshes))
+	}
+	next := make([]hostqueue.Refresh, len(h.Refreshes))
+	for i, r := range h.Refreshes {
+		r.Due, r.Seq, r.SHA256 = t0.Add(2*time.Hour+time.Duration(i)*time.Second), 1, "abc"
+		next[i] = r
+	}
+	got, err := e.store.Commit(t.Context(), key, hostqueue.Commit{Refreshed: next[:110], RefreshEnded: []string{next[110].URL}, Release: true, NextDue: t0, Want: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Refreshing != 119 || len(got.Refreshes) != 119 {
+		t.Fatalf("after the commit: refreshing %d, loaded %d; want 119", got.Refreshing, len(got.Refreshes))
+	}
+	// The 9 not refetched are due first, then the 110 in order.
+	if r := got.Refreshes[9]; r.URL != next[0].URL || !r.Due.Equal(next[0].Due) || r.Seq != 1 {
+		t.Errorf("10th after the commit %+v, want the first refetched, due %v, seq 1", r, next[0].Due)
+	}
+	if !got.Due.Equal(got.Refreshes[0].Due) {
+		t.Errorf("host due %v, want its earliest refresh %v", got.Due, got.Refreshes[0].Due)
+	}
+}
