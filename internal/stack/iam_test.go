@@ -66,6 +66,11 @@ var sdkActions = map[string][]string{
 	"dynamodb.UpdateItem": {"dynamodb:UpdateItem"},
 	"dynamodb.DeleteItem": {"dynamodb:DeleteItem"},
 	"dynamodb.Query":      {"dynamodb:Query"},
+	// A transaction is authorised by its actions' own permissions
+	// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html):
+	// shared/aws/dynamo's refresh writes put and delete items, no
+	// ConditionCheck (which would need dynamodb:ConditionCheckItem).
+	"dynamodb.TransactWriteItems": {"dynamodb:PutItem", "dynamodb:DeleteItem"},
 	// A batch is authorised as its single action.
 	"sqs.SendMessageBatch":    {"sqs:SendMessage"},
 	"ssm.GetParametersByPath": {"ssm:GetParametersByPath"},
