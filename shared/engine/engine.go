@@ -855,8 +855,18 @@ func (r *run) activeCount() int {
 
 // dueBefore tells whether any host of the owned shards is due before t. On
 // a store error it answers true, so the run keeps going.
+//
+// A store that can answer from its due index alone (hostqueue.LookAhead)
+// does: the hosts due later than now are not read before they are due.
 func (r *run) dueBefore(ctx context.Context, owned []int, t time.Time) bool {
+	ahead, _ := r.engine.Store.(hostqueue.LookAhead)
 	for _, v := range owned {
+		if ahead != nil {
+			if due, err := ahead.AnyDueBy(ctx, v, t); err != nil || due {
+				return true
+			}
+			continue
+		}
 		keys, err := r.engine.Store.DueHosts(ctx, v, t, 1)
 		if err != nil || len(keys) > 0 {
 			return true

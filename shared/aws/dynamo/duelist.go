@@ -410,15 +410,41 @@ func (s *Store) DueHosts(ctx context.Context, vshard int, now time.Time, limit i
 	return keys, nil
 }
 
-// unknownFrom returns up to n hosts of it, from its j-th on, whose sight
-// does not tell how they stand and that this look has not tried to read
-// (tried: it records them). A host still unknown after its read (waiting
+// AnyDueBy implements hostqueue.LookAhead: whether vshard's due index
+// names a host due at or before t that this store has not seen move on,
+// read from the index alone. A host not seen counts as due (the run stays
+// for it, and the look at its due time reads it as DueHosts does), so no
+// host item is read for a host that is not due yet.
+func (s *Store) AnyDueBy(ctx context.Context, vshard int, t time.Time) (bool, error) {
+	found := false
+	err := s.queryIndex(ctx, vshard, t, func(it *indexItem) bool {
+		for j, key := range it.Hosts {
+			if it.dueOf(j) > t.UnixMilli() {
+				continue
+			}
+			if h, ok, _ := s.sight(key); ok && !h.joins(it) && h.version > it.Versions[j] {
+				continue // settled: it moved on since this entry
+			}
+			found = true
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return true, fmt.Errorf("look ahead in shard %d: %w", vshard, err)
+	}
+	return found, nil
+}
+
+// unknownFrom returns up to n hosts of it due by now, from its j-th on,
+// whose sight does not tell how they stand and that this look has not
+// tried to read (tried: it records them). A host still unknown after its read (waiting
 // to join, or the read failed) is read again by the next look, not by
 // this one again.
-func (s *Store) unknownFrom(it *indexItem, j, n int, tried map[string]bool) []string {
+func (s *Store) unknownFrom(it *indexItem, j, n int, tried map[string]bool, now time.Time) []string {
 	var keys []string
 	for ; j < len(it.Hosts) && len(keys) < n; j++ {
-		if key := it.Hosts[j]; !tried[key] && s.unknown(it, j) {
+		if key := it.Hosts[j]; !tried[key] && it.dueOf(j) <= now.UnixMilli() && s.unknown(it, j) {
 			tried[key] = true
 			keys = append(keys, key)
 		}
@@ -457,8 +483,15 @@ func (s *Store) settle(ctx context.Context, it *indexItem, now time.Time, taken,
 		if len(*due) >= limit && !it.bucket() {
 			return // the rest for a later look; the list stays
 		}
+		if it.dueOf(j) > now.UnixMilli() && s.unknown(it, j) {
+			// A bucket also names hosts due later in its slot: they are
+			// read when due, not before (a host waiting for a refresh
+			// costs nothing until then), and keep the bucket meanwhile.
+			settled = false
+			continue
+		}
 		if !tried[key] && s.unknown(it, j) {
-			s.readHosts(ctx, s.unknownFrom(it, j, readChunk, tried))
+			s.readHosts(ctx, s.unknownFrom(it, j, readChunk, tried, now))
 		}
 		h, ok, _ := s.sight(key)
 		switch {

@@ -239,6 +239,16 @@ type Queues interface {
 	DueHosts(ctx context.Context, vshard int, now time.Time, limit int) ([]string, error)
 }
 
+// LookAhead is a store that can tell whether a shard has a host due by a
+// time from its due index alone, reading no host. The check engine asks it
+// whether to stay for work ahead before its run ends: a host waiting for a
+// refresh (or a back-off) then costs no read until it is due. A stale index
+// entry may answer yes (the run stays a little longer), never a due host
+// no.
+type LookAhead interface {
+	AnyDueBy(ctx context.Context, vshard int, t time.Time) (bool, error)
+}
+
 // Leases hands out the virtual shards: at most one live owner each.
 type Leases interface {
 	// AcquireShard takes or renews the lease on a virtual shard until the
