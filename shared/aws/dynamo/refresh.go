@@ -54,12 +54,12 @@ const (
 	maxCachedRefreshes = 100_000
 )
 
-// Bits of refreshItem.Flags.
+// refreshItem.Flags holds hostqueue.Refresh.Flags.
 const (
-	refreshAdapt         = 1
-	refreshEmitUnchanged = 2
-	refreshStop          = 4
-	refreshFailing       = 8
+	refreshAdapt         = hostqueue.RefreshAdapt
+	refreshEmitUnchanged = hostqueue.RefreshEmitUnchanged
+	refreshStop          = hostqueue.RefreshStop
+	refreshFailing       = hostqueue.RefreshFailing
 )
 
 // refreshItem is a refreshing URL as stored; its due time is in its sort
@@ -103,19 +103,7 @@ func (r refreshItem) at(due int64) refreshItem {
 }
 
 func toRefreshItem(pk string, r hostqueue.Refresh, due int64) refreshItem {
-	f := 0
-	if r.Adapt {
-		f |= refreshAdapt
-	}
-	if r.EmitUnchanged {
-		f |= refreshEmitUnchanged
-	}
-	if r.Stop {
-		f |= refreshStop
-	}
-	if r.Failing {
-		f |= refreshFailing
-	}
+	f := r.Flags()
 	return refreshItem{PK: pk, SK: refreshSK(due, r.URL), ID: r.ID, URL: r.URL, Hops: r.Hops, Every: r.Every.Milliseconds(),
 		Flags: f, ETag: r.ETag, LastModified: r.LastModified, ValidatorsURL: r.StoredValidatorsURL(), SHA256: r.SHA256, Seq: r.Seq}
 }

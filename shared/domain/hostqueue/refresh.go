@@ -21,6 +21,39 @@ type Refresh struct {
 	Stop bool
 }
 
+// A refresh's switches, packed as both stores keep them in one integer.
+// The values are stored: never renumber them.
+const (
+	RefreshAdapt         = 1
+	RefreshEmitUnchanged = 2
+	RefreshStop          = 4
+	RefreshFailing       = 8
+)
+
+// Flags packs r's switches (RefreshAdapt, ...).
+func (r Refresh) Flags() int {
+	f := 0
+	if r.Adapt {
+		f |= RefreshAdapt
+	}
+	if r.EmitUnchanged {
+		f |= RefreshEmitUnchanged
+	}
+	if r.Stop {
+		f |= RefreshStop
+	}
+	if r.Failing {
+		f |= RefreshFailing
+	}
+	return f
+}
+
+// SetFlags sets r's switches from packed flags (Flags).
+func (r *Refresh) SetFlags(f int) {
+	r.Adapt, r.EmitUnchanged = f&RefreshAdapt != 0, f&RefreshEmitUnchanged != 0
+	r.Stop, r.Failing = f&RefreshStop != 0, f&RefreshFailing != 0
+}
+
 // Entry is the refresh's fetch as a queue entry: its URL with the last
 // answer's validators, so the request is conditional.
 func (r Refresh) Entry() Entry {

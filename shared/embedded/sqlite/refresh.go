@@ -19,13 +19,8 @@ import (
 // host whose only work is a refresh an hour away sits in hosts_due an
 // hour ahead, read by no DueHosts before then.
 
-// The flags column.
-const (
-	flagAdapt         = 1
-	flagEmitUnchanged = 2
-	flagStop          = 4
-	flagFailing       = 8
-)
+// The flags column holds hostqueue.Refresh.Flags (the queries below
+// name RefreshStop as 4 and RefreshFailing as 8).
 
 const (
 	qRefreshGet    = "SELECT id FROM refreshes WHERE host = ? AND url = ?"
@@ -69,7 +64,7 @@ func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req ho
 		case exists && r.Stop:
 			_, err = tx.ExecContext(ctx, qRefreshStop, req.Due.UnixMilli(), h.id, r.URL)
 		case exists:
-			_, err = tx.ExecContext(ctx, qRefreshRespec, r.Every.Milliseconds(), flagsOf(r), h.id, r.URL)
+			_, err = tx.ExecContext(ctx, qRefreshRespec, r.Every.Milliseconds(), r.Flags(), h.id, r.URL)
 		case n >= req.RefreshCap && !r.Stop:
 			return len(req.Refreshes) - i, nil
 		default:
@@ -81,7 +76,7 @@ func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req ho
 				n++
 			}
 			_, err = tx.ExecContext(ctx, qRefreshInsert, h.id, r.URL, r.ID, r.Hops, due.UnixMilli(), r.Every.Milliseconds(),
-				flagsOf(r), r.ETag, r.LastModified, r.StoredValidatorsURL())
+				r.Flags(), r.ETag, r.LastModified, r.StoredValidatorsURL())
 		}
 		if err != nil {
 			return 0, fmt.Errorf("keep refreshing url: %w", err)
@@ -90,28 +85,11 @@ func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req ho
 	return 0, nil
 }
 
-func flagsOf(r hostqueue.Refresh) int {
-	f := 0
-	if r.Adapt {
-		f |= flagAdapt
-	}
-	if r.EmitUnchanged {
-		f |= flagEmitUnchanged
-	}
-	if r.Stop {
-		f |= flagStop
-	}
-	if r.Failing {
-		f |= flagFailing
-	}
-	return f
-}
-
 // commitRefreshes records a commit's refetches and ended schedules.
 func commitRefreshes(ctx context.Context, tx *txn, host int64, c hostqueue.Commit) error {
 	for _, r := range c.Refreshed {
 		if _, err := tx.ExecContext(ctx, qRefreshSave, r.Due.UnixMilli(), r.Every.Milliseconds(), r.ETag, r.LastModified,
-			r.StoredValidatorsURL(), r.SHA256, r.Seq, flagsOf(r)&flagFailing, host, r.URL); err != nil {
+			r.StoredValidatorsURL(), r.SHA256, r.Seq, r.Flags()&hostqueue.RefreshFailing, host, r.URL); err != nil {
 			return fmt.Errorf("record refetch of %s: %w", r.URL, err)
 		}
 	}
@@ -161,8 +139,7 @@ func refreshHead(ctx context.Context, tx *txn, host int64, n int) ([]hostqueue.R
 			return nil, 0, fmt.Errorf("read refreshing urls: %w", err)
 		}
 		r.Due, r.Every = time.UnixMilli(due), time.Duration(every)*time.Millisecond
-		r.Adapt, r.EmitUnchanged, r.Stop = flags&flagAdapt != 0, flags&flagEmitUnchanged != 0, flags&flagStop != 0
-		r.Failing = flags&flagFailing != 0
+		r.SetFlags(flags)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

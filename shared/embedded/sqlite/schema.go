@@ -77,23 +77,7 @@ CREATE TABLE IF NOT EXISTS robots (
 	PRIMARY KEY (key, origin)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS robots_fetched ON robots (fetched_at);
-CREATE TABLE IF NOT EXISTS refreshes (
-	host           INTEGER NOT NULL,
-	url            TEXT    NOT NULL,
-	id             TEXT    NOT NULL,
-	hops           INTEGER NOT NULL DEFAULT 0,
-	due            INTEGER NOT NULL,
-	every          INTEGER NOT NULL,
-	flags          INTEGER NOT NULL DEFAULT 0,
-	etag           TEXT    NOT NULL DEFAULT '',
-	last_modified  TEXT    NOT NULL DEFAULT '',
-	validators_url TEXT    NOT NULL DEFAULT '',
-	sha256         TEXT    NOT NULL DEFAULT '',
-	seq            INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (host, url)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS refreshes_due ON refreshes (host, due);
-CREATE TABLE IF NOT EXISTS leases (
+` + refreshesDDL + `CREATE TABLE IF NOT EXISTS leases (
 	vs    INTEGER PRIMARY KEY,
 	owner TEXT    NOT NULL,
 	until INTEGER NOT NULL
@@ -120,23 +104,7 @@ var migrations = []string{
 	ALTER TABLE hosts ADD COLUMN last_took INTEGER NOT NULL DEFAULT 0;`,
 	`ALTER TABLE entries ADD COLUMN validators_url TEXT NOT NULL DEFAULT '';`,
 	`ALTER TABLE hosts ADD COLUMN origins TEXT NOT NULL DEFAULT '';`,
-	`CREATE TABLE IF NOT EXISTS refreshes (
-	host           INTEGER NOT NULL,
-	url            TEXT    NOT NULL,
-	id             TEXT    NOT NULL,
-	hops           INTEGER NOT NULL DEFAULT 0,
-	due            INTEGER NOT NULL,
-	every          INTEGER NOT NULL,
-	flags          INTEGER NOT NULL DEFAULT 0,
-	etag           TEXT    NOT NULL DEFAULT '',
-	last_modified  TEXT    NOT NULL DEFAULT '',
-	validators_url TEXT    NOT NULL DEFAULT '',
-	sha256         TEXT    NOT NULL DEFAULT '',
-	seq            INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (host, url)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS refreshes_due ON refreshes (host, due);
-`,
+	refreshesDDL,
 }
 
 // The statements. Each one that runs per operation reads or writes through
@@ -172,3 +140,23 @@ const (
 	qSweepRobots = `DELETE FROM robots WHERE (key, origin) IN
 		(SELECT key, origin FROM robots WHERE fetched_at <= ? LIMIT ?)`
 )
+
+// refreshesDDL creates the refreshing URLs' table (schema 5), in a new
+// state and in the migration of an older one alike.
+const refreshesDDL = `CREATE TABLE IF NOT EXISTS refreshes (
+	host           INTEGER NOT NULL,
+	url            TEXT    NOT NULL,
+	id             TEXT    NOT NULL,
+	hops           INTEGER NOT NULL DEFAULT 0,
+	due            INTEGER NOT NULL,
+	every          INTEGER NOT NULL,
+	flags          INTEGER NOT NULL DEFAULT 0,
+	etag           TEXT    NOT NULL DEFAULT '',
+	last_modified  TEXT    NOT NULL DEFAULT '',
+	validators_url TEXT    NOT NULL DEFAULT '',
+	sha256         TEXT    NOT NULL DEFAULT '',
+	seq            INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (host, url)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refreshes_due ON refreshes (host, due);
+`
