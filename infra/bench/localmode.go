@@ -310,6 +310,20 @@ func (e *benchEnv) localArgs(urls, out, state string, d time.Duration, extra map
 	return args
 }
 
+// jobFiles writes urls for a job of its own (writeURLs) and names its
+// output and state beside them; done removes all three.
+func (r *localRunner) jobFiles(name string, urls []string) (in, out, state string, done func(), err error) {
+	if in, err = r.writeURLs(name, urls); err != nil {
+		return "", "", "", nil, err
+	}
+	out, state = filepath.Join(r.dir, name+".out.jsonl"), filepath.Join(r.dir, name+".db")
+	return in, out, state, func() {
+		os.Remove(in)
+		os.Remove(out)
+		removeState(state)
+	}, nil
+}
+
 // writeURLs writes urls as JSON lines into the runner's scratch directory.
 func (r *localRunner) writeURLs(name string, urls []string) (string, error) {
 	path := filepath.Join(r.dir, name+".jsonl")

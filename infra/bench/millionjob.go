@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -94,14 +93,11 @@ func (e *benchEnv) million(ctx context.Context) (*MillionResult, error) {
 	rng := rand.New(rand.NewPCG(uint64(h), 21))
 	rng.Shuffle(len(urls), func(i, j int) { urls[i], urls[j] = urls[j], urls[i] })
 	name := fmt.Sprintf("million%d", len(urls))
-	in, err := r.writeURLs(name, urls)
+	in, out, state, done, err := r.jobFiles(name, urls)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(in)
-	out, state := filepath.Join(r.dir, name+".out.jsonl"), filepath.Join(r.dir, name+".db")
-	defer os.Remove(out)
-	defer removeState(state)
+	defer done()
 	args := append(e.localArgs(in, out, state, d, nil), "--dns-server", dns.Addr(), "--timeout", e.cfg.MillionTimeout.String())
 	e.log.Info("local mode million", "hosts", h, "urls", len(urls), "delay", d, "limit", e.cfg.MillionTimeout, "dns", dns.Addr())
 	// The runner's --timeout ends the run; this only bounds a hang.

@@ -12,8 +12,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,14 +58,11 @@ func (e *benchEnv) serverGate(ctx context.Context) (*GateResult, error) {
 		}
 	}
 	name := fmt.Sprintf("gate%d", len(urls))
-	in, err := r.writeURLs(name, urls)
+	in, out, state, done, err := r.jobFiles(name, urls)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(in)
-	out, state := filepath.Join(r.dir, name+".out.jsonl"), filepath.Join(r.dir, name+".db")
-	defer os.Remove(out)
-	defer removeState(state)
+	defer done()
 	args := append(e.localArgs(in, out, state, time.Second, map[string]string{"ServerDelay": d.String(), "ServerConnections": "1"}),
 		"--dns-server", dns.Addr())
 	e.log.Info("server gate", "names", n, "urls", len(urls), "serverDelay", d, "addr", site.Addr())
