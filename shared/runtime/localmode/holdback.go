@@ -227,12 +227,18 @@ func (o *overflow) drop(key string) {
 type committed struct {
 	Store
 	over *overflow
+	// settle is told of each commit: its results may go behind the
+	// results file's recorded offset (settle.go).
+	settle *unsettled
 }
 
 func (c committed) Commit(ctx context.Context, key string, cm hostqueue.Commit) (*hostqueue.Host, error) {
 	h, err := c.Store.Commit(ctx, key, cm)
 	if err == nil && len(cm.Done) > 0 {
 		c.over.room(key)
+	}
+	if err == nil && c.settle != nil {
+		c.settle.committed(cm)
 	}
 	return h, err
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -38,8 +39,14 @@ type lineWriter struct {
 	// written are the ids of results an earlier run wrote past the
 	// offset its state recorded (published, maybe never committed: a
 	// crash, or a state that could not be written): such a result
-	// published again is not written twice.
+	// published again is not written twice. Keyed by writtenKey: a
+	// refreshing URL's later results carry its id too.
 	written map[string]bool
+	// writtenFrom is the offset the lines of written start after.
+	writtenFrom int64
+	// unsettled, when set (before the first Publish), is told of the
+	// results of written: published again, maybe never committed.
+	unsettled *unsettled
 	// before, when set (before the first Publish), runs before each
 	// write: the WARC writer's sync, so a result on disk never points at
 	// a record the disk could still lose.
@@ -105,8 +112,11 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 		return lw.err
 	}
 	for i, b := range lines {
-		if id := results[i].ID; lw.written[id] {
-			delete(lw.written, id) // its line is in the file already
+		if k := writtenKey(results[i]); lw.written[k] {
+			delete(lw.written, k) // its line is in the file already
+			if lw.unsettled != nil {
+				lw.unsettled.wrote(results[i:i+1], lw.writtenFrom)
+			}
 			continue
 		}
 		lw.buf = append(append(lw.buf, b...), '\n')
@@ -144,6 +154,15 @@ func (lw *lineWriter) Publish(_ context.Context, results []result.Result) error 
 		return nil
 	}
 	return lw.err
+}
+
+// writtenKey names a result among those an earlier run wrote: its id and,
+// for a refreshing URL, its seq.
+func writtenKey(r result.Result) string {
+	if r.Seq == 0 {
+		return r.ID
+	}
+	return r.ID + "#" + strconv.Itoa(r.Seq)
 }
 
 // encodeLine is a result's line in the output, without its newline. No

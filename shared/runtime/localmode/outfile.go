@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/urldownloader/urldownloader/shared/domain/result"
 	"github.com/urldownloader/urldownloader/shared/embedded/sqlite"
 )
 
@@ -112,9 +113,12 @@ type stateFiles struct {
 	// synced, once results are written, is the offset after the last
 	// whole line synced (lineWriter.Synced): what the record keeps.
 	synced func() int64
-	// tail are the ids of the lines past the recorded offset at open
-	// (see lineWriter.written).
-	tail map[string]bool
+	// tail are the keys of the lines past the recorded offset at open,
+	// tailFrom (see lineWriter.written).
+	tail     map[string]bool
+	tailFrom int64
+	// unsettled are the results written whose URLs are not committed.
+	unsettled *unsettled
 
 	mu       sync.Mutex
 	out      *os.File // nil unless Options.OutPath
@@ -353,6 +357,7 @@ func (rt *Runtime) openOut(ctx context.Context, fresh bool) error {
 			return fmt.Errorf("results file %s: %w", abs, err)
 		}
 		if limit >= 0 {
+			f.tailFrom = limit
 			if f.tail, err = idsFrom(out, limit); err != nil {
 				out.Close()
 				return fmt.Errorf("results file %s: %w", abs, err)
@@ -421,7 +426,7 @@ func endLinesOf(w *os.File, r io.ReaderAt, end, known int64) (cut int64, termina
 	return 0, 1, w.Sync()
 }
 
-// idsFrom returns the ids of the whole result lines of f from offset on:
+// idsFrom returns the keys (writtenKey) of the whole result lines of f from offset on:
 // results an earlier run wrote and synced after its record was last
 // written, which it may not have committed (killed, or its state could not
 // be written). Those it did not are published again: the runtime then does
@@ -436,10 +441,11 @@ func idsFrom(f *os.File, offset int64) (map[string]bool, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<30)
 	for sc.Scan() {
 		var line struct {
-			ID string `json:"id"`
+			ID  string `json:"id"`
+			Seq int    `json:"seq"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.ID != "" {
-			ids[line.ID] = true
+			ids[writtenKey(result.Result{ID: line.ID, Seq: line.Seq})] = true
 		}
 	}
 	return ids, sc.Err()
@@ -541,8 +547,13 @@ func (f *stateFiles) measure() {
 	f.rec.Size = fi.Size()
 	if f.synced != nil {
 		// Never the file's size: a write cut by a full disk leaves a
-		// partial line the next run must remove, not keep as ours.
+		// partial line the next run must remove, not keep as ours. Nor
+		// past a result whose URL the state has not committed: the next
+		// run must find it past the offset (settle.go).
 		f.rec.Size = f.synced()
+		if f.unsettled != nil {
+			f.rec.Size = f.unsettled.limit(f.rec.Size)
+		}
 	}
 }
 

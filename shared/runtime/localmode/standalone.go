@@ -343,12 +343,13 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 	})
 	rt.out.retryOf = rt.retried.get
-	rt.out.written = rt.files.tail
+	rt.out.written, rt.out.writtenFrom = rt.files.tail, rt.files.tailFrom
+	rt.out.unsettled = newUnsettled(rt.clock.Now)
 	if path := rt.files.outInfo.Path; path != "" {
 		rt.out.fault = func(err error) error { return rt.faults.note("results file "+path, path, err) }
 	}
 	rt.files.mu.Lock()
-	rt.files.synced = rt.out.Synced
+	rt.files.synced, rt.files.unsettled = rt.out.Synced, rt.out.unsettled
 	rt.files.mu.Unlock()
 	if err := rt.attachResults(); err != nil {
 		rt.Close()
@@ -410,9 +411,10 @@ func Open(ctx context.Context, opts Options) (*Runtime, error) {
 	appends := &engine.Appends{}
 	parts.Store = wakeOnAppend(appends.Telling(rt.store), waker{rt})
 	eng := parts.Engine()
+	eng.Publisher = settling{Publisher: eng.Publisher, u: rt.out.unsettled, synced: rt.out.Synced}
 	// A commit frees room in its host's queue: URLs held back are
 	// queued again (holdback.go).
-	eng.Store = committed{Store: faultStore{Store: rt.store, f: rt.faults, path: opts.State}, over: rt.over}
+	eng.Store = committed{Store: faultStore{Store: rt.store, f: rt.faults, path: opts.State}, over: rt.over, settle: rt.out.unsettled}
 	eng.LeaseTTL = opts.LeaseTTL
 	// The process is the run: a host whose failure run outlasted
 	// GiveUpAfter while no process ran is asked again before it is given
