@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
 	"github.com/urldownloader/urldownloader/internal/nginxtest"
+	"github.com/urldownloader/urldownloader/shared/domain/refresh"
 	"github.com/urldownloader/urldownloader/shared/domain/result"
 	"github.com/urldownloader/urldownloader/shared/runtime/ingesthandler"
 	"github.com/urldownloader/urldownloader/shared/web/fetch"
@@ -27,7 +29,7 @@ func TestRefreshOnNginx(t *testing.T) {
 	t.Parallel()
 	const every = 10 * time.Second // MinRefresh's least
 	srv := nginxtest.Start(t,
-		`log_format cond '$request_uri $status "$http_if_none_match"';`,
+		`log_format cond '$msec $request_uri $status "$http_if_none_match"';`,
 		`root {{root}}; access_log {{root}}/../cond.log cond;`)
 	root := filepath.Join(srv.Dir, "www")
 	feed := filepath.Join(root, "feed.xml")
@@ -48,8 +50,8 @@ func TestRefreshOnNginx(t *testing.T) {
 	dir := t.TempDir()
 	state, outPath := filepath.Join(dir, "state.db"), filepath.Join(dir, "out.jsonl")
 
-	// fetches are the requests of the feed in nginx's log: when (read
-	// as they come), status and If-None-Match.
+	// fetches are the requests of the feed in nginx's log: when (nginx's
+	// clock at the answer, ms), status and If-None-Match.
 	type fetched struct {
 		at   time.Time
 		line string
@@ -60,8 +62,10 @@ func TestRefreshOnNginx(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(srv.Dir, "cond.log"))
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 		for _, l := range lines[min(logged, len(lines)):] {
-			if strings.HasPrefix(l, "/feed.xml ") {
-				fetches = append(fetches, fetched{time.Now(), l})
+			msec, rest, _ := strings.Cut(l, " ")
+			at, err := strconv.ParseFloat(msec, 64)
+			if err == nil && strings.HasPrefix(rest, "/feed.xml ") {
+				fetches = append(fetches, fetched{time.UnixMilli(int64(at * 1000)), rest})
 			}
 		}
 		logged = len(lines)
@@ -99,6 +103,13 @@ func TestRefreshOnNginx(t *testing.T) {
 		return rep
 	}
 
+	// The schedule's due times are its first (the job's start plus the
+	// offset FirstDue spreads it by) plus k intervals; a fixed interval
+	// keeps that phase, so a late fetch is followed by a shorter gap,
+	// never by a fetch before its due time.
+	epoch := time.Unix(0, 0)
+	spread := refresh.FirstDue(epoch, every, srv.Addr+" "+url).Sub(epoch)
+	start := time.Now()
 	changed := false
 	run(func() bool {
 		if len(fetches) == 2 && !changed {
@@ -119,8 +130,9 @@ func TestRefreshOnNginx(t *testing.T) {
 		if i > 0 && inm == `"-"` {
 			t.Errorf("refetch %d was not conditional: %s", i, f.line)
 		}
-		if i > 0 && f.at.Sub(fetches[i-1].at) < every-time.Second {
-			t.Errorf("fetch %d came %s after the one before, want the interval %s (%v)", i, f.at.Sub(fetches[i-1].at), every, f.line)
+		// nginx's $msec is cut to the millisecond.
+		if due := start.Add(spread + time.Duration(i)*every); f.at.Before(due.Add(-time.Millisecond)) {
+			t.Errorf("fetch %d came %s before its due time, %s after the job's start (%v)", i, due.Sub(f.at), due.Sub(start), f.line)
 		}
 	}
 	// The fetch after the change got the new version; the others 304.
