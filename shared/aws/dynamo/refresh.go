@@ -406,7 +406,7 @@ func appendRefreshes(pk string, req hostqueue.AppendRequest, v *refreshView) int
 			// A resent URL takes the new interval and flags; its id, seq,
 			// validators and due time stay.
 			old.Every = r.Every.Milliseconds()
-			old.Flags = old.Flags&^(refreshAdapt|refreshEmitUnchanged) | toRefreshItem(pk, r, 0).Flags&(refreshAdapt|refreshEmitUnchanged)
+			old.Flags = r.Respec(old.Flags)
 			v.byURL[r.URL] = old
 		case n >= req.RefreshCap && !r.Stop:
 			return len(req.Refreshes) - i

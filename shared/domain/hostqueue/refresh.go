@@ -48,6 +48,18 @@ func (r Refresh) Flags() int {
 	return f
 }
 
+// RefreshSpec are the switches the input sets: a URL sent again with a
+// refresh takes them (and its interval) and keeps the rest: a stop asked
+// meanwhile, and whether its last result was a failure (so the next good
+// fetch is still sent).
+const RefreshSpec = RefreshAdapt | RefreshEmitUnchanged
+
+// Respec is the packed flags of a kept schedule (old) after its URL is
+// sent again with the switches of r.
+func (r Refresh) Respec(old int) int {
+	return old&^RefreshSpec | r.Flags()&RefreshSpec
+}
+
 // SetFlags sets r's switches from packed flags (Flags).
 func (r *Refresh) SetFlags(f int) {
 	r.Adapt, r.EmitUnchanged = f&RefreshAdapt != 0, f&RefreshEmitUnchanged != 0

@@ -23,7 +23,7 @@ import (
 // name RefreshStop as 4 and RefreshFailing as 8).
 
 const (
-	qRefreshGet    = "SELECT id FROM refreshes WHERE host = ? AND url = ?"
+	qRefreshGet    = "SELECT flags FROM refreshes WHERE host = ? AND url = ?"
 	qRefreshCount  = "SELECT count(*) FROM refreshes WHERE host = ?"
 	qRefreshInsert = `INSERT INTO refreshes (host, url, id, hops, due, every, flags, etag, last_modified, validators_url)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -54,8 +54,8 @@ func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req ho
 		return 0, fmt.Errorf("count refreshing urls: %w", err)
 	}
 	for i, r := range req.Refreshes {
-		var id string
-		err := tx.QueryRowContext(ctx, qRefreshGet, h.id, r.URL).Scan(&id)
+		var flags int
+		err := tx.QueryRowContext(ctx, qRefreshGet, h.id, r.URL).Scan(&flags)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return 0, fmt.Errorf("read refreshing url: %w", err)
@@ -64,7 +64,7 @@ func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req ho
 		case exists && r.Stop:
 			_, err = tx.ExecContext(ctx, qRefreshStop, req.Due.UnixMilli(), h.id, r.URL)
 		case exists:
-			_, err = tx.ExecContext(ctx, qRefreshRespec, r.Every.Milliseconds(), r.Flags(), h.id, r.URL)
+			_, err = tx.ExecContext(ctx, qRefreshRespec, r.Every.Milliseconds(), r.Respec(flags), h.id, r.URL)
 		case n >= req.RefreshCap && !r.Stop:
 			return len(req.Refreshes) - i, nil
 		default:

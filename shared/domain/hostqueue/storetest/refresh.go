@@ -152,6 +152,31 @@ func testRefreshStop(t *testing.T, h Harness, e *env) {
 	}
 }
 
+// testRefreshResend: a kept URL sent again takes the new interval and
+// switches, and keeps its id, seq, validators, due time and failing mark
+// (so the next good fetch is still sent after a failure).
+func testRefreshResend(t *testing.T, h Harness, e *env) {
+	h.skipRefresh(t)
+	const key = "resend.example"
+	rs := refreshing("e", 1)
+	e.appendRefreshes(key, rs, 10)
+	kept := e.load(key, 10).Refreshes[0]
+	kept.ETag, kept.SHA256, kept.Seq, kept.Failing = `"v1"`, "abc", 1, true
+	e.commit(key, hostqueue.Commit{Refreshed: []hostqueue.Refresh{kept}, Release: true, NextDue: T0, Want: 10})
+	again := hostqueue.Refresh{ID: "e-again", URL: kept.URL,
+		Schedule: refresh.Schedule{Every: 2 * time.Hour, Adapt: true, EmitUnchanged: true}}
+	e.appendRefreshes(key, []hostqueue.Refresh{again}, 10)
+	got := e.load(key, 10)
+	if got.Refreshing != 1 {
+		t.Fatalf("refreshing %d after the resend, want 1", got.Refreshing)
+	}
+	want := kept
+	want.Every, want.Adapt, want.EmitUnchanged = 2*time.Hour, true, true
+	if r := got.Refreshes[0]; r != want {
+		t.Errorf("after the resend %+v\nwant %+v", r, want)
+	}
+}
+
 // skipRefresh skips a refresh case on a store that does not keep
 // refreshing URLs yet.
 func (h Harness) skipRefresh(t *testing.T) {

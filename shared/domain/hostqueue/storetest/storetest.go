@@ -123,6 +123,7 @@ var (
 		{"RefreshCap", testRefreshCap},
 		{"RefreshCommit", testRefreshCommit},
 		{"RefreshStop", testRefreshStop},
+		{"RefreshResend", testRefreshResend},
 	}
 	leaseCases = []testCase{
 		{"AcquireRenewRelease", testLeases},
