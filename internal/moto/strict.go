@@ -621,6 +621,7 @@ def _strict_ssm(op, orig):
         if not ok:
             _count("ssm_throttles", op)
             raise _JsonRESTError("ThrottlingException", "Rate exceeded (strict layer: Parameter Store throughput)")
+        _count("ssm_accepted", op)
         return orig(self)
     return handler
 
