@@ -52,6 +52,7 @@ type Report struct {
 
 	reported     bool // the REPORT line was seen
 	invokeLogged bool // the emulator's log had INVOKE START for it
+	rtDone       bool // and INVOKE RTDONE (RuntimeDuration)
 }
 
 // logState follows the emulator's log (stderr) across lines: an INIT
@@ -185,6 +186,7 @@ func (e *Emulator) stderrLine(line string) {
 		if s.current != nil {
 			v, _ := strconv.ParseFloat(reRTDone.FindStringSubmatch(line)[1], 64)
 			s.current.RuntimeDuration = millis(v)
+			s.current.rtDone = true
 		}
 	}
 }

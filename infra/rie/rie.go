@@ -525,11 +525,14 @@ func classify(status int, body []byte) *FunctionError {
 func (e *Emulator) settle(rep *Report, status int, ferr *FunctionError) {
 	// The emulator prints REPORT only when it answers 200 (success,
 	// function error, timeout), and logs INVOKE START before it answers.
+	// A success's RTDONE is on stderr, REPORT on stdout: either may be
+	// read first.
 	wantReport := status == http.StatusOK
+	wantRuntime := wantReport && ferr == nil
 	deadline := time.Now().Add(reportWait)
 	for {
 		e.mu.Lock()
-		ok := rep.invokeLogged && (rep.reported || !wantReport)
+		ok := rep.invokeLogged && (rep.reported || !wantReport) && (rep.rtDone || !wantRuntime)
 		e.mu.Unlock()
 		if ok || time.Now().After(deadline) {
 			break
