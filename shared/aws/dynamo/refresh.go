@@ -391,9 +391,10 @@ func (next *hostItem) applyRefreshes(c *refreshChange) {
 }
 
 // appendRefreshes keeps req's refreshing URLs (and stops) in v and
-// returns how many were refused for req.RefreshCap: from the first new
-// one beyond it, the rest (as the SQLite store does).
-func appendRefreshes(pk string, req hostqueue.AppendRequest, v *refreshView) int {
+// returns how many were refused for req.RefreshCap (from the first new
+// one beyond it, the rest, as the SQLite store does) and the ids of the
+// stops that marked a kept schedule (AppendResult.Stopped).
+func appendRefreshes(pk string, req hostqueue.AppendRequest, v *refreshView) (refused int, stopped []string) {
 	n := len(v.byURL)
 	now := req.Due.UnixMilli()
 	for i, r := range req.Refreshes {
@@ -402,6 +403,7 @@ func appendRefreshes(pk string, req hostqueue.AppendRequest, v *refreshView) int
 		case exists && r.Stop:
 			old.Flags |= refreshStop
 			v.byURL[r.URL] = old.at(now)
+			stopped = append(stopped, r.ID)
 		case exists:
 			// A resent URL takes the new interval and flags; its id, seq,
 			// validators and due time stay.
@@ -409,7 +411,7 @@ func appendRefreshes(pk string, req hostqueue.AppendRequest, v *refreshView) int
 			old.Flags = r.Respec(old.Flags)
 			v.byURL[r.URL] = old
 		case n >= req.RefreshCap && !r.Stop:
-			return len(req.Refreshes) - i
+			return len(req.Refreshes) - i, stopped
 		default:
 			// A stop for a URL with no schedule is kept too, due now: the
 			// engine answers it (stopped, under its own id).
@@ -421,7 +423,7 @@ func appendRefreshes(pk string, req hostqueue.AppendRequest, v *refreshView) int
 			v.byURL[r.URL] = toRefreshItem(pk, r, due)
 		}
 	}
-	return 0
+	return 0, stopped
 }
 
 // commitRefreshes records c's refetches and ended schedules in v; a URL

@@ -160,6 +160,7 @@ func (s *Store) appendHost(ctx context.Context, req hostqueue.AppendRequest, pre
 		} else {
 			res.Activated = res.Activated || r.Activated
 			res.Shard, res.RefreshRefused = r.Shard, r.RefreshRefused
+			res.Stopped = append(res.Stopped, r.Stopped...)
 		}
 		if r.RefreshRefused > 0 || len(rest) == 0 {
 			res.RefreshRefused += len(rest)
@@ -209,14 +210,14 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	}
 	next.Tail = append(append([]entryItem(nil), next.Tail...), toEntryItems(plan.Queue)...)
 	var rc *refreshChange
-	refused := 0
+	refused, stopped := 0, []string(nil)
 	if len(req.Refreshes) > 0 {
 		before, err := op.s.view(ctx, cur, nil, true)
 		if err != nil {
 			return nil, &retryableError{err}
 		}
 		rc = &refreshChange{before: before, after: before.clone()}
-		refused = appendRefreshes(next.PK, req, rc.after)
+		refused, stopped = appendRefreshes(next.PK, req, rc.after)
 		next.applyRefreshes(rc)
 	}
 	due := next.workDue(req.Due.UnixMilli())
@@ -248,7 +249,7 @@ func (op *appendOp) write(ctx context.Context, cur *hostItem) (*hostWrite, error
 	activated := next.activate(time.UnixMilli(due), sk)
 	appended := plan.Result(len(evicted), next.pending(), activated)
 	appended.Shard = next.VirtualShard
-	appended.RefreshRefused = refused
+	appended.RefreshRefused, appended.Stopped = refused, stopped
 	return &hostWrite{next: next, prev: cur.Version, spilled: spilled, dead: dead, appended: appended, refresh: rc}, nil
 }
 

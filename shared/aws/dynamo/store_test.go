@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestAppendCreatesHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (hostqueue.AppendResult{Appended: 3, Evicted: 0, Pending: 3, Activated: true, Shard: hostqueue.VirtualShard(key)}) {
+	if !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 3, Evicted: 0, Pending: 3, Activated: true, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("result = %+v, want 3 appended, 3 pending, activated", res)
 	}
 	h := e.load(key, 10)
@@ -196,7 +197,7 @@ func TestPersistLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res != (hostqueue.AppendResult{Appended: 3, Evicted: 5, Pending: 8, Shard: hostqueue.VirtualShard(key)}) {
+		if !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 3, Evicted: 5, Pending: 8, Shard: hostqueue.VirtualShard(key)}) {
 			t.Errorf("result = %+v, want 3 appended, 5 evicted, 8 pending", res)
 		}
 		if len(reported) != 1 || !slices.Equal(reported[0], idRange("e", 0, 5)) {
@@ -242,7 +243,7 @@ func TestPersistLimit(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("evicted %v, want %v", got, want)
 		}
-		if res != (hostqueue.AppendResult{Appended: 5, Evicted: 8, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
+		if !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 5, Evicted: 8, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
 			t.Errorf("result = %+v", res)
 		}
 		e.wantHead(key, idRange("new", 5, 10))

@@ -151,6 +151,11 @@ type AppendResult struct {
 	// RefreshRefused counts the refreshes refused for RefreshCap: the
 	// last RefreshRefused of AppendRequest.Refreshes.
 	RefreshRefused int
+	// Stopped are the ids of the stops (Refresh.Stop) that marked a kept
+	// schedule: that schedule's final result comes under its own id, so
+	// the stop's id is answered at entry (Ingester). A stop for a URL
+	// with no schedule is kept instead and answered by the engine.
+	Stopped []string
 }
 
 // Commit records progress on a host by the shard's lease holder.

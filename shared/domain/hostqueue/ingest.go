@@ -178,6 +178,10 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 
 	res := IngestResult{Failed: refused}
 	activated := map[int]bool{}
+	// stops answer the stops that ended a kept schedule (AppendResult.Stopped),
+	// at stopIdx in msgs.
+	var stops []result.Result
+	var stopIdx []int
 	var mu sync.Mutex
 	conc := in.Concurrency
 	if conc <= 0 {
@@ -237,6 +241,12 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 		for _, i := range g.ridx[len(g.ridx)-r.RefreshRefused:] {
 			res.Failed[i] = fmt.Errorf("%s: %w (%d)", g.key, ErrRefreshCap, p.RefreshCap)
 		}
+		for _, id := range r.Stopped {
+			if j := slices.IndexFunc(g.refreshes, func(rf Refresh) bool { return rf.ID == id }); j >= 0 {
+				stops = append(stops, Stopped(g.key, g.refreshes[j], now))
+				stopIdx = append(stopIdx, g.ridx[j])
+			}
+		}
 		res.Appended += len(g.refreshes) - r.RefreshRefused
 		if r.Activated {
 			activated[r.Shard] = true
@@ -258,6 +268,22 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 				return in.Publisher.Publish(ctx, Dropped(g.key, evicted, in.Now(), p.PersistLimit))
 			},
 		}
+	}
+	// finish waits for the appends, then answers the stops they applied:
+	// after the write, so a failed one is not answered; a failed answer
+	// fails its message, which comes again (a stop applied twice is one).
+	finish := func() IngestResult {
+		wg.Wait()
+		if len(stops) > 0 {
+			if err := in.Publisher.Publish(ctx, stops); err != nil {
+				err = fmt.Errorf("publish %d stopped results: %w", len(stops), err)
+				for _, i := range stopIdx {
+					res.Failed[i] = err
+				}
+			}
+		}
+		res.Activated = slices.Sorted(maps.Keys(activated))
+		return res
 	}
 	if ba, ok := in.Store.(BatchAppender); ok && len(order) > 0 {
 		// The context and Until are read once here; a store with a
@@ -297,9 +323,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 				}
 			}
 		}
-		wg.Wait()
-		res.Activated = slices.Sorted(maps.Keys(activated))
-		return res
+		return finish()
 	}
 	// stop is why no more writes start: the context ended while waiting
 	// for a slot, or Until passed.
@@ -329,9 +353,7 @@ func (in *Ingester) Ingest(ctx context.Context, p IngestParams, msgs []urlmsg.Me
 			appended(g, r, err)
 		}()
 	}
-	wg.Wait()
-	res.Activated = slices.Sorted(maps.Keys(activated))
-	return res
+	return finish()
 }
 
 // Dropped builds the results for entries evicted by PersistLimit.
@@ -348,6 +370,22 @@ func Dropped(key string, evicted []Entry, now time.Time, limit int) []result.Res
 		})
 	}
 	return out
+}
+
+// Stopped builds the answer to a stop (refresh "0") that ended the kept
+// schedule of its URL: the schedule's own final result comes from the
+// engine under the schedule's id; this one is the stop's, under its id,
+// so every id handed over ends in a result.
+func Stopped(key string, r Refresh, now time.Time) result.Result {
+	return result.Result{
+		ID:        r.ID,
+		Host:      hostOf(r.URL, key),
+		URL:       r.URL,
+		Status:    result.StatusStopped,
+		FetchedAt: now.UTC(),
+		Seq:       1,
+		Final:     true,
+	}
 }
 
 // Denied builds the result of a message refused at ingest: why names the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/urldownloader/urldownloader/shared/domain/hostqueue"
+	"github.com/urldownloader/urldownloader/shared/domain/result"
 	"github.com/urldownloader/urldownloader/shared/domain/urlmsg"
 )
 
@@ -48,6 +49,41 @@ func TestIngestKeepsRefreshesApart(t *testing.T) {
 	}
 	if res.Appended != 1+2 {
 		t.Errorf("appended %d, want 3 (p1, r1, s1)", res.Appended)
+	}
+}
+
+// TestIngestAnswersAStopUnderItsID: a stop that ended a kept schedule
+// gets its own result (stopped, final) once the store applied it; the
+// schedule's final result is the engine's, under the schedule's id. A
+// stop the store kept as lone (no schedule) is left to the engine, and
+// one whose answer cannot be published fails, to come again.
+func TestIngestAnswersAStopUnderItsID(t *testing.T) {
+	store := &fakeStore{t: t, append: func(_ context.Context, req hostqueue.AppendRequest) (hostqueue.AppendResult, error) {
+		return hostqueue.AppendResult{Appended: len(req.Entries), Stopped: []string{"s1"}}, nil
+	}}
+	pub := &fakePublisher{}
+	in := &hostqueue.Ingester{Store: store, Publisher: pub, Now: func() time.Time { return testNow }}
+	msgs := []urlmsg.Message{
+		{ID: "s1", Host: "a.example", URL: "http://a.example/feed", RefreshStop: true},
+		{ID: "s2", Host: "a.example", URL: "http://a.example/none", RefreshStop: true},
+		msg("p1", "a.example", "http://a.example/1"),
+	}
+	res := in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 50, RefreshCap: 7}, msgs)
+	if len(res.Failed) != 0 {
+		t.Fatalf("failed %v, want none", res.Failed)
+	}
+	if len(pub.published) != 1 {
+		t.Fatalf("published %+v, want the answer to s1 alone", pub.published)
+	}
+	r := pub.published[0]
+	if r.ID != "s1" || r.URL != "http://a.example/feed" || r.Status != result.StatusStopped || !r.Final || r.Seq != 1 {
+		t.Errorf("answer %+v, want s1's: stopped, final, seq 1", r)
+	}
+
+	pub.err = errors.New("queue gone")
+	res = in.Ingest(context.Background(), hostqueue.IngestParams{PersistLimit: 50, RefreshCap: 7}, msgs)
+	if err := res.Failed[0]; err == nil || !strings.Contains(err.Error(), "queue gone") || len(res.Failed) != 1 {
+		t.Errorf("failed %v, want s1 alone failed with the publisher's error", res.Failed)
 	}
 }
 

@@ -43,30 +43,32 @@ const (
 )
 
 // appendRefreshes keeps req's refreshing URLs (and stops) for host h, and
-// returns how many were refused for req.RefreshCap: from the first new
-// one beyond it, the rest.
-func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req hostqueue.AppendRequest) (int, error) {
+// returns how many were refused for req.RefreshCap (from the first new
+// one beyond it, the rest) and the ids of the stops that marked a kept
+// schedule (AppendResult.Stopped).
+func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req hostqueue.AppendRequest) (refused int, stopped []string, err error) {
 	if len(req.Refreshes) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, qRefreshCount, h.id).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count refreshing urls: %w", err)
+		return 0, nil, fmt.Errorf("count refreshing urls: %w", err)
 	}
 	for i, r := range req.Refreshes {
 		var flags int
 		err := tx.QueryRowContext(ctx, qRefreshGet, h.id, r.URL).Scan(&flags)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, fmt.Errorf("read refreshing url: %w", err)
+			return 0, nil, fmt.Errorf("read refreshing url: %w", err)
 		}
 		switch {
 		case exists && r.Stop:
 			_, err = tx.ExecContext(ctx, qRefreshStop, req.Due.UnixMilli(), h.id, r.URL)
+			stopped = append(stopped, r.ID)
 		case exists:
 			_, err = tx.ExecContext(ctx, qRefreshRespec, r.Every.Milliseconds(), r.Respec(flags), h.id, r.URL)
 		case n >= req.RefreshCap && !r.Stop:
-			return len(req.Refreshes) - i, nil
+			return len(req.Refreshes) - i, stopped, nil
 		default:
 			// A stop for a URL with no schedule is kept too, due now: the
 			// engine answers it (stopped, under its own id) like any stop.
@@ -79,10 +81,10 @@ func (s *Store) appendRefreshes(ctx context.Context, tx *txn, h *hostRow, req ho
 				r.Flags(), r.ETag, r.LastModified, r.StoredValidatorsURL())
 		}
 		if err != nil {
-			return 0, fmt.Errorf("keep refreshing url: %w", err)
+			return 0, nil, fmt.Errorf("keep refreshing url: %w", err)
 		}
 	}
-	return 0, nil
+	return 0, stopped, nil
 }
 
 // commitRefreshes records a commit's refetches and ended schedules.

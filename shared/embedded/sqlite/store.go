@@ -325,7 +325,7 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 			activated = true
 		}
 	}
-	refused, err := s.appendRefreshes(ctx, tx, h, req)
+	refused, stopped, err := s.appendRefreshes(ctx, tx, h, req)
 	if err != nil {
 		return hostqueue.AppendResult{}, nil, err
 	}
@@ -346,7 +346,7 @@ func (s *Store) append(ctx context.Context, tx *txn, req hostqueue.AppendRequest
 	}
 	res := plan.Result(len(evicted), h.pending, activated)
 	res.Shard = h.vs
-	res.RefreshRefused = refused
+	res.RefreshRefused, res.Stopped = refused, stopped
 	return res, nil, nil
 }
 

@@ -206,8 +206,8 @@ func TestRefreshCapRejectsLine(t *testing.T) {
 
 // TestRefreshStopEndsJob: the same URL sent again with refresh "0" (a
 // line appended to the list) ends its schedule with a stopped, final
-// result under the schedule's id, and with nothing else to do the job
-// then ends by itself.
+// result under the schedule's id, the stop gets one under its own id, and
+// with nothing else to do the job then ends by itself.
 func TestRefreshStopEndsJob(t *testing.T) {
 	t.Parallel()
 	site := startSite(t, demosite.Options{Hosts: 1})
@@ -247,16 +247,27 @@ func TestRefreshStopEndsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if rep := run(false); rep.Stopped || rep.DoneElsewhere != 0 || rep.Expected != 1 {
-		t.Errorf("the job with its only schedule stopped: %+v; want it ended by itself, nothing done elsewhere, the URL expected once", rep)
+	if rep := run(false); rep.Stopped || rep.DoneElsewhere != 0 || rep.Expected != 2 || rep.Results != 2 || rep.MissingCount != 0 {
+		t.Errorf("the job with its only schedule stopped: %+v; want it ended by itself, nothing done elsewhere, the schedule and the stop expected and answered", rep)
 	}
 	rs := readResults(t, outPath)
-	if len(rs) != 2 {
-		t.Fatalf("%d results, want 2 (the first fetch, the stop)", len(rs))
+	if len(rs) != 3 {
+		t.Fatalf("%d results, want 3 (the first fetch, the stop's own, the schedule's last)", len(rs))
 	}
-	last := rs[1]
-	if last.Status != result.StatusStopped || !last.Final || last.Seq != 2 || last.ID != rs[0].ID {
-		t.Errorf("last result %+v, want stopped, final, seq 2, id %s", last, rs[0].ID)
+	var last, stop *result.Result
+	for i := range rs[1:] {
+		if r := &rs[1+i]; r.ID == rs[0].ID {
+			last = r
+		} else {
+			stop = r
+		}
+	}
+	if last == nil || last.Status != result.StatusStopped || !last.Final || last.Seq != 2 {
+		t.Errorf("the schedule's last result %+v, want stopped, final, seq 2, id %s", last, rs[0].ID)
+	}
+	// The stop is an item of the input too: its id ends in a result.
+	if stop == nil || stop.Status != result.StatusStopped || !stop.Final || stop.URL != u {
+		t.Errorf("the stop's own result %+v, want stopped, final, for %s", stop, u)
 	}
 }
 
@@ -315,12 +326,20 @@ func TestServeKeepsRefreshes(t *testing.T) {
 	if p := rt.Progress(); p.Refreshing != 1 {
 		t.Errorf("progress shows %d refreshing urls, want the one kept", p.Refreshing)
 	}
-	post(`{"url": "` + u + `", "refresh": "0"}`)
-	var last result.Result
-	for last = next(); !last.Final; last = next() {
+	stopID := post(`{"url": "` + u + `", "refresh": "0"}`).IDs[0]
+	// Two final results, in either order: the schedule's, under its id,
+	// and the stop's own.
+	finals := map[string]result.Result{}
+	for len(finals) < 2 {
+		if r := next(); r.Final {
+			finals[r.ID] = r
+		}
 	}
-	if last.ID != id || last.Status != result.StatusStopped {
-		t.Errorf("final result %+v, want stopped under id %s", last, id)
+	if last := finals[id]; last.Status != result.StatusStopped {
+		t.Errorf("the schedule's final result %+v, want stopped under id %s", last, id)
+	}
+	if stop := finals[stopID]; stop.Status != result.StatusStopped || stopID == id {
+		t.Errorf("the stop's final result %+v, want stopped under its own id %s", stop, stopID)
 	}
 	cancel()
 	if err := <-done; err != nil {

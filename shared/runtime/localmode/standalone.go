@@ -524,8 +524,10 @@ func (c *counted) Ingest(ctx context.Context, p hostqueue.IngestParams, msgs []u
 			hosts[m.Host] = true
 		}
 		if m.RefreshStop {
-			// Answered under the schedule's id (docs/refresh.md), or its
-			// own when there is none, which the tally then meets as new.
+			// Answered under its own id during the ingest (before this
+			// count) or, with no schedule to stop, by the engine: the
+			// tally meets it as new. The schedule's last result comes
+			// under the schedule's id.
 			continue
 		}
 		if !failed || keep && errors.Is(err, hostqueue.ErrQueueFull) {

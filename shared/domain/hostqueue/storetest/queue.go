@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func testAppendLoadOrder(t *testing.T, _ Harness, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (hostqueue.AppendResult{Appended: 4, Pending: 4, Activated: true, Shard: hostqueue.VirtualShard(key)}) {
+	if !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 4, Pending: 4, Activated: true, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("first append = %+v, want 4 appended, 4 pending, activated", res)
 	}
 	h := e.load(key, 10)
@@ -154,7 +155,7 @@ func testEviction(t *testing.T, _ Harness, e *env) {
 		t.Errorf("append under the limit evicted: %+v, reports %v", res, rec.calls)
 	}
 	// 3 + 4 over a limit of 5: the two oldest go, reported before.
-	if res := app(b, 5, rec.onEvict); res != (hostqueue.AppendResult{Appended: 4, Evicted: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
+	if res := app(b, 5, rec.onEvict); !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 4, Evicted: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("append over the limit = %+v, want 4 appended, 2 evicted, 5 pending", res)
 	}
 	wantReported(a[:2])
@@ -163,7 +164,7 @@ func testEviction(t *testing.T, _ Harness, e *env) {
 	// More incoming than the limit: the whole queue goes, then the oldest
 	// incoming ones.
 	c := entries("c", 0, 7)
-	if res := app(c, 5, rec.onEvict); res != (hostqueue.AppendResult{Appended: 5, Evicted: 7, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
+	if res := app(c, 5, rec.onEvict); !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 5, Evicted: 7, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("append of 7 over a full queue of 5 = %+v, want 5 appended, 7 evicted, 5 pending", res)
 	}
 	wantReported(concat(a[2:], b, c[:2]))
@@ -216,18 +217,18 @@ func testHoldBack(t *testing.T, _ Harness, e *env) {
 		return res
 	}
 	a, b := entries("a", 0, 3), entries("b", 0, 4)
-	if res := app(a, 5); res != (hostqueue.AppendResult{Appended: 3, Pending: 3, Activated: true, Shard: hostqueue.VirtualShard(key)}) {
+	if res := app(a, 5); !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 3, Pending: 3, Activated: true, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("append under the limit = %+v, want 3 appended, 3 pending, activated", res)
 	}
-	if res := app(b, 5); res != (hostqueue.AppendResult{Appended: 2, HeldBack: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
+	if res := app(b, 5); !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 2, HeldBack: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("append over the limit = %+v, want 2 appended, 2 held back, 5 pending", res)
 	}
 	e.wantQueue(key, ids(concat(a, b[:2])))
-	if res := app(b[2:], 5); res != (hostqueue.AppendResult{HeldBack: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
+	if res := app(b[2:], 5); !reflect.DeepEqual(res, hostqueue.AppendResult{HeldBack: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("append to a full queue = %+v, want 2 held back, 5 pending", res)
 	}
 	e.commit(key, hostqueue.Commit{Done: ids(a[:2])})
-	if res := app(b[2:], 5); res != (hostqueue.AppendResult{Appended: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
+	if res := app(b[2:], 5); !reflect.DeepEqual(res, hostqueue.AppendResult{Appended: 2, Pending: 5, Shard: hostqueue.VirtualShard(key)}) {
 		t.Errorf("append after 2 were done = %+v, want 2 appended, 5 pending", res)
 	}
 	e.wantQueue(key, ids(concat(a[2:], b)))

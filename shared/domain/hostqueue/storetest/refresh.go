@@ -124,8 +124,8 @@ func testRefreshCommit(t *testing.T, h Harness, e *env) {
 }
 
 // testRefreshStop: a stop marks the kept schedule and makes it (and the
-// host) due now; a stop for a URL with none is kept, due now, to be
-// answered under its own id.
+// host) due now, and the append names it (AppendResult.Stopped); a stop
+// for a URL with none is kept, due now, to be answered under its own id.
 func testRefreshStop(t *testing.T, h Harness, e *env) {
 	h.skipRefresh(t)
 	const key = "stop.example"
@@ -135,8 +135,14 @@ func testRefreshStop(t *testing.T, h Harness, e *env) {
 	now := T0.Add(time.Minute)
 	stop := hostqueue.Refresh{ID: "stop-1", URL: rs[0].URL, Stop: true}
 	lone := hostqueue.Refresh{ID: "stop-2", URL: "https://stop.example/never", Stop: true}
-	if _, err := e.store.Append(e.ctx(), hostqueue.AppendRequest{Key: key, Refreshes: []hostqueue.Refresh{stop, lone}, RefreshCap: 1, Limit: 10, Due: now}); err != nil {
+	res, err := e.store.Append(e.ctx(), hostqueue.AppendRequest{Key: key, Refreshes: []hostqueue.Refresh{stop, lone}, RefreshCap: 1, Limit: 10, Due: now})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The stop that marked a schedule is named, for its id's own answer;
+	// the lone one is kept for the engine to answer.
+	if len(res.Stopped) != 1 || res.Stopped[0] != stop.ID {
+		t.Errorf("append says %v stopped a kept schedule, want [%s]", res.Stopped, stop.ID)
 	}
 	got := e.load(key, 10)
 	if got.Refreshing != 2 || !got.Due.Equal(now) {
