@@ -139,6 +139,19 @@ func (r *localRunner) runEnv(ctx context.Context, args, env []string, stop func(
 	return runChild(ctx, cmd, stop)
 }
 
+// runLimited is run with the child's descriptor limit (RLIMIT_NOFILE)
+// lowered to nofile, set by a shell that then execs the runner (the same
+// process, so it is measured as any child): its budget of connections
+// follows from that limit, and a site in the bench process with listeners
+// of its own must keep room for the child's connections.
+func (r *localRunner) runLimited(ctx context.Context, args []string, nofile int) (childRun, error) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), r.bin}, args...)...)
+	if extra := strings.Fields(os.Getenv(childEnv)); len(extra) > 0 {
+		cmd.Env = append(os.Environ(), extra...)
+	}
+	return runChild(ctx, cmd, nil)
+}
+
 // runChild runs cmd until it exits, measured from outside: wall, rusage,
 // VmHWM, CPU peaks and descriptors (see run for stop).
 func runChild(ctx context.Context, cmd *exec.Cmd, stop func() bool) (childRun, error) {

@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urldownloader/urldownloader/internal/demosite"
@@ -103,7 +104,12 @@ func (e *benchEnv) million(ctx context.Context) (*MillionResult, error) {
 	// The runner's --timeout ends the run; this only bounds a hang.
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.MillionTimeout+2*time.Minute)
 	defer cancel()
-	cr, err := r.run(rctx, args, nil)
+	// The site's listeners and its end of every connection share the
+	// bench's descriptor limit, which the child would otherwise take whole
+	// for its own connections: the site then ran out, refused accepts
+	// and left connects waiting, so answers came seconds late and the
+	// server gate read them as a struggling server.
+	cr, err := r.runLimited(rctx, args, childFiles(len(site.Addrs())))
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +130,18 @@ func (e *benchEnv) million(ctx context.Context) (*MillionResult, error) {
 		"urlsPerSec", fmt.Sprintf("%.0f", res.URLsPerSecond()), "rssMB", cr.MaxRSS>>20, "stateMB", res.StateBytes>>20,
 		"conns", res.Site.Conns, "dnsQueries", res.DNSQueries, "cpu", cr.CPU.Round(time.Second))
 	return res, nil
+}
+
+// childFiles is the descriptor limit the million job's child gets: the
+// bench's own, less the site's listeners and fdReserve, so the site has
+// room for its end of every connection the child opens (the child keeps a
+// share of its limit for other descriptors too).
+func childFiles(listeners int) int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 1024
+	}
+	return max(1024, int(lim.Cur)-listeners-fdReserve)
 }
 
 // removeState removes a SQLite state and its side files.
