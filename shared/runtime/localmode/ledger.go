@@ -221,6 +221,15 @@ func (l *ledger) heldKeys(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// heldCount is how many URLs of key are held back.
+func (l *ledger) heldCount(ctx context.Context, key string) (int, error) {
+	var n int
+	if err := l.db.QueryRowContext(ctx, "SELECT count(*) FROM input_held WHERE key = ?", key).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count held urls of %s: %w", key, err)
+	}
+	return n, nil
+}
+
 // heldHead returns the oldest n URLs held back for key.
 func (l *ledger) heldHead(ctx context.Context, key string, n int) ([]heldURL, error) {
 	return l.scanHeld(ctx, "SELECT seq, key, msg FROM input_held WHERE key = ? ORDER BY seq LIMIT ?", key, n)

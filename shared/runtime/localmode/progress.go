@@ -69,8 +69,12 @@ func (rt *Runtime) Progress() Progress {
 // of which Copies repeat a request another of them makes (the same URL
 // and validators: the engine fetches it once for all of them).
 type HostLoad struct {
-	Key    string
-	URLs   int
+	Key  string
+	URLs int
+	// Held are those of URLs held back behind the full queue, each
+	// counted as a request of its own; Copies those of the queued ones
+	// that repeat another's request.
+	Held   int
 	Copies int
 	Delay  time.Duration
 	// Addr is the server address the queue's host resolves to, when
@@ -194,8 +198,16 @@ func (rt *Runtime) HostsLeft(ctx context.Context) ([]HostLoad, error) {
 				return nil, fmt.Errorf("load %s: %w", key, err)
 			}
 			if h.Pending > 0 {
+				// URLs held back behind a full queue (PersistLimit) are
+				// the host's too: its queue takes them as it drains.
+				held := 0
+				if rt.over.held(key) {
+					if held, err = rt.ledger.heldCount(ctx, key); err != nil {
+						return nil, err
+					}
+				}
 				a, d := rt.ServerOf(key)
-				out = append(out, HostLoad{Key: key, URLs: h.Pending, Delay: rt.HostDelay(key), Addr: a, ServerDelay: d})
+				out = append(out, HostLoad{Key: key, URLs: h.Pending + held, Held: held, Delay: rt.HostDelay(key), Addr: a, ServerDelay: d})
 			}
 		}
 	}
@@ -220,13 +232,13 @@ func (rt *Runtime) countCopies(ctx context.Context, loads []HostLoad) error {
 		if h.Time() <= worst {
 			break
 		}
-		if h.URLs > 1 {
+		if queued := h.URLs - h.Held; queued > 1 {
 			n, err := rt.store.QueuedRequests(ctx, h.Key)
 			if err != nil {
 				return err
 			}
-			if n > 0 && n < h.URLs {
-				h.Copies = h.URLs - n
+			if n > 0 && n < queued {
+				h.Copies = queued - n
 			}
 		}
 		worst = max(worst, h.Time())

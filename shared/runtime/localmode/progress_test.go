@@ -2,6 +2,7 @@ package localmode
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,31 @@ func TestHostsLeft(t *testing.T) {
 	}
 	if d := rt.HostDelay("other.test"); d != 100*time.Millisecond {
 		t.Errorf("HostDelay of a host never seen = %s, want FetchDelay 100ms", d)
+	}
+}
+
+// TestHostsLeftCountsHeldURLs: a host's URLs held back behind its full
+// queue (PersistLimit) count in HostsLeft, so the ETA's bound is what the
+// host has left, not what its queue holds.
+func TestHostsLeftCountsHeldURLs(t *testing.T) {
+	rt := open(t, Options{State: filepath.Join(t.TempDir(), "s.db"), Out: io.Discard,
+		Params: map[string]string{"FetchDelay": "1s", "PersistLimit": "10"}})
+	var lines []string
+	for i := range 25 {
+		lines = append(lines, fmt.Sprintf("http://big.test/%d", i))
+	}
+	if _, err := rt.feed(context.Background(), Input{Name: "t", R: strings.NewReader(strings.Join(lines, "\n"))}, make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	left, err := rt.HostsLeft(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].URLs != 25 {
+		t.Fatalf("HostsLeft = %+v, want big.test with its 25 urls (10 queued, 15 held back)", left)
+	}
+	if bound, _ := Bound(left); bound != 25*time.Second {
+		t.Errorf("Bound = %s, want 25s", bound)
 	}
 }
 
