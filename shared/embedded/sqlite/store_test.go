@@ -281,11 +281,7 @@ func TestMigratesVersion1(t *testing.T) {
 func TestRefreshAttemptsKeptOnRelease(t *testing.T) {
 	ctx := t.Context()
 	c := &clock{t: t0}
-	s, err := sqlite.New(filepath.Join(t.TempDir(), "state.db"), c.now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openFile(t, filepath.Join(t.TempDir(), "state.db"), c.now)
 	const key = "feeds.example"
 	r := hostqueue.Refresh{ID: "feed-1", URL: "http://feeds.example/rss"}
 	r.Every = time.Hour
@@ -309,11 +305,7 @@ func TestRefreshAttemptsKeptOnRelease(t *testing.T) {
 func TestPlainURLsDueBeforeALaterRefresh(t *testing.T) {
 	ctx := t.Context()
 	c := &clock{t: t0}
-	s, err := sqlite.New(filepath.Join(t.TempDir(), "state.db"), c.now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openFile(t, filepath.Join(t.TempDir(), "state.db"), c.now)
 	const key = "feeds.example"
 	r := hostqueue.Refresh{ID: "weekly", URL: "http://feeds.example/weekly"}
 	r.Every = 100 * time.Hour
